@@ -1,0 +1,38 @@
+# The two commands a newcomer needs (see README.md):
+#   make run    set up .venv if needed, then run the daemon on this repository's own Claude_Inbox/
+#   make test   set up .venv if needed, then run the whole test suite (what .ci/run runs)
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: run test setup clean bench
+
+run: $(STAMP)
+	$(BIN)/mp-engine run --root .
+
+# pytest exits 5 when it collects no tests. This suite always has tests, so 5 means
+# discovery broke (wrong directory, import error in conftest); fail loudly instead of
+# letting CI go green on zero tests.
+test: $(STAMP)
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then \
+		echo "make test: pytest collected no tests (exit 5); expected the suite under tests/" >&2; exit 1; \
+	fi; exit $$rc
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
+		{ echo "mp-engine needs Python 3.11 or newer; set PYTHON=/path/to/python3.11" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,3 @@
+from mp_engine.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""The only way mp-engine writes a file that someone else may read.
+
+`atomic_write` writes a temp file in the same directory, fsyncs it, renames it over the
+target with `os.replace` and fsyncs the directory, so a reader sees the old content or the
+new one, never a torn file, and a power cut after return cannot undo the rename.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+TEMP_MARKER = ".mpe-tmp-"
+
+
+def is_temp_name(name: str) -> bool:
+    """True for the names of our own in-flight temp files (watchers ignore them)."""
+    return TEMP_MARKER in name
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or unlink inside `directory` durable."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644) -> None:
+    """Replace `path` with `data` atomically and durably."""
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    tmp = path.parent / f".{path.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """`atomic_write` of `obj` as indented, key-sorted JSON with a final newline."""
+    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def append_durable(path: Path, line: str) -> None:
+    """Append one line (a newline is added) with O_APPEND and fsync it."""
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sweep_temp_files(directory: Path) -> list[Path]:
+    """Remove temp files a crash left behind in `directory`; return what was removed."""
+    removed = []
+    try:
+        entries = list(directory.iterdir())
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        if is_temp_name(entry.name) and not entry.is_dir():
+            entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed

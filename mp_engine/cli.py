@@ -1,0 +1,267 @@
+"""The command line: one function per subcommand, one place that maps errors to exit codes.
+
+Exit codes (also in README.md):
+  0  success, or nothing to do
+  1  the MP ended in ERROR (`once`), or the MP file is invalid (`check`)
+  2  usage, configuration or workspace error (nothing was started)
+  3  `once`: an MP is waiting but the engine is halted on a failed MP
+  4  `once`/`approve`: another engine held the workspace lock past the lock timeout
+  5  `once`: stopped by a signal before the MP finished; it resumes on the next start
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from mp_engine import __version__, logs
+from mp_engine.config import Config, load_config
+from mp_engine.errors import ConfigError, InvalidMPError, LockTimeout, MpEngineError, StateError, WorkspaceError
+from mp_engine.mpfile import parse, require_executable
+from mp_engine.workspace import Workspace, init_workspace
+
+if TYPE_CHECKING:
+    from mp_engine.engine import Engine
+
+EXIT_OK, EXIT_MP_ERROR, EXIT_USAGE, EXIT_HALTED, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5
+
+ONCE_EXIT = {
+    "completed": EXIT_OK,
+    "idle": EXIT_OK,
+    "waiting": EXIT_OK,
+    "error": EXIT_MP_ERROR,
+    "halted": EXIT_HALTED,
+    "busy": EXIT_BUSY,
+    "interrupted": EXIT_INTERRUPTED,
+    "failed": EXIT_MP_ERROR,
+}
+
+root_option = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="MP_ENGINE_ROOT",
+    default=".",
+    show_default="current directory, or $MP_ENGINE_ROOT",
+    help="Workspace root.",
+)
+
+
+def _load(root: Path) -> tuple[Workspace, Config]:
+    ws = Workspace.at(root)
+    ws.check()
+    return ws, load_config(ws.root)
+
+
+def _install_signal_handlers(engine: Engine) -> None:
+    """First SIGTERM/SIGINT: finish the current step and stop. Second: stop now.
+
+    The handler only sets flags; the event is written from a short-lived thread, because
+    the main thread may be inside the event log's lock when the signal arrives.
+    """
+
+    def handler(signum: int, _frame: object) -> None:
+        urgent = engine.stop.is_set()
+        if urgent:
+            engine.stop_now.set()
+        engine.stop.set()
+        engine.wake.set()
+        name = signal.Signals(signum).name
+        threading.Thread(
+            target=engine.events.emit,
+            args=("stop_requested",),
+            kwargs={"signal": name, "mode": "now" if urgent else "after current step"},
+            daemon=True,
+        ).start()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mp-engine")
+@click.option(
+    "--log-level", default="info", type=click.Choice(["debug", "info", "warning", "error"]), help="Log verbosity."
+)
+def cli(log_level: str) -> None:
+    """mp-engine runs micro-projects (MPs) dropped into Claude_Inbox/ (MP-1.3).
+
+    \b
+    Quick start:
+      mp-engine init myspace          # create a workspace
+      mp-engine run --root myspace    # the daemon, in the foreground
+      cp examples/hello.md myspace/Claude_Inbox/incoming_microproject.txt
+      mp-engine status --root myspace
+    """
+    logs.configure(log_level)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
+def init(directory: Path) -> int:
+    """Create a workspace in DIRECTORY (idempotent; never overwrites).
+
+    \b
+    Example:
+      mp-engine init ~/mp-workspace
+    """
+    ws, created = init_workspace(directory)
+    if created:
+        click.echo(f"initialised mp-engine workspace {ws.root}")
+        for path in created:
+            click.echo(f"  created {path}")
+    else:
+        click.echo(f"{ws.root} is already an mp-engine workspace; nothing changed")
+    return EXIT_OK
+
+
+@cli.command()
+@root_option
+def run(root: Path) -> int:
+    """Run the daemon in the foreground until SIGTERM/SIGINT.
+
+    The first signal finishes the current step and stops (the MP resumes on the next
+    start); a second signal stops at once.
+
+    \b
+    Example:
+      mp-engine run --root ~/mp-workspace
+    """
+    from mp_engine.engine import Engine
+
+    ws, config = _load(root)
+    engine = Engine(ws, config)
+    _install_signal_handlers(engine)
+    engine.run()
+    return EXIT_OK
+
+
+@cli.command()
+@root_option
+def once(root: Path) -> int:
+    """Do exactly one pass: run the waiting MP, if any, and exit.
+
+    \b
+    Exit codes: 0 completed or nothing to do, 1 the MP ended in ERROR, 2 usage or config
+    error, 3 halted (an MP waits for approval), 4 workspace busy, 5 interrupted.
+    """
+    from mp_engine.engine import Engine
+
+    ws, config = _load(root)
+    engine = Engine(ws, config)
+    _install_signal_handlers(engine)
+    engine.start(daemon=False)
+    try:
+        result = engine.tick()
+        # A file dropped just now is not "complete" until it settles; one pass waits for
+        # that window rather than reporting nothing to do.
+        while result.action == "waiting" and result.wait_until is not None and not engine.stop.is_set():
+            engine.stop.wait(max(0.0, result.wait_until - time.monotonic()))
+            result = engine.tick()
+    finally:
+        engine.shutdown()
+    click.echo(
+        f"{result.action}"
+        + (f" {result.mp_id}" if result.mp_id else "")
+        + (f": {result.detail}" if result.detail else "")
+    )
+    return ONCE_EXIT.get(result.action, EXIT_MP_ERROR)
+
+
+@cli.command()
+@root_option
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def status(root: Path, as_json: bool) -> int:
+    """Show the state, the current or last MP, and why the engine is halted."""
+    from mp_engine.status import render_status, status_report
+
+    ws, config = _load(root)
+    report = status_report(ws, config)
+    click.echo(json.dumps(report, indent=2) if as_json else render_status(report))
+    return EXIT_OK
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the parsed MP as JSON.")
+@click.option("--max-bytes", type=int, default=1024 * 1024, show_default=True, help="Size cap to apply.")
+def check(file: Path, as_json: bool, max_bytes: int) -> int:
+    """Parse an MP file without running it; exit 1 with a precise message if invalid.
+
+    \b
+    Example:
+      mp-engine check examples/hello.md
+    """
+    try:
+        mp = parse(file.read_bytes(), max_bytes=max_bytes)
+        if (mp.executor or "shell") == "shell":
+            require_executable(mp)
+    except InvalidMPError as e:
+        click.echo(f"{file}: invalid MP: {e.reason}" + (f" (line {e.line})" if e.line else ""), err=True)
+        click.echo(f"fix: {e.fix}", err=True)
+        return EXIT_MP_ERROR
+    summary = mp.summary()
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return EXIT_OK
+    click.echo(f"{mp.mp_id}: {mp.title or '(no title)'}")
+    for key, value in mp.headers.items():
+        click.echo(f"  {key}: {value}")
+    click.echo(f"  sha256: {mp.sha256}")
+    click.echo(f"steps ({len(mp.steps)}):")
+    for s in summary["steps"]:
+        click.echo(f"  {s['id']}  line {s['line']:<4} {s['what']}")
+    click.echo(f"checks ({len(mp.checks)}):")
+    for c in summary["checks"]:
+        click.echo(f"  {c['id']}  line {c['line']:<4} {c['what']}")
+    for note in mp.notes:
+        click.echo(f"note: {note}")
+    return EXIT_OK
+
+
+@cli.command()
+@root_option
+def approve(root: Path) -> int:
+    """Lift an ERROR halt so the engine takes new MPs again."""
+    from mp_engine.engine import Engine
+
+    ws, config = _load(root)
+    approved = Engine(ws, config).approve(via="cli")
+    click.echo(
+        f"approved: the halt on {approved} is lifted" if approved else "the engine is not halted; nothing to approve"
+    )
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for `mp-engine` and `python -m mp_engine`; returns the exit code."""
+    try:
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="mp-engine", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.ClickException as e:
+        e.show()
+        return EXIT_USAGE
+    except click.Abort:
+        return EXIT_INTERRUPTED
+    except (ConfigError, WorkspaceError, StateError) as e:
+        click.echo(f"mp-engine: {e}", err=True)
+        return EXIT_USAGE
+    except LockTimeout as e:
+        click.echo(f"mp-engine: {e}", err=True)
+        return EXIT_BUSY
+    except MpEngineError as e:
+        click.echo(f"mp-engine: {e}", err=True)
+        return EXIT_MP_ERROR
+    return rv if isinstance(rv, int) else EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

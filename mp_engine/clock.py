@@ -1,0 +1,20 @@
+"""Timestamps in the one format mp-engine writes: ISO 8601, UTC, millisecond precision."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def now_iso() -> str:
+    """Current time as `2026-11-22T15:16:00.123Z`."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def compact_stamp() -> str:
+    """Current time as `20261122T151600Z`, for directory names that sort by time."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def parse_iso(value: str) -> datetime:
+    """Parse a timestamp written by `now_iso` (or any ISO 8601 string with a zone)."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -1,0 +1,495 @@
+"""The engine: one MP-1.3 pass in `tick()`, and the daemon loop around it in `run()`.
+
+A tick, under the workspace lock:
+  1. finish or resume any run a crash or a stop left open (the ledger says where);
+  2. otherwise, if the inbox holds a complete MP: read and parse it (never run half an MP),
+     respect a halt, copy it into a new run archive, set RUNNING, execute, validate;
+  3. record the outcome in the ledger, write the result, set the state, clear the inbox.
+Step 3 is idempotent, so a crash anywhere in it is finished on the next tick.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from mp_engine import __version__
+from mp_engine import diagnosis as diag
+from mp_engine.archive import RunArchive, create_run, open_runs, sweep_incomplete_runs
+from mp_engine.atomic import sweep_temp_files
+from mp_engine.clock import now_iso, parse_iso
+from mp_engine.config import Config
+from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
+from mp_engine.events import EventLog
+from mp_engine.executors import ExecResult, Executor, ShellExecutor
+from mp_engine.inbox import Entry, EntryKind, Inbox
+from mp_engine.ledger import Ledger, read_artifact
+from mp_engine.lock import WorkspaceLock
+from mp_engine.mpfile import MicroProject, parse, parse_header_line, sha256_hex
+from mp_engine.process import kill_stale_group
+from mp_engine.result import COMPLETED, ERROR, Outcome, write_result
+from mp_engine.state import IDLE, Halt, SessionState, StateStore, Status
+from mp_engine.steps import Budget, StepContext
+from mp_engine.workspace import Workspace
+
+log = structlog.get_logger("mp_engine.engine")
+
+
+@dataclass(frozen=True)
+class TickResult:
+    """What one pass did. `action` is one of: idle, waiting, completed, error, halted,
+    busy, interrupted."""
+
+    action: str
+    mp_id: str | None = None
+    run_id: str | None = None
+    wait_until: float | None = None  # monotonic time worth waking up at
+    detail: str | None = None
+
+
+class Engine:
+    def __init__(
+        self,
+        ws: Workspace,
+        config: Config,
+        *,
+        stop: threading.Event | None = None,
+        stop_now: threading.Event | None = None,
+        redact: Callable[[str], str] | None = None,
+    ):
+        self.ws = ws
+        self.config = config
+        self.stop = stop or threading.Event()
+        self.stop_now = stop_now or threading.Event()
+        self.wake = threading.Event()
+        self.redact = redact or (lambda text: text)
+        self.events = EventLog(ws.events_file, redact=self.redact)
+        self.state = StateStore(ws.state_file, self.events)
+        self.inbox = Inbox(ws, config.engine.settle_seconds)
+        self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
+        self.executors: dict[str, Executor] = {"shell": ShellExecutor()}
+        self._recovery_scan_done = False
+        self._held_notice: tuple | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self, *, daemon: bool = True) -> None:
+        """Prepare the workspace and announce the engine (ONLINE, or ERROR if halted)."""
+        self.ws.check()
+        self.ws.ensure_dirs()
+        for d in (self.ws.root, self.ws.system_dir, self.ws.inbox_dir, self.ws.local_dir):
+            for path in sweep_temp_files(d):
+                self.events.emit("temp_file_removed", path=self.ws.rel(path))
+        for path in sweep_incomplete_runs(self.ws):
+            self.events.emit("temp_file_removed", path=self.ws.rel(path))
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": now_iso(),
+            "mode": "daemon" if daemon else "once",
+        }
+        try:
+            with self.lock.hold("engine start"):
+                state = self.state.read()
+                status = state.status if state.run_id else (Status.ERROR if state.halt else Status.ONLINE)
+                self.state.update(status=status, daemon=info, reason="engine started")
+        except LockTimeout:
+            log.info("another engine holds the workspace; leaving its state as it is")
+        self.events.emit(
+            "engine_started", pid=os.getpid(), version=__version__, root=str(self.ws.root), mode=info["mode"]
+        )
+
+    def shutdown(self) -> None:
+        """Clean stop: OFFLINE, or ERROR while halted, so the orchestrator still sees the
+        failure (a halt and an unfinished run are kept for the restart)."""
+        try:
+            with self.lock.hold("engine stop", timeout=min(self.config.engine.lock_timeout, 5.0)):
+                state = self.state.read()
+                daemon = getattr(state, "daemon", None)
+                if daemon and daemon.get("pid") == os.getpid():
+                    status = Status.ERROR if state.halt else Status.OFFLINE
+                    self.state.update(status=status, daemon=None, reason="engine stopped")
+        except (LockTimeout, MpEngineError) as e:
+            log.warning("could not record OFFLINE", error=str(e))
+        self.events.emit("engine_stopped", pid=os.getpid())
+
+    # -- one pass --------------------------------------------------------------------
+
+    def tick(self) -> TickResult:
+        """One full pass; see the module docstring."""
+        if not self.ws.inbox_dir.is_dir():
+            self.ws.inbox_dir.mkdir(parents=True, exist_ok=True)
+            self.events.emit("inbox_recreated", path=self.ws.rel(self.ws.inbox_dir))
+        scan = self.inbox.scan()
+        if not scan.ready and self._recovery_scan_done and self.state.read().run_id is None:
+            return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
+        try:
+            with self.lock.hold("tick"):
+                return self._tick_locked()
+        except LockTimeout as e:
+            return TickResult("busy", detail=str(e))
+
+    def _tick_locked(self) -> TickResult:
+        state = self.state.read()
+        if not self._recovery_scan_done:
+            runs = open_runs(self.ws)
+            self._recovery_scan_done = True
+        else:
+            runs = [RunArchive(self.ws.runs_dir / state.run_id)] if state.run_id else []
+        for run in runs:
+            if run.ledger_path.exists() and run.ledger().model.status != "closed":
+                return self._resume(run)
+        if state.run_id:  # points at a closed or missing run: nothing left to do for it
+            state = self.state.update(run_id=None, reason="stale run pointer cleared")
+
+        scan = self.inbox.scan()
+        if not scan.ready or scan.entry is None:
+            return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
+        entry = scan.entry
+        data: bytes | None = None
+        try:
+            data = self.inbox.read(entry, self.config.engine.max_mp_bytes)
+            if data is None:
+                return TickResult("waiting", detail="the inbox file changed while being read")
+            mp = parse(data, max_bytes=self.config.engine.max_mp_bytes)
+            executor = self._executor_for(mp)
+            executor.validate(mp)
+        except InvalidMPError as e:
+            if state.halt:
+                return self._hold(state, entry, f"invalid MP ({e.reason})")
+            return self._reject(entry, data, e)
+        if state.halt:
+            if mp.approves and mp.approves in (state.halt.mp_id, state.halt.run_id):
+                self.state.update(halt=None, reason=f"approved by {mp.mp_id}")
+                self.events.emit("approved", via="mp", approved=state.halt.mp_id, by=mp.mp_id)
+            else:
+                why = f"its `Approves:` names {mp.approves}" if mp.approves else "it has no `Approves:` header"
+                return self._hold(state, entry, f"{mp.mp_id} waits: {why}")
+        return self._start_run(mp, data, executor)
+
+    def _executor_for(self, mp: MicroProject) -> Executor:
+        name = mp.executor or "shell"
+        executor = self.executors.get(name)
+        if executor is None:
+            raise InvalidMPError(
+                f"`Executor: {name}` is not available in this engine",
+                f"Remove the `Executor: {name}` header to use the shell executor.",
+                mp_id=mp.mp_id,
+            )
+        return executor
+
+    def _hold(self, state: SessionState, entry: Entry, why: str) -> TickResult:
+        """Leave a pending MP untouched while halted; say so once per inbox version."""
+        assert state.halt is not None
+        notice = (entry.sig, state.halt.mp_id)
+        if notice != self._held_notice:
+            self._held_notice = notice
+            self.events.emit("mp_held", halted_on=state.halt.mp_id, reason=why)
+        return TickResult("halted", mp_id=state.halt.mp_id, detail=why)
+
+    # -- runs ------------------------------------------------------------------------
+
+    def _start_run(self, mp: MicroProject, data: bytes, executor: Executor) -> TickResult:
+        run, ledger = create_run(self.ws, mp_id=mp.mp_id, data=data, mp_sha256=mp.sha256, executor=executor.name)
+        self.events.emit("mp_claimed", mp=mp.mp_id, run=run.run_id, sha256=mp.sha256, title=mp.title)
+        self.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="MP claimed")
+        self.inbox.forget()
+        return self._drive(run, ledger, mp, executor)
+
+    def _budget(self, mp: MicroProject, run: RunArchive, ledger: Ledger) -> Budget:
+        if "Timeout" in mp.headers:
+            total, source = float(mp.headers["Timeout"]), "Timeout"
+        else:
+            total, source = self.config.execution.mp_timeout, "mp_timeout"
+        used = sum((read_artifact(run.steps_dir, s) or {}).get("duration") or 0.0 for s in ledger.model.steps)
+        return Budget(total, source, used)
+
+    def _drive(self, run: RunArchive, ledger: Ledger, mp: MicroProject, executor: Executor) -> TickResult:
+        ctx = StepContext(
+            ws=self.ws,
+            config=self.config,
+            run=run,
+            ledger=ledger,
+            mp=mp,
+            events=self.events,
+            stop=self.stop,
+            stop_now=self.stop_now,
+            budget=self._budget(mp, run, ledger),
+        )
+        try:
+            res = executor.run(ctx)
+        except Exception as e:  # a bug must still end in a result, not a dead daemon
+            log.exception("executor crashed", mp=mp.mp_id)
+            res = ExecResult(status="failed", diagnosis=diag.engine_error(e))
+        if res.status == "interrupted":
+            self.events.emit(
+                "mp_checkpointed",
+                mp=mp.mp_id,
+                run=run.run_id,
+                resume_point=next((s.step_id for s in ledger.model.steps if s.status.value != "completed"), None),
+            )
+            return TickResult("interrupted", mp_id=mp.mp_id, run_id=run.run_id)
+        outcome = Outcome(
+            status=COMPLETED if res.status == "completed" else ERROR,
+            mp_id=mp.mp_id,
+            title=mp.title,
+            run_id=run.run_id,
+            mp_sha256=mp.sha256,
+            started_at=ledger.model.created_at,
+            finished_at=now_iso(),
+            executor=executor.name,
+            steps=res.steps,
+            checks=res.checks,
+            diagnosis=res.diagnosis,
+            error_output=res.error_output,
+            error_output_ref=res.error_output_ref,
+            notes=list(mp.notes),
+            extra=res.extra,
+        )
+        outcome.duration = (parse_iso(outcome.finished_at) - parse_iso(outcome.started_at)).total_seconds()
+        if outcome.status == ERROR:
+            outcome.halt_token = mp.mp_id
+        ledger.set_outcome(outcome.to_dict())
+        return self._finalize(run, ledger)
+
+    def _reject(self, entry: Entry, data: bytes | None, err: InvalidMPError) -> TickResult:
+        """An inbox entry that is not a runnable MP: ERROR result, entry archived, halt."""
+        mp_id = err.mp_id
+        if mp_id is None and data is not None:
+            try:
+                mp_id = parse_header_line(data.decode("utf-8", errors="replace").split("\n"))[1]
+            except InvalidMPError:
+                mp_id = None
+        sha = sha256_hex(data) if data is not None else _sha_of_entry(entry)
+        run, ledger = create_run(self.ws, mp_id=mp_id, data=data, mp_sha256=sha, executor="none")
+        now = now_iso()
+        outcome = Outcome(
+            status=ERROR,
+            mp_id=mp_id or "UNPARSED",
+            title="",
+            run_id=run.run_id,
+            mp_sha256=sha,
+            started_at=now,
+            finished_at=now,
+            executor="none",
+            diagnosis=diag.invalid_mp(err.reason, err.fix, err.line),
+            halt_token=mp_id or run.run_id,
+        )
+        if data is None:
+            outcome.notes.append(f"The inbox entry was moved to {self.ws.rel(run.moved_entry)}.")
+        ledger.model.move_entry = data is None  # type: ignore[attr-defined]
+        self.events.emit("mp_rejected", mp=mp_id, run=run.run_id, reason=err.reason, kind=entry.kind.value)
+        ledger.set_outcome(outcome.to_dict())
+        return self._finalize(run, ledger)
+
+    def _resume(self, run: RunArchive) -> TickResult:
+        """Finish or resume a run that a crash or a stop left open (FR-EVT-WF-RECOVERY)."""
+        ledger = run.ledger()
+        if ledger.model.status == "finishing":
+            self.events.emit(
+                "recovery",
+                run=run.run_id,
+                mp=ledger.model.mp_id,
+                resume_point="finalize",
+                steps_recovered=[],
+                steps_to_retry=[],
+                reason="outcome recorded, result not yet published",
+            )
+            return self._finalize(run, ledger)
+        rec = ledger.recover(run.steps_dir, reason="engine restarted with this run unfinished")
+        killed = [pid for pgid, started in rec.stale_groups for pid in kill_stale_group(pgid, started)]
+        self.events.emit(
+            "recovery",
+            run=run.run_id,
+            mp=ledger.model.mp_id,
+            resume_point=rec.resume_point,
+            steps_recovered=rec.steps_recovered,
+            steps_to_retry=rec.steps_to_retry,
+            killed_pids=killed or None,
+            policy=self.config.recovery.interrupted_step,
+        )
+        try:
+            data = run.mp_copy.read_bytes()
+            mp = parse(data, max_bytes=max(self.config.engine.max_mp_bytes, len(data)))
+            executor = self._executor_for(mp)
+        except (OSError, InvalidMPError) as e:
+            now = now_iso()
+            outcome = Outcome(
+                status=ERROR,
+                mp_id=ledger.model.mp_id,
+                title="",
+                run_id=run.run_id,
+                mp_sha256=ledger.model.mp_sha256,
+                started_at=ledger.model.created_at,
+                finished_at=now,
+                diagnosis=diag.engine_error(e),
+                halt_token=ledger.model.mp_id,
+            )
+            ledger.set_outcome(outcome.to_dict())
+            return self._finalize(run, ledger)
+        self.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="resuming after restart")
+        return self._drive(run, ledger, mp, executor)
+
+    def _finalize(self, run: RunArchive, ledger: Ledger) -> TickResult:
+        """Publish a recorded outcome: result, state, inbox, ledger closed. Idempotent."""
+        assert ledger.model.outcome is not None
+        outcome = Outcome.from_dict(ledger.model.outcome)
+        write_result(self.ws, run, outcome, redact=self.redact)
+        last_result = {
+            "mp_id": outcome.mp_id,
+            "status": outcome.status,
+            "run_id": run.run_id,
+            "finished_at": outcome.finished_at,
+        }
+        if outcome.status == COMPLETED:
+            self.state.update(
+                last_completed=outcome.mp_id,
+                current=IDLE,
+                status=Status.ONLINE,
+                run_id=None,
+                last_result=last_result,
+                reason=outcome.commit_summary,
+            )
+        else:
+            assert outcome.diagnosis is not None
+            halt = Halt(
+                mp_id=outcome.halt_token or outcome.mp_id,
+                run_id=run.run_id,
+                reason=outcome.diagnosis.summary,
+                since=now_iso(),
+            )
+            self.state.update(
+                current=outcome.mp_id,
+                status=Status.ERROR,
+                run_id=None,
+                halt=halt,
+                last_result=last_result,
+                reason=outcome.commit_summary,
+            )
+        self._clear_inbox(run, ledger)
+        ledger.close()
+        if outcome.status == COMPLETED:
+            self.events.emit("mp_completed", mp=outcome.mp_id, run=run.run_id, duration=outcome.duration)
+            return TickResult("completed", mp_id=outcome.mp_id, run_id=run.run_id)
+        assert outcome.diagnosis is not None
+        self.events.emit(
+            "mp_failed",
+            mp=outcome.mp_id,
+            run=run.run_id,
+            kind=outcome.diagnosis.kind,
+            summary=outcome.diagnosis.summary,
+            fix=outcome.diagnosis.fix,
+        )
+        self.events.emit("halted", mp=outcome.mp_id, approve_with=f"Approves: {outcome.halt_token}")
+        return TickResult("error", mp_id=outcome.mp_id, run_id=run.run_id, detail=outcome.diagnosis.summary)
+
+    def _clear_inbox(self, run: RunArchive, ledger: Ledger) -> None:
+        """Take this run's MP out of the inbox, leaving any newer MP that replaced it."""
+        entry = self.inbox.lstat_entry()
+        if entry is None:
+            return
+        if getattr(ledger.model, "move_entry", False) or entry.kind is not EntryKind.FILE:
+            if entry.kind is not EntryKind.FILE or _sha_of_entry(entry) == ledger.model.mp_sha256:
+                if not os.path.lexists(run.moved_entry):
+                    os.rename(entry.path, run.moved_entry)
+            self.inbox.forget()
+            return
+        if _sha_of_entry(entry) == ledger.model.mp_sha256:
+            entry.path.unlink(missing_ok=True)
+            self.inbox.forget()
+        else:
+            self.events.emit(
+                "inbox_replaced", run=run.run_id, detail="a different MP arrived during the run; it stays in the inbox"
+            )
+
+    # -- approval --------------------------------------------------------------------
+
+    def approve(self, via: str = "cli") -> str | None:
+        """Lift a halt; return the MP id it was on, or None if the engine was not halted."""
+        with self.lock.hold("approve"):
+            state = self.state.read()
+            if state.halt is None:
+                return None
+            daemon = getattr(state, "daemon", None)
+            alive = bool(daemon) and daemon.get("host") == socket.gethostname() and _pid_alive(daemon.get("pid"))
+            self.state.update(
+                halt=None, current=IDLE, status=Status.ONLINE if alive else Status.OFFLINE, reason=f"approved via {via}"
+            )
+            self.events.emit("approved", via=via, approved=state.halt.mp_id)
+            return state.halt.mp_id
+
+    # -- the daemon loop -------------------------------------------------------------
+
+    def run(self, watcher_factory: Callable[[Engine], object] | None = None) -> None:
+        """Run until `stop` is set: tick, then sleep until an event, a timer or a stop."""
+        from mp_engine.watchers import make_watcher
+
+        self.start(daemon=True)
+        watcher = (watcher_factory or make_watcher)(self)
+        watcher.start()
+        cfg = self.config
+        next_health = time.monotonic() + cfg.watch.health_interval
+        try:
+            while not self.stop.is_set():
+                self.wake.clear()
+                result = self.safe_tick()
+                if self.stop.is_set():
+                    break
+                now = time.monotonic()
+                if now >= next_health:
+                    watcher.ensure_healthy()
+                    next_health = now + cfg.watch.health_interval
+                timeout = min(cfg.engine.poll_interval, max(0.0, next_health - now))
+                if result.wait_until is not None:
+                    timeout = min(timeout, max(0.0, result.wait_until - now))
+                if result.action == "busy":
+                    timeout = max(timeout, 0.5)
+                self.wake.wait(timeout)
+        finally:
+            watcher.stop()
+            self.shutdown()
+
+    def safe_tick(self) -> TickResult:
+        """`tick()`, but an unexpected failure is logged and the daemon lives on."""
+        try:
+            return self.tick()
+        except MpEngineError as e:
+            self.events.emit("tick_failed", error=str(e))
+            return TickResult("failed", detail=str(e), wait_until=time.monotonic() + self.config.engine.poll_interval)
+        except Exception as e:
+            log.exception("tick crashed")
+            self.events.emit("tick_failed", error=f"{type(e).__name__}: {e}")
+            return TickResult("failed", detail=str(e), wait_until=time.monotonic() + self.config.engine.poll_interval)
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _sha_of_entry(entry: Entry) -> str:
+    """SHA-256 of a regular file's bytes (streamed); "" for anything else."""
+    if entry.kind is not EntryKind.FILE:
+        return ""
+    h = hashlib.sha256()
+    try:
+        with open(entry.path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return ""
+    return h.hexdigest()

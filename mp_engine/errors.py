@@ -1,0 +1,64 @@
+"""The one error tree of mp-engine.
+
+Every error raised on purpose derives from `MpEngineError`. Messages say what to do
+next and carry the evidence (the path, the command, its exit code, its stderr). The CLI
+maps each class to an exit code in one place (`cli.py`).
+"""
+
+from __future__ import annotations
+
+
+class MpEngineError(Exception):
+    """Root of every error mp-engine raises on purpose."""
+
+
+class ConfigError(MpEngineError):
+    """mp-engine.toml or an MP_ENGINE_* override is invalid."""
+
+
+class WorkspaceError(MpEngineError):
+    """The workspace layout is missing or damaged."""
+
+
+class StateError(MpEngineError):
+    """SESSION_STATE.json cannot be read or does not hold the MP-1.3 fields."""
+
+
+class LockTimeout(MpEngineError):
+    """Another engine held the workspace lock for longer than the lock timeout."""
+
+
+class InvalidMPError(MpEngineError):
+    """An MP file cannot be accepted; carries the reason and exactly one fix."""
+
+    def __init__(self, reason: str, fix: str, *, line: int | None = None, mp_id: str | None = None):
+        self.reason = reason
+        self.fix = fix
+        self.line = line
+        self.mp_id = mp_id
+        where = f" (line {line})" if line else ""
+        super().__init__(f"{reason}{where}. Fix: {fix}")
+
+
+class ConfinementError(MpEngineError):
+    """A path named by an MP would leave the workspace or touch an engine-owned file."""
+
+
+class ProcessError(MpEngineError):
+    """A child process could not be started."""
+
+
+class SyncError(MpEngineError):
+    """A git operation against the workspace repository or its remote failed."""
+
+
+class RemoteUnreachable(SyncError):
+    """The git remote could not be reached; results stay committed locally until it returns."""
+
+
+class SyncConflict(SyncError):
+    """Local result commits cannot be rebased onto the remote; carries the conflicting paths."""
+
+    def __init__(self, message: str, paths: list[str]):
+        self.paths = paths
+        super().__init__(message)

@@ -1,0 +1,32 @@
+"""The executor interface."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from mp_engine.diagnosis import Diagnosis
+from mp_engine.mpfile import MicroProject
+from mp_engine.result import StepReport
+from mp_engine.steps import StepContext
+
+
+@dataclass
+class ExecResult:
+    status: Literal["completed", "failed", "interrupted"]
+    steps: list[StepReport] = field(default_factory=list)
+    checks: list[StepReport] = field(default_factory=list)
+    diagnosis: Diagnosis | None = None
+    error_output: str = ""
+    error_output_ref: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Executor(Protocol):
+    name: str
+
+    def validate(self, mp: MicroProject) -> None:
+        """Raise `InvalidMPError` if this executor cannot run the MP at all."""
+
+    def run(self, ctx: StepContext) -> ExecResult:
+        """Carry out the MP; return when it completed, failed or was interrupted."""

@@ -1,0 +1,188 @@
+"""The inbox: `Claude_Inbox/incoming_microproject.txt`, seen from the directory itself.
+
+Watcher events only leave hints here ("a writer closed the file", "a file was renamed
+into place"); every decision is made by `scan()` from `lstat`, so a missed, duplicated
+or early event does no harm. A file is *ready* when it was closed after writing or
+renamed into place and has not changed since, or when its size and mtime have been
+stable for `settle_seconds`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from mp_engine.errors import InvalidMPError
+from mp_engine.workspace import Workspace
+
+
+class EntryKind(StrEnum):
+    FILE = "file"
+    SYMLINK = "symlink"
+    DIRECTORY = "directory"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What identifies one version of the inbox entry."""
+
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Signature:
+        return cls(st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    kind: EntryKind
+    sig: Signature
+
+
+@dataclass(frozen=True)
+class Scan:
+    entry: Entry | None
+    ready: bool = False
+    wait_until: float | None = None  # monotonic time at which to look again
+
+
+def _kind(mode: int) -> EntryKind:
+    if stat.S_ISLNK(mode):
+        return EntryKind.SYMLINK
+    if stat.S_ISDIR(mode):
+        return EntryKind.DIRECTORY
+    if stat.S_ISREG(mode):
+        return EntryKind.FILE
+    return EntryKind.OTHER
+
+
+class Inbox:
+    """Decides whether the inbox holds a complete MP, and reads it safely."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        settle_seconds: float,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ):
+        self.ws = ws
+        self.path = ws.inbox_file
+        self.settle = settle_seconds
+        self._monotonic = monotonic
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._complete_marks: set[Signature] = set()
+        self._observed: tuple[Signature, float] | None = None
+
+    def lstat_entry(self) -> Entry | None:
+        try:
+            st = os.lstat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return Entry(self.path, _kind(st.st_mode), Signature.of(st))
+
+    def note_complete(self) -> None:
+        """Hint from a watcher: a writer closed the file, or it was renamed into place."""
+        entry = self.lstat_entry()
+        if entry is not None and entry.kind is EntryKind.FILE:
+            with self._lock:
+                self._complete_marks = {entry.sig}
+
+    def scan(self) -> Scan:
+        entry = self.lstat_entry()
+        if entry is None:
+            with self._lock:
+                self._observed = None
+                self._complete_marks.clear()
+            return Scan(None)
+        if entry.kind is not EntryKind.FILE:
+            return Scan(entry, ready=True)  # bad input: nothing to wait for
+        now = self._monotonic()
+        with self._lock:
+            if entry.sig in self._complete_marks or self.settle <= 0:
+                return Scan(entry, ready=True)
+            age = self._wall() - entry.sig.mtime_ns / 1e9
+            if 0 <= age and age >= self.settle:
+                return Scan(entry, ready=True)
+            if self._observed is None or self._observed[0] != entry.sig:
+                self._observed = (entry.sig, now)
+            first_seen = self._observed[1]
+            if now - first_seen >= self.settle:
+                return Scan(entry, ready=True)
+            wait = first_seen + self.settle
+            if 0 <= age:
+                wait = min(wait, now + (self.settle - age))
+            return Scan(entry, ready=False, wait_until=wait)
+
+    def read(self, entry: Entry, max_bytes: int) -> bytes | None:
+        """The entry's bytes, or None if it changed while being read (look again later).
+
+        Raises `InvalidMPError` for entries that can never be an MP: a symlink, a
+        directory, a device or FIFO, or a file over the size cap.
+        """
+        rel = self.ws.rel(entry.path)
+        if entry.kind is EntryKind.SYMLINK:
+            target = os.readlink(entry.path)
+            raise InvalidMPError(
+                f"{rel} is a symlink (to {target!r}); mp-engine never follows links in the inbox",
+                f"Replace the link with a regular file holding the MP: `cp --remove-destination {target} {rel}`.",
+            )
+        if entry.kind is EntryKind.DIRECTORY:
+            raise InvalidMPError(
+                f"{rel} is a directory, not a file",
+                f"Remove the directory and write the MP as a regular file at {rel}.",
+            )
+        if entry.kind is EntryKind.OTHER:
+            raise InvalidMPError(
+                f"{rel} is not a regular file (a FIFO, socket or device)",
+                f"Remove it and write the MP as a regular file at {rel}.",
+            )
+        if entry.sig.size > max_bytes:
+            raise InvalidMPError(
+                f"the MP file is {entry.sig.size} bytes, over the {max_bytes}-byte cap",
+                "Split the work into smaller MPs, or raise `[engine] max_mp_bytes` in mp-engine.toml.",
+            )
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if e.errno == errno.ELOOP:  # swapped for a symlink since the lstat
+                return None
+            raise
+        try:
+            before = os.fstat(fd)
+            if Signature.of(before) != entry.sig:
+                return None
+            chunks = []
+            remaining = max_bytes + 1
+            while remaining > 0:
+                chunk = os.read(fd, min(remaining, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                remaining -= len(chunk)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if Signature.of(after) != entry.sig:
+            return None
+        return b"".join(chunks)
+
+    def forget(self) -> None:
+        """Drop hints about a file that has been consumed."""
+        with self._lock:
+            self._observed = None
+            self._complete_marks.clear()

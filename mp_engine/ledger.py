@@ -1,0 +1,222 @@
+"""The run ledger: one per MP run, the record that makes a crash resumable.
+
+Follows the RunLedger of the Micro-Task Executor spec: an ordered list of steps, each with
+a status and an idempotency key, persisted atomically after every change. A step's output
+artifact (`<step>.exit.json`, written atomically when the step ends) carries the same key,
+so after a crash `recover()` can tell a step that finished from one that was cut off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from mp_engine.atomic import atomic_write_json
+from mp_engine.clock import now_iso
+
+
+class StepStatus(StrEnum):
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class LedgerStep(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    step_id: str
+    kind: str
+    idempotency_key: str
+    status: StepStatus = StepStatus.PENDING
+    attempts: int = 0
+    started_at: str | None = None
+    completed_at: str | None = None
+    output_ref: str | None = None
+    error: str | None = None
+    recoverable: bool = True
+    interrupted: bool = False  # was cut off by a crash or a forced stop at least once
+    pgid: int | None = None
+    proc_start: int | None = None
+
+
+class RunLedger(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = 1
+    ledger_id: str
+    run_id: str
+    mp_id: str
+    mp_sha256: str
+    executor: str = "shell"
+    created_at: str
+    status: Literal["open", "finishing", "closed"] = "open"
+    outcome: dict[str, Any] | None = None
+    steps: list[LedgerStep] = []
+    resume_point: str | None = None
+    resume_reason: str | None = None
+    recoveries: list[dict[str, Any]] = []
+
+
+def idempotency_key(*parts: str) -> str:
+    """SHA-256 over the parts, NUL-separated."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Recovery:
+    """What `Ledger.recover` found: the spec's FR-EVT-WF-RECOVERY payload."""
+
+    resume_point: str | None
+    steps_recovered: list[str] = field(default_factory=list)
+    steps_to_retry: list[str] = field(default_factory=list)
+    stale_groups: list[tuple[int, int | None]] = field(default_factory=list)
+
+
+class Ledger:
+    """A `RunLedger` bound to its file; every mutation is persisted before returning."""
+
+    def __init__(self, path: Path, model: RunLedger):
+        self.path = Path(path)
+        self.model = model
+
+    @classmethod
+    def create(cls, path: Path, *, run_id: str, mp_id: str, mp_sha256: str, executor: str) -> Ledger:
+        model = RunLedger(
+            ledger_id=str(uuid.uuid4()),
+            run_id=run_id,
+            mp_id=mp_id,
+            mp_sha256=mp_sha256,
+            executor=executor,
+            created_at=now_iso(),
+        )
+        ledger = cls(path, model)
+        ledger.save()
+        return ledger
+
+    @classmethod
+    def load(cls, path: Path) -> Ledger:
+        return cls(path, RunLedger.model_validate(json.loads(Path(path).read_text(encoding="utf-8"))))
+
+    def save(self) -> None:
+        atomic_write_json(self.path, self.model.model_dump(mode="json"))
+
+    # -- steps ----------------------------------------------------------------------
+
+    def step(self, step_id: str) -> LedgerStep | None:
+        return next((s for s in self.model.steps if s.step_id == step_id), None)
+
+    def ensure_step(self, step_id: str, kind: str, key: str) -> LedgerStep:
+        """The step with this id, appended as pending if new."""
+        existing = self.step(step_id)
+        if existing is not None:
+            return existing
+        step = LedgerStep(step_id=step_id, kind=kind, idempotency_key=key)
+        self.model.steps.append(step)
+        self.save()
+        return step
+
+    def start(self, step: LedgerStep) -> None:
+        step.status = StepStatus.IN_PROGRESS
+        step.attempts += 1
+        step.started_at = now_iso()
+        step.completed_at = None
+        step.pgid = step.proc_start = None
+        self.save()
+
+    def spawned(self, step: LedgerStep, pgid: int, proc_start: int | None) -> None:
+        step.pgid, step.proc_start = pgid, proc_start
+        self.save()
+
+    def finish(
+        self, step: LedgerStep, *, ok: bool, output_ref: str | None, error: str | None = None, **extra: Any
+    ) -> None:
+        step.status = StepStatus.COMPLETED if ok else StepStatus.FAILED
+        step.completed_at = now_iso()
+        step.output_ref = output_ref
+        step.error = error
+        step.pgid = step.proc_start = None
+        for k, v in extra.items():
+            setattr(step, k, v)
+        self.save()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def set_outcome(self, outcome: dict[str, Any]) -> None:
+        self.model.outcome = outcome
+        self.model.status = "finishing"
+        self.save()
+
+    def close(self) -> None:
+        self.model.status = "closed"
+        self.save()
+
+    def recover(self, artifact_dir: Path, reason: str) -> Recovery:
+        """The spec's CrashRecoveryProcedure for this ledger.
+
+        An in-progress step whose output artifact exists (with its idempotency key) is
+        marked completed or failed from that artifact; any other in-progress step becomes
+        pending and is flagged `interrupted`. Sets `resume_point` to the first step that
+        is pending or failed.
+        """
+        rec = Recovery(resume_point=None)
+        for step in self.model.steps:
+            if step.status is not StepStatus.IN_PROGRESS:
+                continue
+            if step.pgid is not None:
+                rec.stale_groups.append((step.pgid, step.proc_start))
+            artifact = read_artifact(artifact_dir, step)
+            if artifact is not None:
+                step.status = StepStatus.COMPLETED if artifact.get("ok") else StepStatus.FAILED
+                step.completed_at = artifact.get("finished_at") or now_iso()
+                step.output_ref = artifact_name(step)
+                rec.steps_recovered.append(step.step_id)
+            else:
+                step.status = StepStatus.PENDING
+                step.interrupted = True
+                rec.steps_to_retry.append(step.step_id)
+            step.pgid = step.proc_start = None
+        first = next((s for s in self.model.steps if s.status in (StepStatus.PENDING, StepStatus.FAILED)), None)
+        rec.resume_point = first.step_id if first else None
+        self.model.resume_point = rec.resume_point
+        self.model.resume_reason = reason
+        self.model.recoveries.append(
+            {
+                "at": now_iso(),
+                "reason": reason,
+                "resume_point": rec.resume_point,
+                "steps_recovered": rec.steps_recovered,
+                "steps_to_retry": rec.steps_to_retry,
+            }
+        )
+        self.save()
+        return rec
+
+
+def artifact_name(step: LedgerStep) -> str:
+    return f"{step.step_id}.exit.json"
+
+
+def write_artifact(artifact_dir: Path, step: LedgerStep, payload: dict[str, Any]) -> str:
+    """Write a step's output artifact (atomically, carrying its idempotency key)."""
+    name = artifact_name(step)
+    atomic_write_json(
+        artifact_dir / name, {**payload, "idempotency_key": step.idempotency_key, "finished_at": now_iso()}
+    )
+    return name
+
+
+def read_artifact(artifact_dir: Path, step: LedgerStep) -> dict[str, Any] | None:
+    """The step's output artifact if it exists and belongs to this step's key."""
+    try:
+        data = json.loads((artifact_dir / artifact_name(step)).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return data if data.get("idempotency_key") == step.idempotency_key else None

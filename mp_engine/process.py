@@ -1,0 +1,186 @@
+"""Child processes: started in their own process group with a scrubbed environment,
+output streamed to files, and stopped as a whole group on timeout, idle or shutdown.
+
+Output goes to files rather than pipes, so a chatty child can never deadlock us, the
+run archive keeps every byte, and a crash of the engine loses nothing already written.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mp_engine.errors import ProcessError
+
+BASE_ENV = ("PATH", "HOME", "LANG")
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    exit_code: int | None  # None when the process was killed by a signal
+    signal: int | None
+    duration: float
+    pid: int
+    timed_out: bool = False
+    idle_timed_out: bool = False
+    interrupted: bool = False  # stopped because the engine is shutting down now
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not (self.timed_out or self.idle_timed_out or self.interrupted)
+
+
+def scrub_env(
+    allow: Iterable[str] = (), extra: Mapping[str, str] | None = None, source: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """An environment holding only PATH, HOME, LANG, the names in `allow`, and `extra`."""
+    source = os.environ if source is None else source
+    env = {name: source[name] for name in (*BASE_ENV, *allow) if name in source}
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.update(extra or {})
+    return env
+
+
+def proc_stat(pid: int) -> tuple[int, int] | None:
+    """(process group, start time in clock ticks) of `pid` from /proc, or None."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    # fields[0] is field 3 (state); pgrp is field 5, starttime field 22.
+    return int(fields[2]), int(fields[19])
+
+
+def kill_stale_group(pgid: int, started: int | None) -> list[int]:
+    """SIGKILL what survives of a process group an earlier engine started; return the pids.
+
+    A dead engine's step keeps running in its own session. Only processes whose group is
+    `pgid` and that started no earlier than the recorded leader are touched, so a reused
+    pid is never killed. Needs /proc (Linux); elsewhere nothing is killed.
+    """
+    if started is None or not Path("/proc/self/stat").exists():
+        return []
+    killed = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        info = proc_stat(int(name))
+        if info and info[0] == pgid and info[1] >= started:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+                killed.append(int(name))
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def stop_group(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM the child's whole group, then SIGKILL whatever is left after `grace`."""
+    pgid = proc.pid
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader so a zombie does not look alive
+        if not _signal_group(pgid, 0):
+            break
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+    proc.wait()
+
+
+def _total_size(paths: Sequence[Path]) -> int:
+    total = 0
+    for p in paths:
+        try:
+            total += p.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    stop_now: threading.Event | None = None,
+    idle_timeout: float | None = None,
+    kill_grace: float = 5.0,
+    stdin_path: Path | None = None,
+    on_spawn: Callable[[int], None] | None = None,
+) -> ProcessResult:
+    """Run `argv` to completion or until a limit; never raises for the child's failures."""
+    start = time.monotonic()
+    with open(stdout_path, "ab") as out, open(stderr_path, "ab") as err:
+        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as e:
+            raise ProcessError(f"could not start {argv[0]!r}: {e.strerror or e}") from e
+        finally:
+            if stdin_path:
+                stdin.close()
+    if on_spawn:
+        on_spawn(proc.pid)
+    deadline = start + timeout
+    outputs = (stdout_path, stderr_path)
+    last_size, last_activity = 0, start
+    timed_out = idle = interrupted = False
+    while True:
+        try:
+            proc.wait(timeout=0.05)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if stop_now is not None and stop_now.is_set():
+            interrupted = True
+        elif now >= deadline:
+            timed_out = True
+        elif idle_timeout is not None:
+            size = _total_size(outputs)
+            if size != last_size:
+                last_size, last_activity = size, now
+            elif now - last_activity >= idle_timeout:
+                idle = True
+        if timed_out or idle or interrupted:
+            stop_group(proc, kill_grace)
+            break
+    rc = proc.returncode
+    return ProcessResult(
+        exit_code=rc if rc >= 0 else None,
+        signal=-rc if rc < 0 else None,
+        duration=time.monotonic() - start,
+        pid=proc.pid,
+        timed_out=timed_out,
+        idle_timed_out=idle,
+        interrupted=interrupted,
+    )

@@ -1,0 +1,115 @@
+"""The shared part of every watcher: an event filter and a self-healing observer."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from watchdog.events import (
+    FileClosedEvent,
+    FileClosedNoWriteEvent,
+    FileOpenedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+    FileSystemMovedEvent,
+)
+
+from mp_engine.atomic import is_temp_name
+
+if TYPE_CHECKING:
+    from mp_engine.engine import Engine
+
+SWAP_SUFFIXES = (".swp", ".swx", ".swo", "~", ".tmp")
+
+
+def ignorable(path: str) -> bool:
+    """Paths whose events never matter: .git/, editor swap files, our own temp files."""
+    p = Path(path)
+    name = p.name
+    return ".git" in p.parts or is_temp_name(name) or name.startswith(".#") or name.endswith(SWAP_SUFFIXES)
+
+
+class InboxEventHandler(FileSystemEventHandler):
+    """Sets the engine's wake-up flag for events about the inbox; nothing more.
+
+    A close-after-write or a rename onto the inbox file is also passed to the inbox as a
+    hint that the file is complete; the tick still decides from `lstat`.
+    """
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.inbox_file = str(engine.ws.inbox_file)
+        self.inbox_dir = str(engine.ws.inbox_dir)
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if isinstance(event, (FileOpenedEvent, FileClosedNoWriteEvent)):
+            return
+        paths = [os.fsdecode(event.src_path)]
+        if isinstance(event, FileSystemMovedEvent):
+            paths.append(os.fsdecode(event.dest_path))
+        relevant = [p for p in paths if not ignorable(p) and p in (self.inbox_file, self.inbox_dir)]
+        if not relevant:
+            return
+        completes = isinstance(event, FileClosedEvent) or (
+            isinstance(event, FileSystemMovedEvent) and os.fsdecode(event.dest_path) == self.inbox_file
+        )
+        if completes:
+            self.engine.inbox.note_complete()
+        self.engine.wake.set()
+
+
+class ObserverWatcher:
+    """Runs a watchdog observer on the inbox and the root; restarts it when it dies.
+
+    watchdog's inotify emitter thread ends when its directory is deleted
+    (gorakhargosh/watchdog#570) while the observer thread lives on, so health means: the
+    observer and every emitter are alive, and the inbox is still the inode we watch.
+    """
+
+    mode = "base"
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.observer = None
+        self._inbox_ino: int | None = None
+
+    def _new_observer(self):  # overridden by each implementation
+        raise NotImplementedError
+
+    def start(self) -> None:
+        ws = self.engine.ws
+        ws.inbox_dir.mkdir(parents=True, exist_ok=True)
+        observer = self._new_observer()
+        handler = InboxEventHandler(self.engine)
+        observer.schedule(handler, str(ws.inbox_dir), recursive=False)
+        observer.schedule(handler, str(ws.root), recursive=False)
+        observer.daemon = True
+        observer.start()
+        self.observer = observer
+        self._inbox_ino = os.stat(ws.inbox_dir).st_ino
+
+    def stop(self) -> None:
+        if self.observer is not None:
+            self.observer.stop()
+            self.observer.join(timeout=5)
+            self.observer = None
+
+    def healthy(self) -> bool:
+        obs = self.observer
+        if obs is None or not obs.is_alive() or not all(e.is_alive() for e in obs.emitters):
+            return False
+        try:
+            return os.stat(self.engine.ws.inbox_dir).st_ino == self._inbox_ino
+        except FileNotFoundError:
+            return False
+
+    def ensure_healthy(self) -> bool:
+        """Restart the observer if it is not healthy; True if it had to."""
+        if self.healthy():
+            return False
+        self.engine.events.emit("watcher_restarted", mode=self.mode)
+        self.stop()
+        self.start()
+        self.engine.wake.set()  # anything may have arrived while we were blind
+        return True

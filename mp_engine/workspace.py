@@ -1,0 +1,198 @@
+"""The workspace: where every MP-1.3 file lives, how it is created, and what is inside it.
+
+One `Workspace` value names every path the engine owns, so no other module builds a path
+by hand. `init` is idempotent and never overwrites. `confine` decides whether a path named
+by an MP stays inside the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path, PurePosixPath
+
+from mp_engine import __version__
+from mp_engine.atomic import atomic_write, atomic_write_json
+from mp_engine.clock import now_iso
+from mp_engine.config import CONFIG_FILE
+from mp_engine.errors import ConfinementError, WorkspaceError
+
+INBOX_DIR = "Claude_Inbox"
+INBOX_FILE = "incoming_microproject.txt"
+SYSTEM_DIR = "SYSTEM"
+STATE_FILE = "SESSION_STATE.json"
+RESULT_FILE = "RESULT_last.md"
+EVENTS_FILE = "events.jsonl"
+RUNS_DIR = "runs"
+LOCAL_DIR = ".engine"  # machine-local runtime files (lock, owner); never committed
+
+SYSTEM_GITIGNORE = f"# machine-local runtime files of mp-engine (lock, lock owner)\n{LOCAL_DIR}/\n"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Every path of one workspace, rooted at an absolute, symlink-free `root`."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, root: Path | str) -> Workspace:
+        return cls(Path(os.path.realpath(Path(root).expanduser())))
+
+    @property
+    def inbox_dir(self) -> Path:
+        return self.root / INBOX_DIR
+
+    @property
+    def inbox_file(self) -> Path:
+        return self.inbox_dir / INBOX_FILE
+
+    @property
+    def system_dir(self) -> Path:
+        return self.root / SYSTEM_DIR
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / STATE_FILE
+
+    @property
+    def result_file(self) -> Path:
+        return self.system_dir / RESULT_FILE
+
+    @property
+    def events_file(self) -> Path:
+        return self.system_dir / EVENTS_FILE
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.system_dir / RUNS_DIR
+
+    @property
+    def local_dir(self) -> Path:
+        return self.system_dir / LOCAL_DIR
+
+    @property
+    def lock_file(self) -> Path:
+        return self.local_dir / "workspace.lock"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    def rel(self, path: Path) -> str:
+        """`path` relative to the root, POSIX style, for messages and results."""
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def ensure_dirs(self) -> None:
+        """Create the directories the engine needs at run time (not the state file)."""
+        for d in (self.inbox_dir, self.system_dir, self.runs_dir, self.local_dir):
+            d.mkdir(parents=True, exist_ok=True)
+
+    def check(self) -> None:
+        """Raise `WorkspaceError` unless this looks like an initialised workspace."""
+        if not self.root.is_dir():
+            raise WorkspaceError(
+                f"workspace root {self.root} does not exist. Create it with `mp-engine init {self.root}`."
+            )
+        if not self.state_file.exists():
+            raise WorkspaceError(
+                f"{self.root} is not an mp-engine workspace ({STATE_FILE} is missing). "
+                f"Run `mp-engine init {self.root}` first."
+            )
+
+    # -- confinement ---------------------------------------------------------------
+
+    def protected(self, parts: tuple[str, ...]) -> bool:
+        """True for paths the engine owns and an MP's `file` block must not write."""
+        if ".git" in parts:
+            return True
+        top = parts[0]
+        if top in (STATE_FILE, CONFIG_FILE, INBOX_DIR):
+            return True
+        return top == SYSTEM_DIR and len(parts) > 1 and parts[1] in (RESULT_FILE, EVENTS_FILE, RUNS_DIR, LOCAL_DIR)
+
+    def confine(self, relpath: str) -> Path:
+        """Resolve `relpath` (as written in an MP) to a path inside the workspace.
+
+        Refuses absolute paths, `..` that climbs out, symlinked components that point
+        outside, a symlink as the final component, and engine-owned files.
+        """
+        if not relpath or "\0" in relpath:
+            raise ConfinementError("the path is empty or contains a NUL byte")
+        pure = PurePosixPath(relpath.replace("\\", "/"))
+        if pure.is_absolute() or (len(relpath) > 1 and relpath[1] == ":"):
+            raise ConfinementError(
+                f"{relpath!r} is an absolute path; file blocks take paths relative to the workspace root"
+            )
+        parts: list[str] = []
+        for part in pure.parts:
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not parts:
+                    raise ConfinementError(f"{relpath!r} climbs out of the workspace with '..'")
+                parts.pop()
+                continue
+            parts.append(part)
+        if not parts:
+            raise ConfinementError(f"{relpath!r} names the workspace root itself, not a file")
+        if self.protected(tuple(parts)):
+            raise ConfinementError(f"{relpath!r} is owned by mp-engine (state, results, inbox, config or .git)")
+        current = self.root
+        for i, part in enumerate(parts):
+            current = current / part
+            if not current.is_symlink():
+                continue
+            if i == len(parts) - 1:
+                raise ConfinementError(f"{relpath!r} is a symlink; mp-engine does not write through symlinks")
+            target = Path(os.path.realpath(current))
+            if target != self.root and self.root not in target.parents:
+                raise ConfinementError(
+                    f"{relpath!r} passes through symlink {part!r} that points outside the workspace ({target})"
+                )
+        return self.root.joinpath(*parts)
+
+
+def initial_state() -> dict:
+    return {
+        "engine_version": __version__,
+        "last_completed": None,
+        "current": "IDLE",
+        "status": "OFFLINE",
+        "last_updated": now_iso(),
+    }
+
+
+def config_template() -> str:
+    return resources.files("mp_engine").joinpath("templates/mp-engine.toml").read_text(encoding="utf-8")
+
+
+def init_workspace(root: Path | str) -> tuple[Workspace, list[str]]:
+    """Create a workspace at `root`; return it and the paths created. Never overwrites."""
+    ws = Workspace.at(root) if Path(root).exists() else Workspace(Path(root).expanduser().absolute())
+    ws.root.mkdir(parents=True, exist_ok=True)
+    ws = Workspace.at(ws.root)
+    created: list[str] = []
+    for d in (ws.inbox_dir, ws.system_dir, ws.runs_dir):
+        if not d.exists():
+            d.mkdir(parents=True)
+            created.append(ws.rel(d) + "/")
+    files = {
+        ws.inbox_dir / ".gitkeep": "",
+        ws.runs_dir / ".gitkeep": "",
+        ws.system_dir / ".gitignore": SYSTEM_GITIGNORE,
+        ws.config_file: config_template(),
+    }
+    for path, text in files.items():
+        if not path.exists():
+            atomic_write(path, text)
+            created.append(ws.rel(path))
+    if not ws.state_file.exists():
+        atomic_write_json(ws.state_file, initial_state())
+        created.append(ws.rel(ws.state_file))
+    ws.local_dir.mkdir(exist_ok=True)
+    return ws, created

@@ -1,0 +1,55 @@
+"""Configuration: mp-engine.toml, environment overrides, and errors that name the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.config import Config, load_config
+from mp_engine.errors import ConfigError
+from mp_engine.workspace import config_template
+
+
+def test_template_is_the_defaults(tmp_path):
+    (tmp_path / "mp-engine.toml").write_text(config_template())
+    assert load_config(tmp_path, environ={}) == Config()
+
+
+def test_missing_file_means_defaults(tmp_path):
+    assert load_config(tmp_path, environ={}) == Config()
+
+
+def test_environment_overrides_are_typed(tmp_path):
+    cfg = load_config(
+        tmp_path,
+        environ={
+            "MP_ENGINE_EXECUTION__STEP_TIMEOUT": "12.5",
+            "MP_ENGINE_EXECUTION__ENV_ALLOW": '["CI", "TOKEN_NAME"]',
+            "MP_ENGINE_WATCH__MODE": "polling",
+            "MP_ENGINE_ROOT": "/ignored/not/a/section",
+        },
+    )
+    assert cfg.execution.step_timeout == 12.5
+    assert cfg.execution.env_allow == ("CI", "TOKEN_NAME")
+    assert cfg.watch.mode == "polling"
+
+
+def test_unknown_key_names_the_key_and_the_known_ones(tmp_path):
+    (tmp_path / "mp-engine.toml").write_text("[engine]\npoll_intervall = 3\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path, environ={})
+    msg = str(info.value)
+    assert "engine.poll_intervall: unknown key" in msg
+    assert "poll_interval" in msg and "settle_seconds" in msg
+
+
+def test_bad_value_from_environment_names_the_variable(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path, environ={"MP_ENGINE_ENGINE__LOCK_TIMEOUT": "-1"})
+    assert "engine.lock_timeout" in str(info.value)
+    assert "MP_ENGINE_ENGINE__LOCK_TIMEOUT" in str(info.value)
+
+
+def test_invalid_toml_says_how_to_fix(tmp_path):
+    (tmp_path / "mp-engine.toml").write_text("[engine\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(tmp_path, environ={})

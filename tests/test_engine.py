@@ -1,0 +1,292 @@
+"""One engine pass (`Engine.tick`): every numbered step of MP-1.3 on one machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+
+from mp_engine.archive import RunArchive
+from mp_engine.config import load_config
+from mp_engine.engine import Engine
+from mp_engine.workspace import Workspace
+
+from .conftest import drop, events, read_state, result_field
+
+OK_MP = """# MP-1.4 Greet
+Timeout: 60
+
+```file out/greeting.txt
+hello
+```
+
+```bash
+cat out/greeting.txt
+echo "id=$MP_ID step=$MP_STEP"
+```
+
+## Validate
+
+```bash
+grep -q hello out/greeting.txt
+```
+"""
+
+
+@pytest.fixture
+def engine(ws: Workspace, monkeypatch) -> Engine:
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
+    eng = Engine(ws, load_config(ws.root))
+    eng.start(daemon=False)
+    return eng
+
+
+def only_run(ws: Workspace) -> RunArchive:
+    runs = [p for p in ws.runs_dir.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return RunArchive(runs[0])
+
+
+def test_idle_when_inbox_is_empty(engine, ws):
+    assert engine.tick().action == "idle"
+    assert read_state(ws)["status"] == "ONLINE"
+
+
+def test_success_writes_result_archive_state_and_clears_inbox(engine, ws):
+    drop(ws, OK_MP)
+    res = engine.tick()
+    assert (res.action, res.mp_id) == ("completed", "MP-1.4")
+    state = read_state(ws)
+    assert state["last_completed"] == "MP-1.4" and state["current"] == "IDLE" and state["status"] == "ONLINE"
+    assert not ws.inbox_file.exists()
+    assert (ws.root / "out/greeting.txt").read_text() == "hello\n"
+    # The result: id, title, status, each step with exit code, duration and output, validation.
+    text = ws.result_file.read_text()
+    assert result_field(ws, "MP") == "MP-1.4" and result_field(ws, "Status") == "COMPLETED"
+    assert result_field(ws, "Title") == "Greet"
+    assert "id=MP-1.4 step=step-002" in text
+    assert "exit code 0" in text or "Exit code: 0" in text or "exit 0" in text
+    assert "1 of 1 checks passed" in text
+    # The archive: the MP copied first, the ledger closed, the same result.
+    run = only_run(ws)
+    assert run.mp_copy.read_text() == OK_MP
+    assert run.result_md.read_text() == text
+    assert run.ledger().model.status == "closed"
+    assert json.loads(run.result_json.read_text())["status"] == "COMPLETED"
+    names = [e["event"] for e in events(ws)]
+    assert names.index("mp_claimed") < names.index("mp_completed")
+    transitions = [(e["to_status"], e["to_current"]) for e in events(ws, "state_changed")]
+    assert transitions[-2:] == [("RUNNING", "MP-1.4"), ("ONLINE", "IDLE")]
+
+
+def test_steps_run_in_the_workspace_with_a_scrubbed_environment(engine, ws, monkeypatch):
+    monkeypatch.setenv("LEAKY_TOKEN", "s3cr3t-value")
+    drop(ws, "# MP-1.5\n\n```bash\npwd > where.txt\nenv > env.txt\n```\n")
+    assert engine.tick().action == "completed"
+    assert (ws.root / "where.txt").read_text().strip() == str(ws.root)
+    env_lines = (ws.root / "env.txt").read_text()
+    assert "s3cr3t-value" not in env_lines and "MP_ID=MP-1.5" in env_lines
+
+
+def test_error_stops_at_first_failure_diagnoses_and_halts(engine, ws):
+    drop(ws, "# MP-2.0 Fails\n\n```bash\necho one > one.txt\n```\n\n```bash\nno-such-tool --x\n```\n\n```bash\necho three > three.txt\n```\n")
+    res = engine.tick()
+    assert (res.action, res.mp_id) == ("error", "MP-2.0")
+    assert (ws.root / "one.txt").exists() and not (ws.root / "three.txt").exists()
+    state = read_state(ws)
+    assert state["status"] == "ERROR" and state["current"] == "MP-2.0"
+    assert state["halt"]["mp_id"] == "MP-2.0"
+    assert result_field(ws, "Status") == "ERROR"
+    assert result_field(ws, "Error-Kind") == "command_not_found"
+    assert result_field(ws, "Failed-At") == "step-002"
+    assert result_field(ws, "Approve-With") == "Approves: MP-2.0"
+    text = ws.result_file.read_text()
+    assert "no-such-tool: command not found" in text  # the full error output
+    assert text.count("Proposed fix:") == 1
+    assert "not run" in text  # step 3 is reported as not run
+    assert not ws.inbox_file.exists()
+
+
+def test_halt_holds_new_mps_until_one_approves(engine, ws):
+    drop(ws, "# MP-2.0\n\n```bash\nexit 4\n```\n")
+    assert engine.tick().action == "error"
+    drop(ws, "# MP-2.1\n\n```bash\ntouch should-not-run\n```\n")
+    res = engine.tick()
+    assert res.action == "halted" and "no `Approves:` header" in res.detail
+    assert ws.inbox_file.exists() and not (ws.root / "should-not-run").exists()
+    drop(ws, "# MP-2.1\nApproves: MP-1.9\n\n```bash\ntouch should-not-run\n```\n")
+    assert engine.tick().action == "halted"
+    drop(ws, "# MP-2.1\nApproves: MP-2.0\n\n```bash\ntouch ran\n```\n")
+    assert engine.tick().action == "completed"
+    assert (ws.root / "ran").exists()
+    state = read_state(ws)
+    assert state["status"] == "ONLINE" and state.get("halt") is None and state["last_completed"] == "MP-2.1"
+    assert events(ws, "approved")[-1]["by"] == "MP-2.1"
+
+
+def test_local_approve_lifts_the_halt(engine, ws):
+    drop(ws, "# MP-2.0\n\n```bash\nfalse\n```\n")
+    engine.tick()
+    assert engine.approve(via="cli") == "MP-2.0"
+    assert read_state(ws).get("halt") is None
+    assert engine.approve() is None
+    drop(ws, "# MP-2.2\n\n```bash\ntrue\n```\n")
+    assert engine.tick().action == "completed"
+
+
+def test_failed_validation_fails_the_mp(engine, ws):
+    drop(ws, "# MP-3.0\n\n```bash\necho hi\n```\n\n## Validate\n```bash\ntest -f missing.txt\n```\n")
+    assert engine.tick().action == "error"
+    assert result_field(ws, "Error-Kind") == "validation_failed"
+    assert "0 of 1 checks passed" in ws.result_file.read_text()
+
+
+def test_step_timeout_kills_and_diagnoses(engine, ws):
+    drop(ws, "# MP-3.1\nStep-Timeout: 0.5\n\n```bash\nsleep 300\n```\n")
+    assert engine.tick().action == "error"
+    assert result_field(ws, "Error-Kind") == "timeout"
+    assert "Step-Timeout:" in ws.result_file.read_text()
+
+
+def test_mp_timeout_spans_steps(engine, ws):
+    drop(ws, "# MP-3.2\nTimeout: 0.6\n\n```bash\nsleep 0.4\n```\n\n```bash\nsleep 300\n```\n")
+    assert engine.tick().action == "error"
+    assert result_field(ws, "Error-Kind") == "timeout"
+    assert result_field(ws, "Failed-At") == "step-002"
+    assert "`Timeout:" in ws.result_file.read_text()
+
+
+def test_output_is_capped_in_the_result_and_whole_in_the_archive(engine, ws, monkeypatch):
+    monkeypatch.setenv("MP_ENGINE_EXECUTION__OUTPUT_CAP_BYTES", "1000")
+    eng = Engine(ws, load_config(ws.root))
+    drop(ws, "# MP-3.3\n\n```bash\nseq 1 20000\n```\n")
+    assert eng.tick().action == "completed"
+    text = ws.result_file.read_text()
+    assert "bytes omitted" in text and "\n20000\n" in text and "\n10000\n" not in text  # head and tail kept
+    archived = (only_run(ws).steps_dir / "step-001.stdout").read_text()
+    assert archived.splitlines()[0] == "1" and archived.splitlines()[-1] == "20000"
+
+
+@pytest.mark.parametrize(
+    "path, why",
+    [("../escape.txt", "climbs out"), ("/tmp/abs.txt", "absolute path"), ("SESSION_STATE.json", "owned by mp-engine")],
+)
+def test_file_blocks_that_escape_are_refused(engine, ws, path, why):
+    drop(ws, f"# MP-4.0\n\n```file {path}\npwned\n```\n")
+    assert engine.tick().action == "error"
+    assert result_field(ws, "Error-Kind") == "file_refused"
+    assert why in ws.result_file.read_text()
+    assert not (ws.root.parent / "escape.txt").exists()
+
+
+def test_file_block_through_an_outward_symlink_is_refused(engine, ws, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws.root / "link").symlink_to(outside)
+    drop(ws, "# MP-4.1\n\n```file link/x.txt\npwned\n```\n")
+    assert engine.tick().action == "error"
+    assert result_field(ws, "Error-Kind") == "file_refused"
+    assert not (outside / "x.txt").exists()
+
+
+# -- bad input: each kind ends in a clear ERROR result with one fix, and nothing runs --
+
+BAD_INPUTS = {
+    "no_header": (b"just some text\n```bash\ntouch ran\n```\n", "not an `# MP-<major>.<minor>` header"),
+    "wrong_header": (b"# MP-one\n```bash\ntouch ran\n```\n", "not an `# MP-<major>.<minor>` header"),
+    "empty": (b"", "empty"),
+    "binary": (b"# MP-1.0\n\x00\x01\x02```bash\ntouch ran\n```\n", "binary"),
+    "not_utf8": (b"# MP-1.0\n\xc3\x28\n```bash\ntouch ran\n```\n", "not valid UTF-8"),
+    "half_written": (b"# MP-1.0\n\n```bash\ntouch ran\n", "never closed"),
+    "nothing_executable": (b"# MP-1.0\n\nPlease do things.\n", "nothing to execute"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_is_an_error_result_never_a_crash(engine, ws, name):
+    data, reason = BAD_INPUTS[name]
+    drop(ws, data)
+    res = engine.tick()
+    assert res.action == "error"
+    assert result_field(ws, "Status") == "ERROR"
+    assert result_field(ws, "Error-Kind") == "invalid_mp"
+    text = ws.result_file.read_text()
+    assert reason in text and text.count("Proposed fix:") == 1
+    assert not (ws.root / "ran").exists()
+    assert not ws.inbox_file.exists()
+    run = only_run(ws)
+    if data:
+        assert run.mp_copy.read_bytes() == data  # archived as received
+    assert read_state(ws)["status"] == "ERROR"
+
+
+def test_oversize_file_is_refused_and_moved_to_the_archive(engine, ws, monkeypatch):
+    monkeypatch.setenv("MP_ENGINE_ENGINE__MAX_MP_BYTES", "1000")
+    eng = Engine(ws, load_config(ws.root))
+    drop(ws, b"# MP-1.0\n```bash\ntouch ran\n```\n" + b"#" * 5000)
+    assert eng.tick().action == "error"
+    assert "over the 1000-byte cap" in ws.result_file.read_text()
+    assert not ws.inbox_file.exists() and (only_run(ws).moved_entry).stat().st_size > 5000
+    assert not (ws.root / "ran").exists()
+
+
+def test_symlink_in_the_inbox_is_refused_and_not_followed(engine, ws, tmp_path):
+    target = tmp_path / "elsewhere.md"
+    target.write_text("# MP-1.0\n```bash\ntouch ran\n```\n")
+    ws.inbox_file.symlink_to(target)
+    assert engine.tick().action == "error"
+    assert "is a symlink" in ws.result_file.read_text()
+    assert not (ws.root / "ran").exists()
+    assert target.exists()  # the link's target is left alone
+    assert only_run(ws).moved_entry.is_symlink() and not os.path.lexists(ws.inbox_file)
+
+
+def test_directory_with_the_inbox_name_is_refused(engine, ws):
+    ws.inbox_file.mkdir()
+    (ws.inbox_file / "inner.txt").write_text("x")
+    assert engine.tick().action == "error"
+    assert "is a directory" in ws.result_file.read_text()
+    assert not ws.inbox_file.exists() and only_run(ws).moved_entry.is_dir()
+
+
+def test_a_file_still_being_written_is_not_taken(ws, monkeypatch):
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "30")
+    eng = Engine(ws, load_config(ws.root))
+    eng.start(daemon=False)
+    drop(ws, "# MP-5.0\n\n```bash\ntouch ran\n", how="write")
+    res = eng.tick()
+    assert res.action == "waiting" and res.wait_until is not None
+    assert not (ws.root / "ran").exists() and not [p for p in ws.runs_dir.iterdir() if p.is_dir()]
+
+
+def test_a_file_renamed_into_place_is_taken_once_marked_complete(ws, monkeypatch):
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "30")
+    eng = Engine(ws, load_config(ws.root))
+    eng.start(daemon=False)
+    drop(ws, OK_MP)
+    assert eng.tick().action == "waiting"
+    eng.inbox.note_complete()  # what the watcher does on close-after-write or rename
+    assert eng.tick().action == "completed"
+
+
+def test_start_sweeps_temp_files_and_marks_online(ws):
+    junk = ws.root / ".SESSION_STATE.json.mpe-tmp-1-abcd"
+    junk.write_text("{")
+    eng = Engine(ws, load_config(ws.root))
+    eng.start(daemon=True)
+    assert not junk.exists()
+    state = read_state(ws)
+    assert state["status"] == "ONLINE" and state["daemon"]["pid"] == os.getpid()
+    assert state["daemon"]["host"] == socket.gethostname()
+    eng.shutdown()
+    state = read_state(ws)
+    assert state["status"] == "OFFLINE" and "daemon" not in state or state.get("daemon") is None
+
+
+def test_state_file_always_has_the_five_fields(engine, ws):
+    drop(ws, OK_MP)
+    engine.tick()
+    for required in ("last_completed", "current", "status", "engine_version", "last_updated"):
+        assert required in read_state(ws)
