@@ -3,6 +3,7 @@ signals, two daemons on one root, and `kill -9` at the worst moment."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -29,6 +30,10 @@ def test_drop_and_result(ws, daemon_factory):
     assert d.wait() == 0
     state = read_state(ws)
     assert state["status"] == "OFFLINE" and state["current"] == "IDLE"
+    # Off a TTY the log is JSON lines, one object per event.
+    logged = [json.loads(line) for line in d.output().splitlines() if line.strip()]
+    assert {"mp_claimed", "mp_completed", "engine_stopped"} <= {rec["event"] for rec in logged}
+    assert all("level" in rec and "timestamp" in rec for rec in logged)
 
 
 def test_error_halt_and_approval(ws, daemon_factory):
