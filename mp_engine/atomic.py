@@ -69,15 +69,36 @@ def append_durable(path: Path, line: str) -> None:
         os.close(fd)
 
 
+def _writer_alive(name: str) -> bool:
+    """True when the process that named this temp file may still be writing it.
+
+    Another engine on the same root (a second daemon, `approve`, `status`) may be between
+    its open() and its rename(); only a dead writer's temp file is debris.
+    """
+    pid_text = name.rsplit(TEMP_MARKER, 1)[1].split("-", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def sweep_temp_files(directory: Path) -> list[Path]:
-    """Remove temp files a crash left behind in `directory`; return what was removed."""
+    """Remove temp files a crashed writer left behind in `directory`; return what was removed."""
     removed = []
     try:
         entries = list(directory.iterdir())
     except FileNotFoundError:
         return removed
     for entry in entries:
-        if is_temp_name(entry.name) and not entry.is_dir():
+        if is_temp_name(entry.name) and not entry.is_dir() and not _writer_alive(entry.name):
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed

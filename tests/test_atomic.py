@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import subprocess
 
 from mp_engine.atomic import TEMP_MARKER, append_durable, atomic_write, atomic_write_json, sweep_temp_files
+
+from .conftest import dead_pid
 
 
 def _writer(path: str, rounds: int) -> None:
@@ -57,12 +60,20 @@ def test_atomic_write_replaces_a_symlink_instead_of_writing_through_it(tmp_path)
     assert not link.is_symlink() and link.read_text() == "new"
 
 
-def test_sweep_removes_only_our_temp_files(tmp_path):
-    (tmp_path / f".state.json{TEMP_MARKER}123-abcd").write_text("partial")
+def test_sweep_removes_only_temp_files_of_dead_writers(tmp_path):
+    dead = f".state.json{TEMP_MARKER}{dead_pid()}-abcd"
+    (tmp_path / dead).write_text("partial")
     (tmp_path / "keep.txt").write_text("keep")
-    removed = sweep_temp_files(tmp_path)
-    assert [p.name for p in removed] == [f".state.json{TEMP_MARKER}123-abcd"]
-    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+    # A live writer (another engine on this root) may be between open() and rename().
+    with subprocess.Popen(["sleep", "30"]) as live:
+        try:
+            in_flight = f".state.json{TEMP_MARKER}{live.pid}-beef"
+            (tmp_path / in_flight).write_text("being written")
+            removed = sweep_temp_files(tmp_path)
+        finally:
+            live.kill()
+    assert [p.name for p in removed] == [dead]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["keep.txt", in_flight])
 
 
 def test_append_durable_adds_whole_lines(tmp_path):
