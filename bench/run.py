@@ -130,8 +130,10 @@ def main() -> int:
     rows.append(("MP detection: polling vs native watcher", "native (inotify)", native, polling))
     bare, once = bench_once(max(3, n // 3))
     rows.append(("one MP via `mp-engine once` vs bare bash", "bash -c true", bare, once))
-    print(f"mp-engine bench, {time.strftime('%Y-%m-%d')}, {platform.system()} {platform.machine()}, "
-          f"Python {platform.python_version()}, {os.cpu_count()} CPUs")
+    print(
+        f"mp-engine bench, {time.strftime('%Y-%m-%d')}, {platform.system()} {platform.machine()}, "
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs"
+    )
     print()
     print("| target | baseline | baseline ms | target ms | ratio |")
     print("|---|---|---:|---:|---:|")

@@ -7,6 +7,9 @@ Exit codes (also in README.md):
   3  `once`: an MP is waiting but the engine is halted on a failed MP
   4  `once`/`approve`: another engine held the workspace lock past the lock timeout
   5  `once`: stopped by a signal before the MP finished; it resumes on the next start
+  6  `send`: an MP is still pending in the remote's inbox (use --force to replace it)
+  7  `send --wait`: no result before --timeout (the MP stays sent)
+  8  `send`: git failed (clone, fetch or push); the message says why
 """
 
 from __future__ import annotations
@@ -60,12 +63,23 @@ def _load(root: Path) -> tuple[Workspace, Config]:
     return ws, load_config(ws.root)
 
 
-def _install_signal_handlers(engine: Engine) -> None:
+def _channel(ws: Workspace, config: Config) -> dict:
+    """The redactor, and the git sync when [git] is enabled (docs/GIT.md)."""
+    from mp_engine.gitsync import GitSync
+    from mp_engine.redact import Redactor
+
+    redact = Redactor.from_config(config)
+    return {"redact": redact, "sync": GitSync(ws, config.git, redact=redact) if config.git.enabled else None}
+
+
+def _install_signal_handlers(engine: Engine) -> list[threading.Thread]:
     """First SIGTERM/SIGINT: finish the current step and stop. Second: stop now.
 
     The handler only sets flags; the event is written from a short-lived thread, because
-    the main thread may be inside the event log's lock when the signal arrives.
+    the main thread may be inside the event log's lock when the signal arrives. The caller
+    joins the returned threads before exiting, so no log line is cut off at exit.
     """
+    emitters: list[threading.Thread] = []
 
     def handler(signum: int, _frame: object) -> None:
         urgent = engine.stop.is_set()
@@ -74,15 +88,23 @@ def _install_signal_handlers(engine: Engine) -> None:
         engine.stop.set()
         engine.wake.set()
         name = signal.Signals(signum).name
-        threading.Thread(
+        emitter = threading.Thread(
             target=engine.events.emit,
             args=("stop_requested",),
             kwargs={"signal": name, "mode": "now" if urgent else "after current step"},
             daemon=True,
-        ).start()
+        )
+        emitters.append(emitter)
+        emitter.start()
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+    return emitters
+
+
+def _join(emitters: list[threading.Thread]) -> None:
+    for emitter in list(emitters):
+        emitter.join(timeout=2.0)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,13 +127,25 @@ def cli(log_level: str) -> None:
 
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
-def init(directory: Path) -> int:
+@click.option("--remote", metavar="URL", help="Use the git repository at URL as the channel (docs/GIT.md).")
+@click.option("--branch", default="main", show_default=True, help="Branch of --remote that carries MPs and results.")
+def init(directory: Path, remote: str | None, branch: str) -> int:
     """Create a workspace in DIRECTORY (idempotent; never overwrites).
 
+    With --remote, clone URL when DIRECTORY is empty (or attach it to an existing
+    repository), enable [git] in mp-engine.toml, and commit and push the layout.
+
     \b
-    Example:
+    Examples:
       mp-engine init ~/mp-workspace
+      mp-engine init --remote git@github.com:me/mp-channel.git ~/mp-workspace
     """
+    if remote:
+        from mp_engine.gitsync import setup_remote
+
+        for line in setup_remote(directory, remote, branch):
+            click.echo(line)
+        return EXIT_OK
     ws, created = init_workspace(directory)
     if created:
         click.echo(f"initialised mp-engine workspace {ws.root}")
@@ -137,9 +171,12 @@ def run(root: Path) -> int:
     from mp_engine.engine import Engine
 
     ws, config = _load(root)
-    engine = Engine(ws, config)
-    _install_signal_handlers(engine)
-    engine.run()
+    engine = Engine(ws, config, **_channel(ws, config))
+    emitters = _install_signal_handlers(engine)
+    try:
+        engine.run()
+    finally:
+        _join(emitters)
     return EXIT_OK
 
 
@@ -155,8 +192,8 @@ def once(root: Path) -> int:
     from mp_engine.engine import Engine
 
     ws, config = _load(root)
-    engine = Engine(ws, config)
-    _install_signal_handlers(engine)
+    engine = Engine(ws, config, **_channel(ws, config))
+    emitters = _install_signal_handlers(engine)
     engine.start(daemon=False)
     try:
         result = engine.tick()
@@ -167,6 +204,7 @@ def once(root: Path) -> int:
             result = engine.tick()
     finally:
         engine.shutdown()
+        _join(emitters)
     click.echo(
         f"{result.action}"
         + (f" {result.mp_id}" if result.mp_id else "")
@@ -224,6 +262,40 @@ def check(file: Path, as_json: bool, max_bytes: int) -> int:
     for note in mp.notes:
         click.echo(f"note: {note}")
     return EXIT_OK
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--repo", required=True, metavar="URL_OR_PATH", help="The channel repository, or a working clone of it.")
+@click.option("--branch", default="main", show_default=True, help="Branch the engine watches.")
+@click.option("--wait", is_flag=True, help="Wait for the result, print it, exit 0 COMPLETED / 1 ERROR.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits (then exit 7).")
+@click.option("--poll", type=float, default=2.0, show_default=True, help="Seconds between checks while waiting.")
+@click.option("--force", is_flag=True, help="Replace an MP still pending in the inbox.")
+def send(file: Path, repo: str, branch: str, wait: bool, timeout: float, poll: float, force: bool) -> int:
+    """Send an MP to an engine through its git remote (the orchestrator's side).
+
+    Validates FILE as `check` does, commits it as Claude_Inbox/incoming_microproject.txt
+    in a working clone of --repo and pushes. Exit codes: 0 sent / COMPLETED, 1 invalid MP /
+    ERROR, 6 an MP is still pending, 7 --wait timed out, 8 git failed (docs/GIT.md).
+
+    \b
+    Example:
+      mp-engine send examples/hello.md --repo git@github.com:me/mp-channel.git --wait
+    """
+    from mp_engine.send import send_mp
+
+    return send_mp(
+        file,
+        repo,
+        branch=branch,
+        wait=wait,
+        timeout=timeout,
+        poll=poll,
+        force=force,
+        echo=click.echo,
+        err=lambda m: click.echo(m, err=True),
+    )
 
 
 @cli.command()

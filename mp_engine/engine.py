@@ -29,6 +29,7 @@ from mp_engine.config import Config
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.events import EventLog
 from mp_engine.executors import ExecResult, Executor, ShellExecutor
+from mp_engine.gitsync import GitSync, SyncOutcome
 from mp_engine.inbox import Entry, EntryKind, Inbox
 from mp_engine.ledger import Ledger, read_artifact
 from mp_engine.lock import WorkspaceLock
@@ -63,6 +64,7 @@ class Engine:
         stop: threading.Event | None = None,
         stop_now: threading.Event | None = None,
         redact: Callable[[str], str] | None = None,
+        sync: GitSync | None = None,
     ):
         self.ws = ws
         self.config = config
@@ -71,6 +73,9 @@ class Engine:
         self.wake = threading.Event()
         self.redact = redact or (lambda text: text)
         self.events = EventLog(ws.events_file, redact=self.redact)
+        self.sync = sync  # the git channel (gitsync.py), None when [git] is off
+        if sync is not None:
+            sync.bind(self.events)
         self.state = StateStore(ws.state_file, self.events)
         self.inbox = Inbox(ws, config.engine.settle_seconds)
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
@@ -97,6 +102,8 @@ class Engine:
         }
         try:
             with self.lock.hold("engine start"):
+                if self.sync is not None:
+                    self.sync.startup()
                 state = self.state.read()
                 status = state.status if state.run_id else (Status.ERROR if state.halt else Status.ONLINE)
                 self.state.update(status=status, daemon=info, reason="engine started")
@@ -127,6 +134,14 @@ class Engine:
         if not self.ws.inbox_dir.is_dir():
             self.ws.inbox_dir.mkdir(parents=True, exist_ok=True)
             self.events.emit("inbox_recreated", path=self.ws.rel(self.ws.inbox_dir))
+        if self.sync is not None and self.sync.due():
+            try:
+                with self.lock.hold("git sync"):
+                    failed = self._after_sync(self.sync.poll())
+            except LockTimeout as e:
+                return TickResult("busy", detail=str(e))
+            if failed is not None:
+                return failed
         scan = self.inbox.scan()
         if not scan.ready and self._recovery_scan_done and self.state.read().run_id is None:
             return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
@@ -158,6 +173,9 @@ class Engine:
             data = self.inbox.read(entry, self.config.engine.max_mp_bytes)
             if data is None:
                 return TickResult("waiting", detail="the inbox file changed while being read")
+            refusal = self.sync.refusal_for(data) if self.sync is not None else None
+            if refusal is not None:  # a signature verdict: refused whatever the halt says
+                return self._reject(entry, data, refusal)
             mp = parse(data, max_bytes=self.config.engine.max_mp_bytes)
             executor = self._executor_for(mp)
             executor.validate(mp)
@@ -201,6 +219,8 @@ class Engine:
         self.events.emit("mp_claimed", mp=mp.mp_id, run=run.run_id, sha256=mp.sha256, title=mp.title)
         self.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="MP claimed")
         self.inbox.forget()
+        if self.sync is not None:
+            self.sync.running(mp.mp_id, run.run_id)
         return self._drive(run, ledger, mp, executor)
 
     def _budget(self, mp: MicroProject, run: RunArchive, ledger: Ledger) -> Budget:
@@ -267,7 +287,9 @@ class Engine:
                 mp_id = parse_header_line(data.decode("utf-8", errors="replace").split("\n"))[1]
             except InvalidMPError:
                 mp_id = None
-        sha = sha256_hex(data) if data is not None else _sha_of_entry(entry)
+        sha = (
+            sha256_hex(data) if data is not None else (_sha_of_path(entry.path) if entry.kind is EntryKind.FILE else "")
+        )
         run, ledger = create_run(self.ws, mp_id=mp_id, data=data, mp_sha256=sha, executor="none")
         now = now_iso()
         outcome = Outcome(
@@ -284,7 +306,7 @@ class Engine:
         )
         if data is None:
             outcome.notes.append(f"The inbox entry was moved to {self.ws.rel(run.moved_entry)}.")
-        ledger.model.move_entry = data is None  # type: ignore[attr-defined]
+        ledger.model.inbox_entry = "archive" if data is None else "delete"
         self.events.emit("mp_rejected", mp=mp_id, run=run.run_id, reason=err.reason, kind=entry.kind.value)
         ledger.set_outcome(outcome.to_dict())
         return self._finalize(run, ledger)
@@ -338,7 +360,7 @@ class Engine:
         return self._drive(run, ledger, mp, executor)
 
     def _finalize(self, run: RunArchive, ledger: Ledger) -> TickResult:
-        """Publish a recorded outcome: result, state, inbox, ledger closed. Idempotent."""
+        """Publish a recorded outcome: result, inbox cleared, state, ledger closed. Idempotent."""
         assert ledger.model.outcome is not None
         outcome = Outcome.from_dict(ledger.model.outcome)
         write_result(self.ws, run, outcome, redact=self.redact)
@@ -348,6 +370,7 @@ class Engine:
             "run_id": run.run_id,
             "finished_at": outcome.finished_at,
         }
+        self._clear_inbox(run, ledger)  # before the state says done: an orchestrator may then drop the next MP
         if outcome.status == COMPLETED:
             self.state.update(
                 last_completed=outcome.mp_id,
@@ -373,10 +396,13 @@ class Engine:
                 last_result=last_result,
                 reason=outcome.commit_summary,
             )
-        self._clear_inbox(run, ledger)
         ledger.close()
         if outcome.status == COMPLETED:
             self.events.emit("mp_completed", mp=outcome.mp_id, run=run.run_id, duration=outcome.duration)
+            if self.sync is not None and (
+                failed := self._after_sync(self.sync.publish(outcome.commit_summary, run.run_id))
+            ):
+                return failed
             return TickResult("completed", mp_id=outcome.mp_id, run_id=run.run_id)
         assert outcome.diagnosis is not None
         self.events.emit(
@@ -388,26 +414,77 @@ class Engine:
             fix=outcome.diagnosis.fix,
         )
         self.events.emit("halted", mp=outcome.mp_id, approve_with=f"Approves: {outcome.halt_token}")
+        if self.sync is not None and (
+            failed := self._after_sync(self.sync.publish(outcome.commit_summary, run.run_id))
+        ):
+            return failed
         return TickResult("error", mp_id=outcome.mp_id, run_id=run.run_id, detail=outcome.diagnosis.summary)
 
     def _clear_inbox(self, run: RunArchive, ledger: Ledger) -> None:
-        """Take this run's MP out of the inbox, leaving any newer MP that replaced it."""
+        """Take this run's MP out of the inbox, leaving any newer MP that replaced it.
+
+        The entry is first renamed into the run directory and only then compared, so a
+        newer MP renamed in between a check and a delete can never be the one deleted.
+        """
+        if ledger.model.inbox_entry == "untouched":
+            return
         entry = self.inbox.lstat_entry()
         if entry is None:
             return
-        if getattr(ledger.model, "move_entry", False) or entry.kind is not EntryKind.FILE:
-            if entry.kind is not EntryKind.FILE or _sha_of_entry(entry) == ledger.model.mp_sha256:
-                if not os.path.lexists(run.moved_entry):
-                    os.rename(entry.path, run.moved_entry)
-            self.inbox.forget()
+        taken = run.moved_entry
+        if os.path.lexists(taken):  # a previous attempt (before a crash) already took it
             return
-        if _sha_of_entry(entry) == ledger.model.mp_sha256:
-            entry.path.unlink(missing_ok=True)
+        try:
+            os.rename(entry.path, taken)
+        except FileNotFoundError:
+            return
+        ours = os.path.islink(taken) or not os.path.isfile(taken) or _sha_of_path(taken) == ledger.model.mp_sha256
+        if ours:
             self.inbox.forget()
-        else:
+            if ledger.model.inbox_entry == "delete" and os.path.isfile(taken) and not os.path.islink(taken):
+                os.unlink(taken)  # the MP itself is archived as mp.txt; the inbox copy is redundant
+            return
+        # A different MP arrived during the run: put it back, never over an even newer one.
+        try:
+            os.link(taken, entry.path, follow_symlinks=False)
+        except FileExistsError:
             self.events.emit(
-                "inbox_replaced", run=run.run_id, detail="a different MP arrived during the run; it stays in the inbox"
+                "inbox_superseded",
+                run=run.run_id,
+                kept=self.ws.rel(taken),
+                detail="two newer MPs arrived during the run; the newest is in the inbox, the other is kept here",
             )
+            return
+        os.unlink(taken)
+        self.events.emit(
+            "inbox_replaced", run=run.run_id, detail="a different MP arrived during the run; it stays in the inbox"
+        )
+
+    def _after_sync(self, out: SyncOutcome) -> TickResult | None:
+        """Act on a sync point: pulled files are complete; a sync problem is an ERROR result."""
+        if out.integrated:
+            self.inbox.note_complete()  # git wrote the inbox file whole, under our lock
+        if out.problem is None:
+            return None
+        now = now_iso()
+        mp_id = out.problem_mp or (self.state.read().last_result or {}).get("mp_id")
+        run, ledger = create_run(self.ws, mp_id=mp_id, data=None, mp_sha256="", executor="none")
+        outcome = Outcome(
+            status=ERROR,
+            mp_id=mp_id or "UNPARSED",
+            title="",
+            run_id=run.run_id,
+            mp_sha256="",
+            started_at=now,
+            finished_at=now,
+            executor="none",
+            diagnosis=out.problem,
+            halt_token=mp_id or run.run_id,
+        )
+        self.events.emit("sync_blocked", run=run.run_id, kind=out.problem.kind, summary=out.problem.summary)
+        ledger.model.inbox_entry = "untouched"
+        ledger.set_outcome(outcome.to_dict())
+        return self._finalize(run, ledger)
 
     # -- approval --------------------------------------------------------------------
 
@@ -481,13 +558,11 @@ def _pid_alive(pid: int | None) -> bool:
         return True
 
 
-def _sha_of_entry(entry: Entry) -> str:
-    """SHA-256 of a regular file's bytes (streamed); "" for anything else."""
-    if entry.kind is not EntryKind.FILE:
-        return ""
+def _sha_of_path(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a regular file's bytes (streamed); "" if it cannot be read."""
     h = hashlib.sha256()
     try:
-        with open(entry.path, "rb") as f:
+        with open(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
     except OSError:

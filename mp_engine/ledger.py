@@ -59,6 +59,10 @@ class RunLedger(BaseModel):
     created_at: str
     status: Literal["open", "finishing", "closed"] = "open"
     outcome: dict[str, Any] | None = None
+    # What finalizing does with the inbox entry this run came from: delete it (it is
+    # archived as mp.txt), move it into the run directory (bad input we could not read),
+    # or leave the inbox alone (the run did not come from the inbox, e.g. a sync problem).
+    inbox_entry: Literal["delete", "archive", "untouched"] = "delete"
     steps: list[LedgerStep] = []
     resume_point: str | None = None
     resume_reason: str | None = None

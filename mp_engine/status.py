@@ -40,6 +40,10 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
     owner = WorkspaceLock(ws.lock_file, 1).owner()
     if owner:
         report["lock_holder"] = owner
+    if config.git.enabled:
+        from mp_engine.gitsync import GitSync
+
+        report["git"] = GitSync(ws, config.git).report()
     return report
 
 
@@ -68,6 +72,14 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  inbox:           {what} ({p['bytes']} bytes){extra}")
     else:
         lines.append("  inbox:           empty")
+    if report.get("git"):
+        g = report["git"]
+        line = f"  git:             {g['remote']} {g['branch']}, {g.get('unpushed', '?')} unpushed commit(s)"
+        if g.get("blocked"):
+            line += f"  [blocked: {g['blocked'].get('kind')} at {str(g['blocked'].get('remote'))[:12]}]"
+        if g.get("error"):
+            line += f"  [{g['error']}]"
+        lines.append(line)
     if report.get("lock_holder"):
         o = report["lock_holder"]
         lines.append(

@@ -33,10 +33,16 @@ FAST_ENV = {
 }
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02, what: str = "condition"):
+def wait_for(
+    predicate: Callable[[], Any],
+    timeout: float = 20.0,
+    interval: float = 0.02,
+    what: str | Callable[[], str] = "condition",
+):
     """Poll `predicate` until it returns something truthy; fail the test at the deadline.
 
     This is the one place tests wait: for a condition, with a deadline, never for a fixed time.
+    `what` may be a callable, evaluated only on failure (to attach logs).
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -44,7 +50,7 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: floa
         if value:
             return value
         if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what() if callable(what) else what}")
         time.sleep(interval)
 
 
@@ -54,7 +60,7 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     gitconfig = home / ".gitconfig"
     gitconfig.write_text(
         "[user]\n\tname = mp-engine tests\n\temail = tests@mp-engine.invalid\n"
-        "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n[protocol \"file\"]\n\tallow = always\n"
+        '[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n[protocol "file"]\n\tallow = always\n'
     )
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
@@ -95,6 +101,13 @@ def drop(ws: Workspace, text: str | bytes, *, how: str = "rename") -> Path:
     else:
         target.write_bytes(data)
     return target
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped (a crashed writer's pid)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
 
 
 def read_state(ws: Workspace) -> dict[str, Any]:

@@ -24,8 +24,12 @@ def test_drop_and_result(ws, daemon_factory):
     d = daemon_factory(ws.root).start()
     wait_for(lambda: online(ws, d.pid), what=f"the daemon to go ONLINE; log:\n{d.output()}")
     drop(ws, "# MP-1.0 Hello\n\n```file hello.txt\nhi\n```\n\n```bash\ncat hello.txt\n```\n")
-    wait_for(lambda: read_state(ws)["last_completed"] == "MP-1.0", what="MP-1.0 to complete")
-    assert result_field(ws, "Status") == "COMPLETED" and not ws.inbox_file.exists()
+    # The state is written before the inbox file is deleted: wait for both.
+    wait_for(
+        lambda: read_state(ws)["last_completed"] == "MP-1.0" and not ws.inbox_file.exists(),
+        what="MP-1.0 to complete and leave the inbox",
+    )
+    assert result_field(ws, "Status") == "COMPLETED"
     d.signal(signal.SIGTERM)
     assert d.wait() == 0
     state = read_state(ws)
@@ -64,10 +68,16 @@ def test_error_halt_and_approval(ws, daemon_factory):
 def test_two_daemons_one_root_run_the_mp_exactly_once(ws, daemon_factory):
     a = daemon_factory(ws.root, name="a").start()
     b = daemon_factory(ws.root, name="b").start()
-    wait_for(lambda: events(ws, "engine_started") and len(events(ws, "engine_started")) == 2, what="both daemons")
+    wait_for(
+        lambda: len(events(ws, "engine_started")) == 2,
+        what=lambda: f"both daemons; logs:\n{a.output()}\n{b.output()}",
+    )
     for n in range(3):
         drop(ws, f"# MP-3.{n}\n\n```bash\necho $$ >> ran.txt\nsleep 0.3\n```\n")
-        wait_for(lambda n=n: read_state(ws)["last_completed"] == f"MP-3.{n}", what=f"MP-3.{n}")
+        wait_for(
+            lambda n=n: read_state(ws)["last_completed"] == f"MP-3.{n}",
+            what=lambda n=n: f"MP-3.{n}; state {read_state(ws)}; logs:\n{a.output()}\n{b.output()}",
+        )
     assert len((ws.root / "ran.txt").read_text().splitlines()) == 3
     assert len(events(ws, "mp_claimed")) == 3
     for d in (a, b):

@@ -13,7 +13,7 @@ from mp_engine.config import load_config
 from mp_engine.engine import Engine
 from mp_engine.workspace import Workspace
 
-from .conftest import drop, events, read_state, result_field
+from .conftest import dead_pid, drop, events, read_state, result_field
 
 OK_MP = """# MP-1.4 Greet
 Timeout: 60
@@ -91,7 +91,10 @@ def test_steps_run_in_the_workspace_with_a_scrubbed_environment(engine, ws, monk
 
 
 def test_error_stops_at_first_failure_diagnoses_and_halts(engine, ws):
-    drop(ws, "# MP-2.0 Fails\n\n```bash\necho one > one.txt\n```\n\n```bash\nno-such-tool --x\n```\n\n```bash\necho three > three.txt\n```\n")
+    drop(
+        ws,
+        "# MP-2.0 Fails\n\n```bash\necho one > one.txt\n```\n\n```bash\nno-such-tool --x\n```\n\n```bash\necho three > three.txt\n```\n",
+    )
     res = engine.tick()
     assert (res.action, res.mp_id) == ("error", "MP-2.0")
     assert (ws.root / "one.txt").exists() and not (ws.root / "three.txt").exists()
@@ -272,7 +275,7 @@ def test_a_file_renamed_into_place_is_taken_once_marked_complete(ws, monkeypatch
 
 
 def test_start_sweeps_temp_files_and_marks_online(ws):
-    junk = ws.root / ".SESSION_STATE.json.mpe-tmp-1-abcd"
+    junk = ws.root / f".SESSION_STATE.json.mpe-tmp-{dead_pid()}-abcd"
     junk.write_text("{")
     eng = Engine(ws, load_config(ws.root))
     eng.start(daemon=True)

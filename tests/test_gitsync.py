@@ -1,0 +1,290 @@
+"""The git channel, driven through `Engine.tick()` against a real bare remote over file://."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mp_engine.config import load_config
+from mp_engine.gitsync import GitSync
+from mp_engine.status import render_status, status_report
+from tests.conftest import events, read_state
+from tests.gitutil import (
+    FAILING,
+    HELLO,
+    clone,
+    engine_workspace,
+    git,
+    make_engine,
+    make_remote,
+    push_file,
+    push_mp,
+    remote_file,
+    remote_log,
+    sync_tick,
+)
+
+
+@pytest.fixture
+def channel(tmp_path):
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url)
+    orch = clone(url, tmp_path / "orch")
+    return bare, url, ws, orch
+
+
+def unpushed(ws) -> int:
+    return GitSync(ws, load_config(ws.root).git).report()["unpushed"]
+
+
+def test_init_remote_clones_and_pushes_the_layout(tmp_path):
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, f"file://{bare}")
+    assert git(ws.root, "remote", "get-url", "origin") == f"file://{bare}"
+    assert remote_log(bare) == ["mp-engine: workspace layout"]
+    assert json.loads(remote_file(bare, "SESSION_STATE.json"))["current"] == "IDLE"
+    cfg = load_config(ws.root).git
+    assert cfg.enabled and cfg.remote == "origin" and cfg.branch == "main"
+    # A second clone of the same remote: `init --remote` into an empty directory clones it.
+    ws2 = engine_workspace(tmp_path, f"file://{bare}", name="second")
+    assert (ws2.root / "SESSION_STATE.json").exists() and remote_log(bare) == ["mp-engine: workspace layout"]
+
+
+def test_pulled_mp_runs_and_the_result_is_pushed(channel):
+    bare, _url, ws, orch = channel
+    (ws.root / "scratch.txt").write_text("local, unrelated, must not be committed\n")
+    push_mp(orch, HELLO)
+    engine = make_engine(ws)
+    result = sync_tick(engine)
+    assert result.action == "completed", result
+    log = remote_log(bare)
+    assert log[:2] == ["MP-0.1: COMPLETED", "MP-0.1: RUNNING"]
+    state = json.loads(remote_file(bare, "SESSION_STATE.json"))
+    assert state["status"] == "ONLINE" and state["last_completed"] == "MP-0.1"
+    assert remote_file(bare, "Claude_Inbox/incoming_microproject.txt") is None
+    assert remote_file(bare, "hello/greeting.txt") == "Hello from mp-engine.\n"  # what the MP changed
+    assert remote_file(bare, "scratch.txt") is None  # never `git add -A`
+    assert "Status: COMPLETED" in remote_file(bare, "SYSTEM/RESULT_last.md")
+    # The RUNNING commit carried the RUNNING state.
+    running = git(bare, "show", "main~1:SESSION_STATE.json")
+    assert json.loads(running)["status"] == "RUNNING"
+    assert unpushed(ws) == 0
+
+
+def test_error_result_commit_message_names_the_failure_and_approves_lifts_it(channel):
+    bare, _url, ws, orch = channel
+    push_mp(orch, FAILING)
+    engine = make_engine(ws)
+    assert sync_tick(engine).action == "error"
+    assert remote_log(bare)[0].startswith("MP-0.2: ERROR (")
+    assert json.loads(remote_file(bare, "SESSION_STATE.json"))["status"] == "ERROR"
+    push_mp(orch, "# MP-0.3 Fixed\nApproves: MP-0.2\n\n```bash\necho fixed\n```\n")
+    assert sync_tick(engine).action == "completed"
+    assert remote_log(bare)[0] == "MP-0.3: COMPLETED"
+
+
+def test_push_race_orchestrator_commit_during_the_run_survives(channel):
+    bare, _url, ws, orch = channel
+    mp = (
+        "# MP-0.4 Race\n\n```bash\n"
+        f"cd {orch} && git pull -q --ff-only && echo race > race.txt && git add race.txt "
+        "&& git commit -qm 'orchestrator commit during the run' && git push -q origin HEAD:main\n"
+        "```\n\n```file mine.txt\nfrom the MP\n```\n"
+    )
+    push_mp(orch, mp)
+    engine = make_engine(ws)
+    assert sync_tick(engine).action == "completed"
+    log = remote_log(bare)
+    assert log[0] == "MP-0.4: COMPLETED" and "orchestrator commit during the run" in log
+    assert remote_file(bare, "race.txt") == "race\n" and remote_file(bare, "mine.txt") == "from the MP\n"
+    assert events(ws, "sync_pulled")[-1]["how"] == "rebase"
+    assert unpushed(ws) == 0
+
+
+def test_unrebaseable_conflict_aborts_leaves_a_clean_tree_and_ends_in_error(channel):
+    bare, _url, ws, orch = channel
+    mp = (
+        "# MP-0.5 Conflict\n\n```file notes.txt\nengine version\n```\n\n```bash\n"
+        f"cd {orch} && git pull -q --ff-only && echo orchestrator version > notes.txt && git add notes.txt "
+        "&& git commit -qm 'orchestrator edits notes.txt' && git push -q origin HEAD:main\n```\n"
+    )
+    push_mp(orch, mp)
+    engine = make_engine(ws)
+    result = sync_tick(engine)
+    assert result.action == "error"
+    assert git(ws.root, "status", "--porcelain", "--untracked-files=no") in ("", "M SYSTEM/events.jsonl")
+    assert not (ws.root / ".git" / "rebase-merge").exists()
+    state = read_state(ws)
+    assert state["status"] == "ERROR" and state["halt"]
+    text = ws.result_file.read_text()
+    assert "git_conflict" in text and "notes.txt" in text and "Proposed fix:" in text
+    # Nothing lost: the engine's commits are local and on the side branch; the remote keeps
+    # the orchestrator's version.
+    assert remote_file(bare, "notes.txt") == "orchestrator version\n"
+    assert remote_file(bare, "notes.txt", ref="mp-engine/blocked/main") == "engine version\n"
+    assert git(ws.root, "log", "--format=%s", "-3").splitlines()[1] == "MP-0.5: COMPLETED"
+    assert unpushed(ws) >= 2
+    # The orchestrator takes the fix (reverts its change); the engine rebases and pushes.
+    git(orch, "revert", "--no-edit", "HEAD")
+    git(orch, "push", "-q", "origin", "HEAD:main")
+    sync_tick(engine)
+    assert unpushed(ws) == 0 and remote_file(bare, "notes.txt") == "engine version\n"
+    assert events(ws, "sync_unblocked")
+
+
+def test_unreachable_remote_keeps_results_local_and_pushes_them_later(channel, tmp_path):
+    bare, _url, ws, orch = channel
+    push_mp(orch, HELLO)
+    engine = make_engine(ws)
+    engine.inbox.settle = 0  # the MP is pulled now, the remote leaves before it runs
+    sync_tick(engine)  # pulls, runs and pushes MP-0.1
+    push_mp(orch, HELLO.replace("MP-0.1", "MP-0.6"))
+    assert engine.sync is not None
+    engine.sync._next_poll = 0.0
+    away = tmp_path / "away.git"
+    # Pull MP-0.6 with a poll, then take the remote away before it runs.
+    with engine.lock.hold("test"):
+        engine.sync.poll()
+    bare.rename(away)
+    engine.sync._next_poll = float("inf")
+    assert engine.tick().action == "completed"
+    assert events(ws, "sync_unreachable")
+    assert unpushed(ws) == 2  # RUNNING and COMPLETED of MP-0.6
+    assert "2 unpushed commit(s)" in render_status(status_report(ws, load_config(ws.root)))
+    away.rename(bare)
+    sync_tick(engine)
+    assert unpushed(ws) == 0 and remote_log(bare)[0] == "MP-0.6: COMPLETED"
+    assert events(ws, "sync_reachable")
+
+
+def test_a_push_refused_by_the_remote_is_detected_and_kept_local(channel):
+    bare, _url, ws, orch = channel
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are frozen' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    engine = make_engine(ws)
+    ws.inbox_file.write_text(HELLO)  # dropped locally: the result still travels by git
+    engine.inbox.settle = 0
+    assert engine.tick().action == "completed"
+    failed = [e for e in events(ws, "sync_failed") if "pre-receive" in e["error"] or "declined" in e["error"]]
+    assert failed, events(ws, "sync_failed")
+    assert unpushed(ws) >= 2
+    hook.unlink()
+    sync_tick(engine)
+    assert unpushed(ws) == 0 and remote_log(bare)[0] == "MP-0.1: COMPLETED"
+
+
+def test_force_push_rewriting_processed_history_is_refused(channel, tmp_path):
+    bare, url, ws, orch = channel
+    push_mp(orch, HELLO)
+    engine = make_engine(ws)
+    assert sync_tick(engine).action == "completed"
+    # The orchestrator rewrites history: a new root commit with an MP, force-pushed.
+    rogue = tmp_path / "rogue"
+    rogue.mkdir()
+    git(rogue, "init", "-q", "-b", "main")
+    (rogue / "Claude_Inbox").mkdir()
+    (rogue / "Claude_Inbox" / "incoming_microproject.txt").write_text(
+        "# MP-6.6 Evil\n\n```bash\ntouch /tmp/pwned\n```\n"
+    )
+    git(rogue, "add", "-A")
+    git(rogue, "commit", "-qm", "rewritten")
+    git(rogue, "push", "-q", "--force", url, "HEAD:main")
+    result = sync_tick(engine)
+    assert result.action == "error"
+    assert not ws.inbox_file.exists()  # nothing from the rewritten history was pulled
+    assert "history_rewritten" in ws.result_file.read_text()
+    assert read_state(ws)["status"] == "ERROR"
+    assert events(ws, "sync_refused")
+
+
+def test_startup_recovers_a_stale_index_lock_and_a_half_finished_rebase(channel):
+    _bare, _url, ws, orch = channel
+    gitdir = ws.root / ".git"
+    # A half-finished rebase, as a crash in the middle of rebasing local results leaves it.
+    (ws.root / "f.txt").write_text("base\n")
+    git(ws.root, "add", "f.txt")
+    git(ws.root, "commit", "-qm", "base")
+    git(ws.root, "checkout", "-q", "-b", "upstream")
+    (ws.root / "f.txt").write_text("upstream\n")
+    git(ws.root, "commit", "-qam", "upstream")
+    git(ws.root, "checkout", "-q", "main")
+    (ws.root / "f.txt").write_text("local\n")
+    git(ws.root, "commit", "-qam", "local result")
+    git(ws.root, "rebase", "upstream", check=False)
+    assert (gitdir / "rebase-merge").exists() or (gitdir / "rebase-apply").exists()
+    (gitdir / "index.lock").write_text("")
+    engine = make_engine(ws)  # start() recovers
+    what = [e["what"] for e in events(ws, "git_recovered")]
+    assert "stale index.lock removed" in what and "half-finished rebase aborted" in what
+    assert not (gitdir / "index.lock").exists() and not (gitdir / "rebase-merge").exists()
+    assert git(ws.root, "symbolic-ref", "--short", "HEAD") == "main"  # back where it was
+    assert (ws.root / "f.txt").read_text() == "local\n"
+    del engine
+
+
+def test_every_git_call_is_non_interactive(channel, tmp_path, monkeypatch):
+    _bare, _url, ws, _orch = channel
+    # A remote that would ask for a password: an https URL nobody answers. With
+    # GIT_TERMINAL_PROMPT=0 and no askpass the call fails at once instead of hanging.
+    git(ws.root, "remote", "set-url", "origin", "https://127.0.0.1:9/none.git")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "1")  # the engine must override it
+    engine = make_engine(ws)
+    sync_tick(engine)
+    assert events(ws, "sync_unreachable")
+
+
+def _git_children() -> list[int]:
+    me = os.getpid()
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == me and "git" in stat[stat.index("(") + 1 : stat.rindex(")")]:
+            out.append(int(pid))
+    return out
+
+
+def test_300_cycles_leave_no_git_processes_or_file_descriptors(channel):
+    bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    assert engine.sync is not None
+    sync_tick(engine)  # warm up imports and caches
+    fds_before = len(os.listdir("/proc/self/fd"))
+    for i in range(300):
+        if i % 50 == 0:  # the remote moves now and then: fetch, merge and push paths run too
+            push_file(orch, f"notes/{i}.txt", f"{i}\n", f"note {i}")
+        sync_tick(engine)
+    assert _git_children() == []
+    assert len(os.listdir("/proc/self/fd")) <= fds_before
+    assert remote_file(bare, "notes/250.txt") == "250\n" and (ws.root / "notes" / "250.txt").exists()
+
+
+def test_allowed_signers_inside_the_repository_is_a_config_error(tmp_path):
+    from mp_engine.errors import ConfigError
+
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, f"file://{bare}")
+    (ws.root / "signers").write_text("")
+    cfg = load_config(
+        ws.root, {"MP_ENGINE_GIT__REQUIRE_SIGNED": "true", "MP_ENGINE_GIT__ALLOWED_SIGNERS": str(ws.root / "signers")}
+    )
+    with pytest.raises(ConfigError, match="inside the workspace"):
+        GitSync(ws, cfg.git)
+
+
+def test_status_reports_unpushed_commits(channel):
+    _bare, _url, ws, _orch = channel
+    report = status_report(ws, load_config(ws.root))
+    assert report["git"]["unpushed"] == 0
+    git(ws.root, "commit", "-q", "--allow-empty", "-m", "local only")
+    assert "1 unpushed commit(s)" in render_status(status_report(ws, load_config(ws.root)))

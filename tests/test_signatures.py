@@ -1,0 +1,103 @@
+"""Who may send work: `require_signed` with SSH keys made by ssh-keygen for each test."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import events, read_state
+from tests.gitutil import HELLO, clone, engine_workspace, git, make_engine, make_remote, push_mp, remote_log, sync_tick
+
+pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
+
+MARKER_MP = "# MP-1.1 Must not run unless trusted\n\n```file ran.txt\nran\n```\n"
+
+
+def keygen(dir: Path, name: str) -> Path:
+    key = dir / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)], check=True)
+    return key
+
+
+def sign_with(repo: Path, key: Path | None) -> None:
+    if key is None:
+        git(repo, "config", "commit.gpgsign", "false")
+        return
+    git(repo, "config", "gpg.format", "ssh")
+    git(repo, "config", "user.signingkey", str(key) + ".pub")
+    git(repo, "config", "commit.gpgsign", "true")
+
+
+@pytest.fixture
+def signed_channel(tmp_path):
+    keys = tmp_path / "keys"  # outside every repository
+    keys.mkdir()
+    trusted, stranger = keygen(keys, "orchestrator"), keygen(keys, "stranger")
+    signers = keys / "allowed_signers"
+    signers.write_text(f"orchestrator@example {(keys / 'orchestrator.pub').read_text()}")
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url, require_signed=True, allowed_signers=str(signers))
+    orch = clone(url, tmp_path / "orch")
+    engine = make_engine(ws)
+    engine.inbox.settle = 0
+    return bare, ws, orch, engine, trusted, stranger
+
+
+def refused(ws, engine, why: str) -> None:
+    result = sync_tick(engine)
+    assert result.action == "error", result
+    assert not (ws.root / "ran.txt").exists()  # nothing was executed
+    text = ws.result_file.read_text()
+    assert "Error-Kind: invalid_mp" in text and why in text, text
+    assert read_state(ws)["status"] == "ERROR"
+    assert events(ws, "sync_refused")
+
+
+def test_an_mp_signed_by_an_allowed_key_runs(signed_channel):
+    bare, ws, orch, engine, trusted, _ = signed_channel
+    sign_with(orch, trusted)
+    push_mp(orch, HELLO)
+    assert sync_tick(engine).action == "completed"
+    assert remote_log(bare)[0] == "MP-0.1: COMPLETED"
+
+
+def test_an_unsigned_mp_is_refused(signed_channel):
+    _bare, ws, orch, engine, _trusted, _ = signed_channel
+    sign_with(orch, None)
+    push_mp(orch, MARKER_MP)
+    refused(ws, engine, "is not signed")
+
+
+def test_an_mp_signed_by_an_unknown_key_is_refused(signed_channel):
+    _bare, ws, orch, engine, _trusted, stranger = signed_channel
+    sign_with(orch, stranger)
+    push_mp(orch, MARKER_MP)
+    refused(ws, engine, "not in the allowed-signers file")
+
+
+def test_a_signed_tip_over_an_unsigned_inbox_commit_is_refused(signed_channel):
+    _bare, ws, orch, engine, trusted, _ = signed_channel
+    sign_with(orch, None)
+    (orch / "Claude_Inbox" / "incoming_microproject.txt").write_text(MARKER_MP)
+    git(orch, "add", "-A")
+    git(orch, "commit", "-qm", "unsigned MP")
+    sign_with(orch, trusted)
+    (orch / "README.md").write_text("innocent\n")
+    git(orch, "add", "README.md")
+    git(orch, "commit", "-qm", "signed tip")
+    git(orch, "push", "-q", "origin", "HEAD:main")
+    refused(ws, engine, "does not vouch for it")
+
+
+def test_after_a_refusal_a_signed_approving_mp_runs(signed_channel):
+    _bare, ws, orch, engine, trusted, _ = signed_channel
+    sign_with(orch, None)
+    push_mp(orch, MARKER_MP)
+    refused(ws, engine, "is not signed")
+    sign_with(orch, trusted)
+    push_mp(orch, "# MP-1.2 Signed\nApproves: MP-1.1\n\n```bash\necho ok\n```\n")
+    assert sync_tick(engine).action == "completed"
