@@ -20,7 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.atomic import TEMP_MARKER, atomic_write, fsync_dir
+from mp_engine.atomic import TEMP_MARKER, make_durable
 from mp_engine.clock import compact_stamp
 from mp_engine.ledger import Ledger
 from mp_engine.workspace import INBOX_FILE, Workspace
@@ -63,34 +63,51 @@ class RunArchive:
     def ledger(self) -> Ledger:
         return Ledger.load(self.ledger_path)
 
+    def make_durable(self) -> None:
+        """fsync what `create_run` wrote: the MP copy, the ledger, the run directory and its entry."""
+        make_durable(*(p for p in (self.mp_copy, self.ledger_path, self.steps_dir) if p.exists()), self.dir)
+
 
 def _label(mp_id: str | None) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", mp_id) if mp_id else "UNPARSED"
 
 
 def create_run(
-    ws: Workspace, *, mp_id: str | None, data: bytes | None, mp_sha256: str, executor: str
+    ws: Workspace, *, mp_id: str | None, data: bytes | None, mp_sha256: str, executor: str, durable: bool = True
 ) -> tuple[RunArchive, Ledger]:
-    """Create a run directory holding the MP copy (when readable) and a fresh ledger."""
+    """Create a run directory holding the MP copy (when readable) and a fresh ledger.
+
+    With `durable=False` nothing is fsynced yet (the claim path publishes RUNNING first);
+    the caller must call `run.make_durable()` before the run has any side effect.
+    """
     ws.runs_dir.mkdir(parents=True, exist_ok=True)
     base = f"{compact_stamp()}-{_label(mp_id)}"
     tmp = ws.runs_dir / f".{base}{TEMP_MARKER}{secrets.token_hex(4)}"
     tmp.mkdir()
     (tmp / "steps").mkdir()
+    # Plain writes: the directory is private until the rename below publishes it whole.
     if data is not None:
-        atomic_write(tmp / INBOX_FILE, data)
+        (tmp / INBOX_FILE).write_bytes(data)
     for n in range(1, 10_000):
         final = ws.runs_dir / (base if n == 1 else f"{base}-{n}")
         ledger = Ledger.create(
-            tmp / LEDGER, run_id=final.name, mp_id=mp_id or "UNPARSED", mp_sha256=mp_sha256, executor=executor
+            tmp / LEDGER,
+            run_id=final.name,
+            mp_id=mp_id or "UNPARSED",
+            mp_sha256=mp_sha256,
+            executor=executor,
+            write=False,
         )
+        (tmp / LEDGER).write_text(ledger.dumps(), encoding="utf-8")
         try:
             os.rename(tmp, final)  # fails if `final` exists and is non-empty
         except OSError:
             continue
-        fsync_dir(ws.runs_dir)
         ledger.path = final / LEDGER
-        return RunArchive(final), ledger
+        run = RunArchive(final)
+        if durable:
+            run.make_durable()
+        return run, ledger
     raise RuntimeError(f"could not allocate a run directory under {ws.runs_dir}")
 
 

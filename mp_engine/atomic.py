@@ -30,8 +30,13 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644) -> None:
-    """Replace `path` with `data` atomically and durably."""
+def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644, durable: bool = True) -> None:
+    """Replace `path` with `data` atomically and (unless `durable=False`) durably.
+
+    A reader sees the old bytes or the new ones, never a mix. `durable=False` skips the two
+    fsyncs: the rename is still atomic, and the write survives a `kill -9` (the page cache
+    does), but not a power loss until `make_durable()` runs on the path.
+    """
     path = Path(path)
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -43,19 +48,35 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644) -> None:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
+def atomic_write_json(path: Path, obj: Any, *, durable: bool = True) -> None:
     """`atomic_write` of `obj` as indented, key-sorted JSON with a final newline."""
-    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", durable=durable)
+
+
+def make_durable(*paths: Path) -> None:
+    """fsync each file or directory, then each parent directory once (after non-durable writes)."""
+    parents: dict[Path, None] = {}
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        parents[Path(path).parent] = None
+    for parent in parents:
+        fsync_dir(parent)
 
 
 def append_durable(path: Path, line: str) -> None:

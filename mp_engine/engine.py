@@ -30,7 +30,7 @@ from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.events import EventLog
 from mp_engine.executors import ExecResult, Executor, ShellExecutor
 from mp_engine.gitsync import GitSync, SyncOutcome
-from mp_engine.inbox import Entry, EntryKind, Inbox
+from mp_engine.inbox import CLAIMED_PREFIX, Entry, EntryKind, Inbox
 from mp_engine.ledger import Ledger, read_artifact
 from mp_engine.lock import WorkspaceLock
 from mp_engine.mpfile import MicroProject, parse, parse_header_line, sha256_hex
@@ -215,9 +215,16 @@ class Engine:
     # -- runs ------------------------------------------------------------------------
 
     def _start_run(self, mp: MicroProject, data: bytes, executor: Executor) -> TickResult:
-        run, ledger = create_run(self.ws, mp_id=mp.mp_id, data=data, mp_sha256=mp.sha256, executor=executor.name)
-        self.events.emit("mp_claimed", mp=mp.mp_id, run=run.run_id, sha256=mp.sha256, title=mp.title)
+        # The archive copy and the ledger are written first but fsynced after RUNNING is
+        # published: drop -> RUNNING then costs one durable write, and the run is durable
+        # before its first side effect. After a power loss in between, recovery finds no
+        # readable ledger, clears the run pointer and claims the MP again from the inbox.
+        run, ledger = create_run(
+            self.ws, mp_id=mp.mp_id, data=data, mp_sha256=mp.sha256, executor=executor.name, durable=False
+        )
         self.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="MP claimed")
+        run.make_durable()
+        self.events.emit("mp_claimed", mp=mp.mp_id, run=run.run_id, sha256=mp.sha256, title=mp.title)
         self.inbox.forget()
         if self.sync is not None:
             self.sync.running(mp.mp_id, run.run_id)
@@ -423,39 +430,42 @@ class Engine:
     def _clear_inbox(self, run: RunArchive, ledger: Ledger) -> None:
         """Take this run's MP out of the inbox, leaving any newer MP that replaced it.
 
-        The entry is first renamed into the run directory and only then compared, so a
-        newer MP renamed in between a check and a delete can never be the one deleted.
+        The entry is first renamed aside (inside the inbox, so watchers see a paired move,
+        not a lone IN_MOVED_FROM that watchdog holds back for 0.5 s) and only then compared,
+        so a newer MP renamed in between a check and a delete is never the one deleted.
+        Idempotent: a crash at any point is finished by the next `_finalize`.
         """
-        if ledger.model.inbox_entry == "untouched":
+        if ledger.model.inbox_entry == "untouched" or os.path.lexists(run.moved_entry):
             return
-        entry = self.inbox.lstat_entry()
-        if entry is None:
-            return
-        taken = run.moved_entry
-        if os.path.lexists(taken):  # a previous attempt (before a crash) already took it
-            return
-        try:
-            os.rename(entry.path, taken)
-        except FileNotFoundError:
-            return
-        ours = os.path.islink(taken) or not os.path.isfile(taken) or _sha_of_path(taken) == ledger.model.mp_sha256
-        if ours:
+        aside = self.ws.inbox_dir / f"{CLAIMED_PREFIX}{run.run_id}"
+        if not os.path.lexists(aside):
+            if self.inbox.lstat_entry() is None:
+                return
+            try:
+                os.rename(self.ws.inbox_file, aside)
+            except FileNotFoundError:
+                return
+        regular = os.path.isfile(aside) and not os.path.islink(aside)
+        if not regular or _sha_of_path(aside) == ledger.model.mp_sha256:
             self.inbox.forget()
-            if ledger.model.inbox_entry == "delete" and os.path.isfile(taken) and not os.path.islink(taken):
-                os.unlink(taken)  # the MP itself is archived as mp.txt; the inbox copy is redundant
+            if ledger.model.inbox_entry == "archive":
+                os.rename(aside, run.moved_entry)
+            else:
+                os.unlink(aside)  # the MP itself is archived as mp.txt
             return
         # A different MP arrived during the run: put it back, never over an even newer one.
         try:
-            os.link(taken, entry.path, follow_symlinks=False)
+            os.link(aside, self.ws.inbox_file, follow_symlinks=False)
         except FileExistsError:
+            os.rename(aside, run.moved_entry)
             self.events.emit(
                 "inbox_superseded",
                 run=run.run_id,
-                kept=self.ws.rel(taken),
+                kept=self.ws.rel(run.moved_entry),
                 detail="two newer MPs arrived during the run; the newest is in the inbox, the other is kept here",
             )
             return
-        os.unlink(taken)
+        os.unlink(aside)
         self.events.emit(
             "inbox_replaced", run=run.run_id, detail="a different MP arrived during the run; it stays in the inbox"
         )

@@ -22,6 +22,10 @@ from pathlib import Path
 from mp_engine.errors import InvalidMPError
 from mp_engine.workspace import Workspace
 
+# The engine renames a finished MP aside to this name (plus the run id) inside the inbox
+# before deciding whether to delete it; watchers ignore it, and only the engine removes it.
+CLAIMED_PREFIX = ".mpe-claimed-"
+
 
 class EntryKind(StrEnum):
     FILE = "file"

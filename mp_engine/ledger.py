@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from mp_engine.atomic import atomic_write_json
+from mp_engine.atomic import atomic_write, atomic_write_json
 from mp_engine.clock import now_iso
 
 
@@ -92,7 +92,10 @@ class Ledger:
         self.model = model
 
     @classmethod
-    def create(cls, path: Path, *, run_id: str, mp_id: str, mp_sha256: str, executor: str) -> Ledger:
+    def create(
+        cls, path: Path, *, run_id: str, mp_id: str, mp_sha256: str, executor: str, write: bool = True
+    ) -> Ledger:
+        """A fresh ledger; saved durably unless `write=False` (the caller writes `dumps()`)."""
         model = RunLedger(
             ledger_id=str(uuid.uuid4()),
             run_id=run_id,
@@ -102,15 +105,19 @@ class Ledger:
             created_at=now_iso(),
         )
         ledger = cls(path, model)
-        ledger.save()
+        if write:
+            ledger.save()
         return ledger
 
     @classmethod
     def load(cls, path: Path) -> Ledger:
         return cls(path, RunLedger.model_validate(json.loads(Path(path).read_text(encoding="utf-8"))))
 
+    def dumps(self) -> str:
+        return json.dumps(self.model.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
     def save(self) -> None:
-        atomic_write_json(self.path, self.model.model_dump(mode="json"))
+        atomic_write(self.path, self.dumps())
 
     # -- steps ----------------------------------------------------------------------
 

@@ -21,7 +21,6 @@ from typing import Any
 import structlog
 from filelock import FileLock, Timeout
 
-from mp_engine.atomic import atomic_write_json
 from mp_engine.clock import now_iso
 from mp_engine.errors import LockTimeout
 
@@ -35,6 +34,7 @@ class WorkspaceLock:
         self.timeout = timeout
         self.stop = stop
         self._lock = FileLock(str(self.path))
+        self._host = socket.gethostname()
 
     @property
     def held(self) -> bool:
@@ -45,6 +45,16 @@ class WorkspaceLock:
             return json.loads(self.owner_path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
             return None
+
+    def _write_owner(self, purpose: str) -> None:
+        """Record the holder, in place and without fsync: it is advisory (messages only), only
+        the holder writes it, and a reader that catches it half-written just says "unknown"."""
+        data = json.dumps({"pid": os.getpid(), "host": self._host, "since": now_iso(), "purpose": purpose})
+        fd = os.open(self.owner_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(fd, data.encode())
+        finally:
+            os.close(fd)
 
     @contextmanager
     def hold(self, purpose: str, timeout: float | None = None) -> Iterator[None]:
@@ -75,10 +85,7 @@ class WorkspaceLock:
         outermost = self._lock.lock_counter == 1
         try:
             if outermost:
-                atomic_write_json(
-                    self.owner_path,
-                    {"pid": os.getpid(), "host": socket.gethostname(), "since": now_iso(), "purpose": purpose},
-                )
+                self._write_owner(purpose)
             yield
         finally:
             if outermost:

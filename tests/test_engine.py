@@ -293,3 +293,36 @@ def test_state_file_always_has_the_five_fields(engine, ws):
     engine.tick()
     for required in ("last_completed", "current", "status", "engine_version", "last_updated"):
         assert required in read_state(ws)
+
+
+def test_a_newer_mp_that_arrives_during_the_run_is_kept_and_run_next(engine, ws):
+    # The first MP's own step plays the orchestrator: it replaces the inbox file mid-run.
+    newer = "# MP-1.6 Next\n\n```bash\ntouch second.txt\n```\n"
+    step = (
+        f"cat > Claude_Inbox/.next <<'EOF'\n{newer}EOF\nmv Claude_Inbox/.next Claude_Inbox/incoming_microproject.txt\n"
+    )
+    drop(ws, f"# MP-1.5 First\n\n````bash\n{step}````\n")
+    assert engine.tick().action == "completed"
+    assert ws.inbox_file.read_text() == newer
+    assert events(ws, "inbox_replaced")
+    assert not list(ws.inbox_dir.glob(".mpe-claimed-*"))  # the aside copy is gone
+    engine.inbox.note_complete()
+    assert engine.tick().mp_id == "MP-1.6"
+    assert (ws.root / "second.txt").exists() and not ws.inbox_file.exists()
+
+
+def test_clearing_the_inbox_is_finished_after_a_crash_between_rename_and_delete(engine, ws):
+    drop(ws, OK_MP)
+    engine.tick()
+    run_id = read_state(ws)["last_result"]["run_id"]
+    run = RunArchive(ws.runs_dir / run_id)
+    ledger = run.ledger()
+    # Replay the crash: the MP was renamed aside but the ledger not yet closed.
+    aside = ws.inbox_dir / f".mpe-claimed-{run_id}"
+    aside.write_bytes(run.mp_copy.read_bytes())
+    ledger.model.status = "finishing"
+    ledger.save()
+    restarted = Engine(ws, load_config(ws.root))
+    restarted.tick()
+    assert not aside.exists() and not ws.inbox_file.exists()
+    assert run.ledger().model.status == "closed"

@@ -7,8 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
     FileClosedEvent,
     FileClosedNoWriteEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
     FileOpenedEvent,
     FileSystemEvent,
     FileSystemEventHandler,
@@ -16,18 +23,42 @@ from watchdog.events import (
 )
 
 from mp_engine.atomic import is_temp_name
+from mp_engine.inbox import CLAIMED_PREFIX
 
 if TYPE_CHECKING:
     from mp_engine.engine import Engine
 
 SWAP_SUFFIXES = (".swp", ".swx", ".swo", "~", ".tmp")
 
+# What each watch asks the kernel for (watchdog turns the filter into the inotify mask).
+# Opens, reads and closes-without-write are never asked for: every `SESSION_STATE.json`
+# read by the engine, `status` or an orchestrator would otherwise wake the emitter
+# thread, which then competes with the claim for the GIL.
+INBOX_EVENTS = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    DirCreatedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
+# The workspace root is not watched: every state write there would wake the emitter
+# during a claim. A deleted or replaced inbox directory is caught by `healthy()` (its
+# inode changed) within `[watch] health_interval`.
+
 
 def ignorable(path: str) -> bool:
     """Paths whose events never matter: .git/, editor swap files, our own temp files."""
     p = Path(path)
     name = p.name
-    return ".git" in p.parts or is_temp_name(name) or name.startswith(".#") or name.endswith(SWAP_SUFFIXES)
+    return (
+        ".git" in p.parts
+        or is_temp_name(name)
+        or name.startswith((".#", CLAIMED_PREFIX))
+        or name.endswith(SWAP_SUFFIXES)
+    )
 
 
 class InboxEventHandler(FileSystemEventHandler):
@@ -60,7 +91,7 @@ class InboxEventHandler(FileSystemEventHandler):
 
 
 class ObserverWatcher:
-    """Runs a watchdog observer on the inbox and the root; restarts it when it dies.
+    """Runs a watchdog observer on the inbox directory; restarts it when it dies.
 
     watchdog's inotify emitter thread ends when its directory is deleted
     (gorakhargosh/watchdog#570) while the observer thread lives on, so health means: the
@@ -82,8 +113,7 @@ class ObserverWatcher:
         ws.inbox_dir.mkdir(parents=True, exist_ok=True)
         observer = self._new_observer()
         handler = InboxEventHandler(self.engine)
-        observer.schedule(handler, str(ws.inbox_dir), recursive=False)
-        observer.schedule(handler, str(ws.root), recursive=False)
+        observer.schedule(handler, str(ws.inbox_dir), recursive=False, event_filter=INBOX_EVENTS)
         observer.daemon = True
         observer.start()
         self.observer = observer
