@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -113,8 +114,32 @@ class GitSession:
         return code, out, err
 
     def rev(self, name: str) -> str | None:
+        """The commit `name` points at, or None. Refs are read in-process (loose or packed)
+        without spawning git; anything else (a SHA, an expression) asks `git rev-parse`."""
+        if name == "HEAD" or name.startswith("refs/"):
+            try:
+                sha = git.SymbolicReference.dereference_recursive(self.repo, name)
+            except (ValueError, OSError):
+                return None
+            if re.fullmatch(r"[0-9a-f]{40}", sha or ""):
+                return sha
         code, out, _ = self.status("rev-parse", "-q", "--verify", f"{name}^{{commit}}")
         return out.strip() if code == 0 and out.strip() else None
+
+    def update_refs(self, refs: dict[str, str]) -> None:
+        """Set several refs in one `git update-ref --stdin` transaction (one spawn)."""
+        script = "".join(f"update {ref} {sha}\n" for ref, sha in refs.items())
+        proc = subprocess.run(
+            ["git", "update-ref", "--stdin"],
+            cwd=self.repo.working_dir,
+            input=script,
+            text=True,
+            capture_output=True,
+            env={**os.environ, **noninteractive_env()},
+            timeout=self.timeout,
+        )
+        if proc.returncode != 0:
+            raise SyncError(f"`git update-ref --stdin` failed ({proc.returncode}): {proc.stderr.strip()}")
 
     def is_ancestor(self, a: str, b: str) -> bool:
         return self.status("merge-base", "--is-ancestor", a, b)[0] == 0
@@ -339,13 +364,14 @@ class GitSync:
         """Bring `remote_sha` into the working tree: verify, then ff-only or rebase."""
         out = SyncOutcome()
         head = s.rev("HEAD")
-        if head is not None and (remote_sha == head or (s.rev(remote_sha) and s.is_ancestor(remote_sha, head))):
+        tracking = s.rev(self.tracking)
+        if head is not None and (remote_sha == head or (tracking == remote_sha and s.is_ancestor(remote_sha, head))):
             return out
         data = self._load()
         blocked = data["blocked"]
         if blocked and blocked.get("remote") == remote_sha:
             return out  # already reported; wait until the remote moves again
-        if s.rev(remote_sha) is None or s.rev(self.tracking) != remote_sha:
+        if tracking != remote_sha:
             remote_sha = self._fetch(s) or remote_sha
         if head is None:  # an unborn branch (fresh `git init`): adopt the remote as it is
             s.run("reset", "-q", remote_sha)
@@ -366,7 +392,9 @@ class GitSync:
                 if mp_bytes is not None:
                     data["refusals"][hashlib.sha256(mp_bytes).hexdigest()] = verdict.reason
                     self._save(data)
-        if s.is_ancestor(head, remote_sha):
+        # processed == head is the common case (nothing local since the last push), and then
+        # the rewrite check above already proved head is an ancestor of the remote.
+        if head == processed or s.is_ancestor(head, remote_sha):
             s.run("merge", "--ff-only", "--autostash", "--quiet", remote_sha)
             how = "fast-forward"
         else:
@@ -443,7 +471,8 @@ class GitSync:
 
     def _push(self, s: GitSession, out: SyncOutcome) -> None:
         """Push HEAD; on rejection fetch, verify, rebase and retry with bounded backoff."""
-        if not self.cfg.push or self._unpushed(s) == 0 or self._load()["blocked"]:
+        head = s.rev("HEAD")
+        if not self.cfg.push or head is None or head == s.rev(self.tracking) or self._load()["blocked"]:
             return
         try:
             for attempt in Retrying(
@@ -471,8 +500,7 @@ class GitSync:
             return
         head = s.rev("HEAD")
         assert head is not None
-        s.run("update-ref", self.tracking, head)
-        s.run("update-ref", PROCESSED_REF, head)
+        s.update_refs({self.tracking: head, PROCESSED_REF: head})
         self.events.emit("sync_pushed", branch=self.cfg.branch, head=head[:12])
 
     def _push_once(self, s: GitSession) -> None:
@@ -490,9 +518,12 @@ class GitSync:
             changes[path] = Change(path, code, _fingerprint(self.ws.root / path))
         return changes
 
-    def _commit(self, s: GitSession, message: str, run_id: str | None) -> str | None:
+    def _commit(
+        self, s: GitSession, message: str, run_id: str | None, changes: dict[str, Change] | None = None
+    ) -> str | None:
         """Commit the protocol files and what run `run_id` changed; return the new HEAD."""
-        changes = self._changes(s)
+        if changes is None:
+            changes = self._changes(s)
         for path in changes:  # the run archive holds raw step output: mask before it travels
             if path.startswith(RUNS_PREFIX) and not path.endswith("/" + INBOX_FILE) and self.redact is not None:
                 redact_file(self.ws.root / path, self.redact)  # type: ignore[arg-type]
@@ -534,10 +565,11 @@ class GitSync:
         try:
             with self.session() as s:
                 data = self._load()
+                changes = self._changes(s)  # one `git status` serves the baseline and the commit
                 if run_id not in data["baselines"]:
-                    data["baselines"][run_id] = {p: c.fingerprint for p, c in self._changes(s).items()}
+                    data["baselines"][run_id] = {p: c.fingerprint for p, c in changes.items()}
                     self._save(data)
-                if self.cfg.commit_running and self._commit(s, f"{mp_id}: RUNNING", run_id):
+                if self.cfg.commit_running and self._commit(s, f"{mp_id}: RUNNING", run_id, changes):
                     self._push(s, out)
         except RemoteUnreachable as e:
             self._mark_unreachable(str(e))
@@ -651,13 +683,23 @@ def _fingerprint(path: Path) -> str:
         return f"unreadable:{e.errno}"
 
 
+_IDENTITY: dict[str, tuple[float, list[str]]] = {}
+
+
 def _identity(s: GitSession) -> list[str]:
-    """`-c user.*` when the repository has no identity, so a commit never fails on it."""
+    """`-c user.*` when the repository has no identity, so a commit never fails on it.
+
+    Asked of git at most once a minute per repository (two spawns saved per commit)."""
+    key = str(s.repo.working_dir)
+    cached = _IDENTITY.get(key)
+    if cached is not None and time.monotonic() - cached[0] < 60:
+        return cached[1]
     args = []
     if s.status("config", "user.name")[0] != 0:
         args += ["-c", "user.name=mp-engine"]
     if s.status("config", "user.email")[0] != 0:
         args += ["-c", "user.email=mp-engine@localhost"]
+    _IDENTITY[key] = (time.monotonic(), args)
     return args
 
 
