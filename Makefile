@@ -22,7 +22,7 @@ test: $(STAMP)
 	fi; exit $$rc
 
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	$(BIN)/python -m bench
 
 setup: $(STAMP)
 

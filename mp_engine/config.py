@@ -35,7 +35,9 @@ class EngineConfig(_Section):
 class WatchConfig(_Section):
     mode: Literal["auto", "native", "polling"] = "auto"
     polling_interval: float = Field(1.0, gt=0)
-    health_interval: float = Field(1.0, gt=0, description="how often the daemon checks the observer is alive")
+    health_interval: float = Field(
+        2.0, gt=0, description="how often the daemon checks the observer is alive (default: with each rescan)"
+    )
 
 
 class ExecutionConfig(_Section):

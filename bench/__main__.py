@@ -1,0 +1,100 @@
+"""`python -m bench` (or `make bench`): run the benchmark suite, print the table, and
+write it into bench/RESULTS.md.
+
+    python -m bench                 # everything (several minutes)
+    python -m bench --quick         # fewer samples, a shorter idle window
+    python -m bench detect startup  # only these measurements
+    python -m bench --no-write      # print only
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from bench.common import Row, table  # noqa: E402
+from mp_engine import logs  # noqa: E402
+
+# name -> ("module:function", full reps, quick reps); run in this order
+BENCHES = {
+    "detect": ("bench.detect:run", 40, 10),
+    "git": ("bench.gitcost:run", 20, 6),
+    "poll": ("bench.poll:run", 30, 8),
+    "idle": ("bench.idle:run", 60, 15),  # seconds of idle per mode
+    "memory": ("bench.memory:run", 1000, 150),  # MPs
+    "bigrepo": ("bench.gitcost:run_big", 10, 4),
+    "throughput": ("bench.memory:run_throughput", 1000, 150),  # reuses the memory run's MPs
+    "startup": ("bench.startup:run", 20, 8),
+    "agent": ("bench.agentloop:run", 30, 10),
+}
+
+START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"
+
+
+def machine() -> str:
+    git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    return (
+        f"{time.strftime('%Y-%m-%d')}, {platform.system()} {platform.release()} {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {git}"
+    )
+
+
+def write_results(text: str) -> Path:
+    path = HERE / "RESULTS.md"
+    old = path.read_text() if path.exists() else f"# Benchmark results\n\n{START}\n{END}\n"
+    if START not in old or END not in old:
+        old = f"{old.rstrip()}\n\n{START}\n{END}\n"
+    head, rest = old.split(START, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{START}\n{text}\n{END}{tail}")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"measurements to run (default: all): {', '.join(BENCHES)}"
+    )
+    ap.add_argument("--quick", action="store_true", help="fewer samples; numbers are noisier")
+    ap.add_argument("--no-write", action="store_true", help="print the table without updating RESULTS.md")
+    args = ap.parse_args(argv)
+    logs.configure("warning")  # the engine runs in-process for some figures: keep its log quiet
+    names = args.names or list(BENCHES)
+    unknown = [n for n in names if n not in BENCHES]
+    if unknown:
+        ap.error(f"unknown measurement {', '.join(unknown)}; choose from {', '.join(BENCHES)}")
+    rows: list[Row] = []
+    failed = []
+    for name in names:
+        target, full, quick = BENCHES[name]
+        module, func = target.split(":")
+        reps = quick if args.quick else full
+        print(f"== {name} ({reps})", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        try:
+            rows.extend(getattr(importlib.import_module(module), func)(reps))
+        except Exception:
+            traceback.print_exc()
+            failed.append(name)
+        print(f"   {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    text = f"Measured {machine()}{' (--quick)' if args.quick else ''}; medians and p95.\n\n{table(rows)}"
+    if failed:
+        text += f"\n\nNot measured (the benchmark itself failed): {', '.join(failed)}."
+    print(text)
+    if not args.no_write:
+        print(f"\nwritten to {write_results(text)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
