@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -101,3 +102,62 @@ def test_after_a_refusal_a_signed_approving_mp_runs(signed_channel):
     sign_with(orch, trusted)
     push_mp(orch, "# MP-1.2 Signed\nApproves: MP-1.1\n\n```bash\necho ok\n```\n")
     assert sync_tick(engine).action == "completed"
+
+
+def _gpg(home: Path, *args: str, stdin: str | None = None) -> str:
+    proc = subprocess.run(
+        ["gpg", "--batch", "--homedir", str(home), *args], input=stdin, capture_output=True, text=True, check=True
+    )
+    return proc.stdout
+
+
+@pytest.fixture
+def gpg_keys(tmp_path):
+    """An orchestrator key (secret in its own keyring) and an engine keyring that only has
+    the public half, untrusted: what a real engine host has after `gpg --import`."""
+    if shutil.which("gpg") is None:
+        pytest.skip("gpg is not installed")
+    orch_home, engine_home = tmp_path / "gnupg-orch", tmp_path / "gnupg-engine"
+    for home in (orch_home, engine_home):
+        home.mkdir(mode=0o700)
+    _gpg(orch_home, "--passphrase", "", "--quick-gen-key", "Orchestrator <orch@example>", "ed25519", "sign", "never")
+    fpr = next(
+        line.split(":")[9]
+        for line in _gpg(orch_home, "--with-colons", "--list-secret-keys").splitlines()
+        if line.startswith("fpr:")
+    )
+    _gpg(engine_home, "--import", stdin=_gpg(orch_home, "--armor", "--export", fpr))
+    return orch_home, engine_home, fpr
+
+
+def _gpg_channel(tmp_path, monkeypatch, gpg_keys, allowed: list[str]):
+    orch_home, engine_home, fpr = gpg_keys
+    monkeypatch.setenv("GNUPGHOME", str(engine_home))  # the engine verifies with its own keyring
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url, require_signed=True, allowed_gpg_keys=allowed)
+    orch = clone(url, tmp_path / "orch")
+    git(orch, "config", "gpg.format", "openpgp")
+    git(orch, "config", "user.signingkey", fpr)
+    path = orch / "Claude_Inbox" / "incoming_microproject.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(MARKER_MP)
+    env = {**os.environ, "GNUPGHOME": str(orch_home)}
+    git(orch, "add", "--", "Claude_Inbox/incoming_microproject.txt")
+    git(orch, "commit", "-S", "--quiet", "-m", "send MP", env=env)
+    git(orch, "push", "--quiet", "origin", "HEAD:main")
+    engine = make_engine(ws)
+    engine.inbox.settle = 0
+    return ws, engine
+
+
+def test_an_mp_signed_with_a_listed_gpg_key_runs(tmp_path, monkeypatch, gpg_keys):
+    ws, engine = _gpg_channel(tmp_path, monkeypatch, gpg_keys, allowed=[gpg_keys[2]])
+    result = sync_tick(engine)
+    assert result.action == "completed", result
+    assert (ws.root / "ran.txt").read_text() == "ran\n"
+
+
+def test_an_mp_signed_with_an_unlisted_gpg_key_is_refused(tmp_path, monkeypatch, gpg_keys):
+    ws, engine = _gpg_channel(tmp_path, monkeypatch, gpg_keys, allowed=["0" * 40])
+    refused(ws, engine, "is signed by a key that is not in the allowed-signers file")
