@@ -536,6 +536,8 @@ class Engine:
                 timeout = min(cfg.engine.poll_interval, max(0.0, next_health - now))
                 if result.wait_until is not None:
                     timeout = min(timeout, max(0.0, result.wait_until - now))
+                if self.sync is not None:  # the git poll has its own timer ([git] poll_interval)
+                    timeout = min(timeout, max(0.0, self.sync.next_poll_at() - now))
                 if result.action == "busy":
                     timeout = max(timeout, 0.5)
                 self.wake.wait(timeout)

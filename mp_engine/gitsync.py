@@ -310,6 +310,10 @@ class GitSync:
 
     # -- polling ---------------------------------------------------------------------
 
+    def next_poll_at(self) -> float:
+        """Monotonic time at which the next poll is due."""
+        return self._next_poll
+
     def due(self, now: float | None = None) -> bool:
         return (time.monotonic() if now is None else now) >= self._next_poll
 

@@ -238,3 +238,17 @@ def test_push_mp_helper_and_engine_agree_on_the_inbox_path(tmp_path):
     orch = clone(f"file://{bare}", tmp_path / "orch")
     push_mp(orch, HELLO)
     assert remote_file(bare, "Claude_Inbox/incoming_microproject.txt") == HELLO
+
+
+def test_the_git_poll_keeps_its_own_timer_when_rescans_are_rare(tmp_path, daemon_factory):
+    # Rescan every 60 s, poll the remote every 0.2 s: the pushed MP must not wait for a rescan.
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url)
+    env = {**GIT_ENV, "MP_ENGINE_ENGINE__POLL_INTERVAL": "60", "MP_ENGINE_WATCH__HEALTH_INTERVAL": "60"}
+    d = daemon_factory(ws.root, env=env).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="engine ONLINE")
+    push_mp(clone(url, tmp_path / "orch"), HELLO)
+    wait_for(lambda: read_state(ws)["last_completed"] == "MP-0.1", timeout=20, what=lambda: d.output())
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
