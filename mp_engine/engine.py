@@ -446,16 +446,23 @@ class Engine:
             except FileNotFoundError:
                 return
         regular = os.path.isfile(aside) and not os.path.islink(aside)
-        if not regular or _sha_of_path(aside) == ledger.model.mp_sha256:
+        archive = ledger.model.inbox_entry == "archive"
+        # Ours: the bad entry this run was about (archive), or a file with the bytes we ran.
+        if (archive and not regular) or (regular and _sha_of_path(aside) == ledger.model.mp_sha256):
             self.inbox.forget()
-            if ledger.model.inbox_entry == "archive":
+            if archive:
                 os.rename(aside, run.moved_entry)
             else:
                 os.unlink(aside)  # the MP itself is archived as mp.txt
             return
         # A different MP arrived during the run: put it back, never over an even newer one.
         try:
-            os.link(aside, self.ws.inbox_file, follow_symlinks=False)
+            if regular:
+                os.link(aside, self.ws.inbox_file, follow_symlinks=False)  # fails if the slot is taken
+            elif os.path.lexists(self.ws.inbox_file):  # a directory or link cannot be hard-linked
+                raise FileExistsError(self.ws.inbox_file)
+            else:
+                os.rename(aside, self.ws.inbox_file)
         except FileExistsError:
             os.rename(aside, run.moved_entry)
             self.events.emit(
@@ -465,7 +472,8 @@ class Engine:
                 detail="two newer MPs arrived during the run; the newest is in the inbox, the other is kept here",
             )
             return
-        os.unlink(aside)
+        if os.path.lexists(aside):
+            os.unlink(aside)
         self.events.emit(
             "inbox_replaced", run=run.run_id, detail="a different MP arrived during the run; it stays in the inbox"
         )

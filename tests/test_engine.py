@@ -326,3 +326,14 @@ def test_clearing_the_inbox_is_finished_after_a_crash_between_rename_and_delete(
     restarted.tick()
     assert not aside.exists() and not ws.inbox_file.exists()
     assert run.ledger().model.status == "closed"
+
+
+def test_a_directory_put_in_the_inbox_during_a_run_is_left_for_the_next_tick(engine, ws):
+    drop(
+        ws,
+        "# MP-1.7 Swap\n\n```bash\nrm Claude_Inbox/incoming_microproject.txt && mkdir Claude_Inbox/incoming_microproject.txt\n```\n",
+    )
+    assert engine.tick().action == "completed"
+    assert ws.inbox_file.is_dir()  # not deleted, not mistaken for the MP that ran
+    assert engine.tick().action == "error"  # then refused as bad input, with a result
+    assert "is a directory" in ws.result_file.read_text()
