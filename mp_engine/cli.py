@@ -199,7 +199,13 @@ def once(root: Path) -> int:
         result = engine.tick()
         # A file dropped just now is not "complete" until it settles; one pass waits for
         # that window rather than reporting nothing to do.
-        while result.action == "waiting" and result.wait_until is not None and not engine.stop.is_set():
+        # An agent run waiting out a rate or usage limit (run_id set) may wait for hours: report it instead.
+        while (
+            result.action == "waiting"
+            and result.wait_until is not None
+            and result.run_id is None
+            and not engine.stop.is_set()
+        ):
             engine.stop.wait(max(0.0, result.wait_until - time.monotonic()))
             result = engine.tick()
     finally:
@@ -241,11 +247,19 @@ def check(file: Path, as_json: bool, max_bytes: int) -> int:
         mp = parse(file.read_bytes(), max_bytes=max_bytes)
         if (mp.executor or "shell") == "shell":
             require_executable(mp)
+        else:
+            from mp_engine.agent.decompose import decompose
+            from mp_engine.executors.agent import AgentExecutor
+
+            AgentExecutor().validate(mp)
+            micro_tasks = decompose(mp).summary(mp)
     except InvalidMPError as e:
         click.echo(f"{file}: invalid MP: {e.reason}" + (f" (line {e.line})" if e.line else ""), err=True)
         click.echo(f"fix: {e.fix}", err=True)
         return EXIT_MP_ERROR
     summary = mp.summary()
+    if mp.executor == "agent":
+        summary["micro_tasks"] = micro_tasks
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return EXIT_OK
@@ -259,6 +273,14 @@ def check(file: Path, as_json: bool, max_bytes: int) -> int:
     click.echo(f"checks ({len(mp.checks)}):")
     for c in summary["checks"]:
         click.echo(f"  {c['id']}  line {c['line']:<4} {c['what']}")
+    if mp.executor == "agent":  # the decomposition rule: docs/AGENT.md
+        click.echo(f"micro-tasks ({len(micro_tasks)}), each accepted by its checks:")
+        for t in micro_tasks:
+            click.echo(f"  {t['id']}  line {t['line']:<4} {t['title']}  [{', '.join(t['checks']) or 'no checks'}]")
+        if mp.steps:
+            click.echo(
+                "note: the agent executor does not run the fenced blocks above; they are part of the instructions"
+            )
     for note in mp.notes:
         click.echo(f"note: {note}")
     return EXIT_OK

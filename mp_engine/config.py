@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mp_engine.errors import ConfigError
 
@@ -47,6 +47,7 @@ class ExecutionConfig(_Section):
     output_cap_bytes: int = Field(16384, gt=0, description="bytes of each stream shown in RESULT_last.md")
     env_allow: tuple[str, ...] = ()
     shell: str = "bash"
+    executor: Literal["shell", "agent"] = Field("shell", description="executor of MPs without an `Executor:` header")
 
 
 class RecoveryConfig(_Section):
@@ -78,6 +79,65 @@ class SecretsConfig(_Section):
     min_length: int = Field(8, ge=1, description="shorter values are not masked (too many false hits)")
 
 
+class AgentLevel(_Section):
+    """One level of the agent escalation chain (docs/AGENT.md)."""
+
+    name: str = Field(min_length=1)
+    argv: tuple[str, ...] = Field((), description="command; placeholders {prompt} {prompt_file} {workspace} {mt_id}")
+    hard_gate: bool = Field(False, description="stop here and wait for approval (last level only)")
+    model: str = Field("", description="model id recorded in distillation candidates (default: name)")
+    stdin: bool = Field(False, description="feed the prompt on stdin")
+    timeout: float = Field(900.0, gt=0, description="seconds one agent call may take")
+    idle_timeout: float = Field(300.0, gt=0, description="seconds without output before the call counts as hung")
+    env_allow: tuple[str, ...] = Field((), description="environment variables passed to the agent")
+
+    @model_validator(mode="after")
+    def _runnable(self) -> AgentLevel:
+        if self.hard_gate:
+            return self
+        if not self.argv:
+            raise ValueError(f"level {self.name!r} has no argv; give the agent command or set hard_gate = true")
+        joined = " ".join(self.argv)
+        if not self.stdin and "{prompt}" not in joined and "{prompt_file}" not in joined:
+            raise ValueError(
+                f"level {self.name!r} never passes the prompt; put {{prompt}} or {{prompt_file}} in argv or set stdin = true"
+            )
+        return self
+
+
+class AgentConfig(_Section):
+    """The agent executor (issue #4, docs/AGENT.md). An empty chain means NEED_INFO."""
+
+    levels: tuple[AgentLevel, ...] = ()
+    fail_threshold: int = Field(3, ge=1, description="failed iterations at a level before escalating")
+    max_iterations: int = Field(30, ge=1, description="agent iterations per MP, all micro-tasks together")
+    wall_budget: float = Field(3600.0, gt=0, description="active seconds per MP when it has no `Timeout:`")
+    calls_per_hour: int = Field(100, ge=1, description="agent calls in any rolling hour, across restarts")
+    require_checks: bool = Field(True, description="an agent MP without Validate checks ends in NEED_INFO")
+    learnings_max_bytes: int = Field(16384, ge=1024, description="learnings file size that triggers compaction")
+    output_tail_bytes: int = Field(2000, ge=100, description="tail of each failing check shown in the next prompt")
+    max_no_progress: int = Field(3, ge=1)
+    max_same_error: int = Field(5, ge=1)
+    max_missing_status: int = Field(2, ge=1)
+    max_test_only: int = Field(3, ge=1)
+    divergence_window: int = Field(3, ge=1, description="consecutive residual increases that mean DIVERGED")
+    transient_retries: int = Field(3, ge=0, description="retries of a call that hit a transient outage")
+    transient_backoff: float = Field(10.0, ge=0, description="first backoff in seconds; doubles per retry")
+    usage_limit_wait: float = Field(1800.0, gt=0, description="wait after a usage limit without a parsable reset")
+
+    @model_validator(mode="after")
+    def _chain(self) -> AgentConfig:
+        names = [lv.name for lv in self.levels]
+        if len(set(names)) != len(names):
+            raise ValueError(f"level names must be unique, got {names}")
+        gates = [i for i, lv in enumerate(self.levels) if lv.hard_gate]
+        if gates and gates != [len(self.levels) - 1]:
+            raise ValueError("hard_gate is allowed only once, as the last level")
+        if gates and len(self.levels) == 1:
+            raise ValueError("the chain needs at least one agent level before the hard gate")
+        return self
+
+
 class Config(_Section):
     engine: EngineConfig = EngineConfig()
     watch: WatchConfig = WatchConfig()
@@ -85,6 +145,7 @@ class Config(_Section):
     recovery: RecoveryConfig = RecoveryConfig()
     git: GitConfig = GitConfig()
     secrets: SecretsConfig = SecretsConfig()
+    agent: AgentConfig = AgentConfig()
 
 
 def _coerce_env_value(raw: str) -> Any:

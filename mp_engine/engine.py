@@ -29,6 +29,7 @@ from mp_engine.config import Config
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.events import EventLog
 from mp_engine.executors import ExecResult, Executor, ShellExecutor
+from mp_engine.executors.agent import AgentExecutor
 from mp_engine.gitsync import GitSync, SyncOutcome
 from mp_engine.inbox import CLAIMED_PREFIX, Entry, EntryKind, Inbox
 from mp_engine.ledger import Ledger, read_artifact
@@ -79,7 +80,7 @@ class Engine:
         self.state = StateStore(ws.state_file, self.events)
         self.inbox = Inbox(ws, config.engine.settle_seconds)
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
-        self.executors: dict[str, Executor] = {"shell": ShellExecutor()}
+        self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor()}
         self._recovery_scan_done = False
         self._held_notice: tuple | None = None
 
@@ -153,6 +154,16 @@ class Engine:
 
     def _tick_locked(self) -> TickResult:
         state = self.state.read()
+        waiting = getattr(state, "waiting", None)
+        if state.run_id and waiting and (left := _seconds_until(waiting.get("resume_at"))) > 0:
+            # An agent run waits out a rate or usage limit (docs/AGENT.md); it stays open.
+            return TickResult(
+                "waiting",
+                mp_id=state.current,
+                run_id=state.run_id,
+                wait_until=time.monotonic() + left,
+                detail=f"{waiting.get('kind')}: resumes at {waiting.get('resume_at')}",
+            )
         if not self._recovery_scan_done:
             runs = open_runs(self.ws)
             self._recovery_scan_done = True
@@ -193,7 +204,7 @@ class Engine:
         return self._start_run(mp, data, executor)
 
     def _executor_for(self, mp: MicroProject) -> Executor:
-        name = mp.executor or "shell"
+        name = mp.executor or self.config.execution.executor
         executor = self.executors.get(name)
         if executor is None:
             raise InvalidMPError(
@@ -255,6 +266,17 @@ class Engine:
         except Exception as e:  # a bug must still end in a result, not a dead daemon
             log.exception("executor crashed", mp=mp.mp_id)
             res = ExecResult(status="failed", diagnosis=diag.engine_error(e))
+        if res.status == "waiting":
+            waiting = res.extra["waiting"]
+            self.state.update(waiting=waiting, reason=f"waiting: {waiting['kind']} until {waiting['resume_at']}")
+            self.events.emit("mp_waiting", mp=mp.mp_id, run=run.run_id, **waiting)
+            return TickResult(
+                "waiting",
+                mp_id=mp.mp_id,
+                run_id=run.run_id,
+                wait_until=time.monotonic() + max(0.0, _seconds_until(waiting["resume_at"])),
+                detail=f"{waiting['kind']}: resumes at {waiting['resume_at']}",
+            )
         if res.status == "interrupted":
             self.events.emit(
                 "mp_checkpointed",
@@ -363,7 +385,10 @@ class Engine:
             )
             ledger.set_outcome(outcome.to_dict())
             return self._finalize(run, ledger)
-        self.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="resuming after restart")
+        cleared = {"waiting": None} if getattr(self.state.read(), "waiting", None) else {}
+        self.state.update(
+            current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="resuming after restart", **cleared
+        )
         return self._drive(run, ledger, mp, executor)
 
     def _finalize(self, run: RunArchive, ledger: Ledger) -> TickResult:
@@ -576,6 +601,13 @@ def _pid_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
+
+
+def _seconds_until(iso: str | None) -> float:
+    """Seconds from now until the ISO timestamp `iso` (0 if absent or past)."""
+    if not iso:
+        return 0.0
+    return max(0.0, (parse_iso(iso) - parse_iso(now_iso())).total_seconds())
 
 
 def _sha_of_path(path: str | os.PathLike[str]) -> str:

@@ -114,6 +114,9 @@ class MicroProject:
     text: str
     sha256: str
     prose: tuple[tuple[int, str], ...] = ()  # (line number, text) outside fences, after the headers
+    # (line number, text) of every line after the headers and outside the Validate section,
+    # fenced blocks included: the instruction text the agent executor decomposes.
+    body: tuple[tuple[int, str], ...] = ()
     notes: tuple[str, ...] = field(default=())  # warnings for `mp-engine check`
 
     @property
@@ -225,6 +228,7 @@ def parse(data: bytes, *, max_bytes: int = 1024 * 1024) -> MicroProject:
     steps: list[Block] = []
     checks: list[Block] = []
     prose: list[tuple[int, str]] = []
+    instructions: list[tuple[int, str]] = []
     notes: list[str] = []
     validate_level: int | None = None  # heading level of the open Validate section
     i = body_start
@@ -245,6 +249,8 @@ def parse(data: bytes, *, max_bytes: int = 1024 * 1024) -> MicroProject:
                     f"line {i + 1}: `{key.group(1)}:` looks like a header but is not directly under the title, so it is ignored"
                 )
             prose.append((i + 1, line))
+            if validate_level is None:
+                instructions.append((i + 1, line))
             i += 1
             continue
         indent, marker, info = fence.group(1), fence.group(2), fence.group(3)
@@ -265,6 +271,8 @@ def parse(data: bytes, *, max_bytes: int = 1024 * 1024) -> MicroProject:
         words = info.split(None, 1)
         lang = words[0].lower() if words else ""
         in_validate = validate_level is not None
+        if not in_validate:
+            instructions.extend((k + 1, lines[k]) for k in range(i, j + 1))
         if lang in COMMAND_LANGS:
             seq = checks if in_validate else steps
             kind = "check" if in_validate else "command"
@@ -300,6 +308,7 @@ def parse(data: bytes, *, max_bytes: int = 1024 * 1024) -> MicroProject:
         text=text,
         sha256=sha256_hex(data),
         prose=tuple(prose),
+        body=tuple(instructions),
         notes=tuple(notes),
     )
 

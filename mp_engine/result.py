@@ -148,6 +148,8 @@ def render_markdown(o: Outcome, ws: Workspace) -> str:
         f"Duration: {o.duration:.2f} s",
         f"Engine: mp-engine {__version__}",
     ]
+    if o.extra.get("certificate"):  # the agent executor's halting certificate (docs/AGENT.md)
+        lines.append(f"Certificate: {o.extra['certificate']['type']}")
     if o.diagnosis:
         lines += [f"Error-Kind: {o.diagnosis.kind}", f"Failed-At: {o.diagnosis.step_id or '-'}"]
     if o.halt_token:

@@ -37,6 +37,11 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
         pending = report.get("pending")
         if pending and pending.get("approves") not in (halt.mp_id, halt.run_id):
             pending["held"] = f"waits: the engine is halted on {halt.mp_id} and this MP does not approve it"
+    if state.run_id:  # a live agent run: MT, iteration, level, residual, budget (docs/AGENT.md)
+        from mp_engine.agent.progress import load_report
+
+        if (agent := load_report(ws.runs_dir / state.run_id)) is not None:
+            report["agent"] = agent
     owner = WorkspaceLock(ws.lock_file, 1).owner()
     if owner:
         report["lock_holder"] = owner
@@ -61,6 +66,10 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  last result:     {r['mp_id']} {r['status']} (run {r['run_id']}, SYSTEM/RESULT_last.md)")
     if s.get("run_id"):
         lines.append(f"  open run:        {s['run_id']}")
+    if report.get("agent") or s.get("waiting"):
+        from mp_engine.agent.progress import render_lines
+
+        lines += render_lines(report.get("agent"), s.get("waiting"))
     if report.get("halt"):
         h = report["halt"]
         lines.append(f"  halted on:       {h['mp_id']}: {h['reason']} (since {h['since']})")

@@ -13,7 +13,8 @@ from mp_engine.steps import StepContext
 
 @dataclass
 class ExecResult:
-    status: Literal["completed", "failed", "interrupted"]
+    # "waiting": paused until extra["waiting"]["resume_at"] (agent rate/usage limits); the run stays open
+    status: Literal["completed", "failed", "interrupted", "waiting"]
     steps: list[StepReport] = field(default_factory=list)
     checks: list[StepReport] = field(default_factory=list)
     diagnosis: Diagnosis | None = None

@@ -1,0 +1,102 @@
+"""Circuit breakers (Loopr's defaults) and the rolling-hour limit on agent calls.
+
+A breaker opens, ending the MP in ERROR, after:
+  - `max_no_progress` (3) iterations with no diff, no new commit and no newly passing check;
+  - `max_same_error` (5) iterations failing the same way;
+  - `max_missing_status` (2) iterations without a valid status block carrying the nonce;
+  - `max_test_only` (3) iterations whose status block says WORK_TYPE: tests.
+The counters are consecutive and restart when the micro-task or the level changes: a new
+model deserves a fresh start, and escalation is the first answer to repeated failure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mp_engine.atomic import atomic_write_json
+from mp_engine.config import AgentConfig
+
+WINDOW = 3600.0
+
+
+@dataclass
+class Breakers:
+    no_progress: int = 0
+    same_error: int = 0
+    last_error: str | None = None
+    missing_status: int = 0
+    test_only: int = 0
+
+    def reset(self) -> None:
+        self.no_progress = self.same_error = self.missing_status = self.test_only = 0
+        self.last_error = None
+
+    def observe(self, *, progress: bool, error: str | None, status_ok: bool, work_type: str | None) -> None:
+        """Count one failed iteration."""
+        self.no_progress = 0 if progress else self.no_progress + 1
+        if error and error == self.last_error:
+            self.same_error += 1
+        else:
+            self.same_error = 1 if error else 0
+        self.last_error = error
+        self.missing_status = 0 if status_ok else self.missing_status + 1
+        self.test_only = self.test_only + 1 if work_type == "tests" else 0
+
+    def tripped(self, cfg: AgentConfig) -> tuple[str, str] | None:
+        """(breaker name, what happened) of the first open breaker, or None."""
+        if self.missing_status >= cfg.max_missing_status:
+            return "missing_status", f"{self.missing_status} iterations in a row without a valid status block"
+        if self.no_progress >= cfg.max_no_progress:
+            return (
+                "no_progress",
+                f"{self.no_progress} iterations in a row without a diff, a commit or a newly passing check",
+            )
+        if self.same_error >= cfg.max_same_error:
+            return "same_error", f"the same failure {self.same_error} iterations in a row: {self.last_error}"
+        if self.test_only >= cfg.max_test_only:
+            return "test_only", f"{self.test_only} iterations in a row that only ran tests"
+        return None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class CallLimiter:
+    """At most `per_hour` agent calls in any rolling hour, persisted (machine-local) so a
+    restart does not reset it. The file survives `kill -9`; it is not fsynced."""
+
+    def __init__(self, path: Path, per_hour: int):
+        self.path = Path(path)
+        self.per_hour = per_hour
+        self._calls: list[float] | None = None
+
+    def _load(self) -> list[float]:
+        if self._calls is None:
+            try:
+                self._calls = sorted(float(t) for t in json.loads(self.path.read_text(encoding="utf-8"))["calls"])
+            except (FileNotFoundError, ValueError, KeyError, TypeError):
+                self._calls = []
+        return self._calls
+
+    def _prune(self, now: float) -> list[float]:
+        calls = [t for t in self._load() if t > now - WINDOW]
+        self._calls = calls
+        return calls
+
+    def next_slot(self, now: float) -> float | None:
+        """None if a call may start now, else the epoch second when one may."""
+        calls = self._prune(now)
+        if len(calls) < self.per_hour:
+            return None
+        return calls[len(calls) - self.per_hour] + WINDOW
+
+    def used(self, now: float) -> int:
+        return len(self._prune(now))
+
+    def record(self, now: float) -> None:
+        calls = self._prune(now)
+        calls.append(now)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.path, {"window_seconds": WINDOW, "calls": calls}, durable=False)

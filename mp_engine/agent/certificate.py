@@ -1,0 +1,126 @@
+"""Halting certificates: why the loop ended, with the evidence to prove it.
+
+    EXACT         every micro-task passed the dual gate (claim + all its checks): COMPLETED
+    TIMEOUT       the iteration or time budget is spent; carries the best iteration
+    DIVERGED      the residual grew `divergence_window` times in a row, or a circuit
+                  breaker opened (the loop will not converge by itself)
+    BLOCKED       the agent said it is blocked, the hard gate was reached, or the agent CLI
+                  cannot work (auth, not installed, outage): a person must act
+    BACKPRESSURE  a STOP file in SYSTEM/ (ends the MP); SIGTERM and usage limits are also
+                  backpressure but only pause the loop, which resumes later
+    NEED_INFO     no checks while `[agent] require_checks`, or no agent chain configured
+
+Every certificate except EXACT ends the MP in ERROR, which halts the engine until an MP
+with `Approves:` or `mp-engine approve`. The residual is the integer number of failing
+checks of the micro-task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mp_engine.diagnosis import Diagnosis
+
+EXACT, TIMEOUT, DIVERGED, BLOCKED, BACKPRESSURE, NEED_INFO = (
+    "EXACT",
+    "TIMEOUT",
+    "DIVERGED",
+    "BLOCKED",
+    "BACKPRESSURE",
+    "NEED_INFO",
+)
+
+
+@dataclass
+class Certificate:
+    type: str
+    reason: str  # machine-readable, e.g. "max_iterations", "breaker:no_progress", "hard_gate"
+    detail: str  # one sentence for people
+    mt: str | None = None  # the micro-task the loop ended on
+    residual: int | None = None
+    best: dict[str, Any] | None = None  # {mt, iteration, level, residual, evidence}
+    residual_history: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Certificate:
+        return cls(**data)
+
+
+def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagnosis:
+    """The ERROR diagnosis of a non-EXACT certificate, with exactly one proposed fix."""
+    resend = f"then send the MP again with `Approves: {mp_id}`"
+    where = cert.mt
+    best = cert.best or {}
+    best_text = (
+        f" The best iteration was {best['mt']} iteration {best['iteration']} at level {best['level']} "
+        f"with residual {best['residual']} (evidence: {best.get('evidence')})."
+        if best
+        else ""
+    )
+
+    def d(kind: str, summary: str, text: str, default_fix: str) -> Diagnosis:
+        return Diagnosis(kind, summary, text, fix or default_fix, where)
+
+    t, r = cert.type, cert.reason
+    if t == TIMEOUT:
+        knob = "`[agent] max_iterations`" if r == "max_iterations" else "the MP's `Timeout:` header"
+        return d(
+            "agent_timeout",
+            f"agent budget spent on {where} ({cert.residual} failing)",
+            cert.detail + best_text,
+            f"Raise {knob} (or split {where} into smaller instructions), {resend}.",
+        )
+    if t == DIVERGED and r.startswith("breaker:"):
+        return d(
+            "agent_breaker",
+            f"circuit breaker {r.split(':', 1)[1]} opened on {where}",
+            cert.detail + best_text,
+            f"Read the learnings and the last evidence of {where}, make its instruction more precise, {resend}.",
+        )
+    if t == DIVERGED:
+        return d(
+            "agent_diverged",
+            f"residual diverged on {where}",
+            cert.detail + best_text,
+            f"Split {where} into smaller instructions whose checks can pass one by one, {resend}.",
+        )
+    if t == BLOCKED and r == "hard_gate":
+        return d(
+            "agent_hard_gate",
+            f"hard gate reached on {where}",
+            cert.detail + best_text,
+            f"Finish {where} by hand (or add a stronger level before the hard gate), {resend}.",
+        )
+    if t == BLOCKED and r.startswith("agent_"):
+        return d(r, f"agent CLI failed ({r.removeprefix('agent_')}) on {where}", cert.detail, fix or resend)
+    if t == BLOCKED:
+        return d(
+            "agent_blocked",
+            f"agent blocked on {where}",
+            cert.detail,
+            f"Give the agent what it asks for in the MP's instructions, {resend}.",
+        )
+    if t == BACKPRESSURE:
+        return d(
+            "agent_backpressure",
+            "stopped by SYSTEM/STOP",
+            cert.detail,
+            f"Delete SYSTEM/STOP when the downstream system can take work again, {resend}.",
+        )
+    if t == NEED_INFO and r == "no_levels":
+        return d(
+            "agent_need_info",
+            "no agent configured",
+            cert.detail,
+            f"Add an `[agent] levels` chain to mp-engine.toml (docs/AGENT.md has examples), {resend}.",
+        )
+    return d(
+        "agent_need_info",
+        "agent MP without checks",
+        cert.detail,
+        f"Add a `## Validate` section with at least one ```bash check that proves the work is done, {resend}.",
+    )

@@ -1,0 +1,39 @@
+"""The escalation chain: ordered levels from `[agent] levels`, and argv rendering.
+
+Level 0 is tried first; after `fail_threshold` failed iterations of a micro-task at a
+level the next level takes over; a `hard_gate` level (last only) means "stop and wait
+for a person". After a micro-task succeeds, the next one starts again at level 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from mp_engine.config import AgentLevel
+
+PLACEHOLDERS = ("prompt", "prompt_file", "workspace", "mt_id")
+
+
+def render_argv(level: AgentLevel, values: Mapping[str, str]) -> list[str]:
+    """The level's argv with `{prompt}`, `{prompt_file}`, `{workspace}` and `{mt_id}`
+    replaced. Plain replacement, not `str.format`: other braces (JSON, shell) stay as written."""
+    out = []
+    for arg in level.argv:
+        for name in PLACEHOLDERS:
+            arg = arg.replace("{" + name + "}", values.get(name, ""))
+        out.append(arg)
+    return out
+
+
+def model_id(level: AgentLevel) -> str:
+    return level.model or level.name
+
+
+def describe(levels: Sequence[AgentLevel], index: int) -> str:
+    """`level 1 (codex)` for messages and the status line."""
+    return f"level {index} ({levels[index].name})" if 0 <= index < len(levels) else f"level {index}"
+
+
+def runnable(levels: Sequence[AgentLevel]) -> list[AgentLevel]:
+    """The levels that call an agent (the chain without its hard gate)."""
+    return [lv for lv in levels if not lv.hard_gate]

@@ -1,0 +1,127 @@
+"""Micro-tasks are generated, never hand-written: the decomposition rule.
+
+Each top-level list item of the MP's instruction text (a line starting in column 1 with
+`1.`, `1)`, `-`, `*` or `+` and a space) becomes one micro-task, with its indented or
+directly following lines and fenced blocks. Text outside the items is the MP's context,
+shown with every micro-task. Without a top-level item, the whole text is one micro-task.
+
+Every Validate check accepts every micro-task, unless its first line is a comment naming
+one (`# MT-002`): then it accepts that micro-task and every later one (what is done must
+stay done). The Validate section itself is never part of the instructions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mp_engine.errors import InvalidMPError
+from mp_engine.mpfile import FENCE_OPEN_RE, HEADING_RE, Block, MicroProject
+
+ITEM_RE = re.compile(r"^(?:\d+[.)]|[-*+])[ \t]+(\S.*)$")
+CHECK_TAG_RE = re.compile(r"^#[ \t]*(MT-\d{3})\b", re.I)
+
+
+@dataclass(frozen=True)
+class MicroTask:
+    mt_id: str
+    index: int  # 0-based
+    line: int  # 1-based line in the MP
+    text: str
+
+    @property
+    def title(self) -> str:
+        first = self.text.strip().splitlines()[0] if self.text.strip() else ""
+        m = ITEM_RE.match(first)
+        first = m.group(1) if m else first
+        return first if len(first) <= 80 else first[:77] + "..."
+
+
+@dataclass(frozen=True)
+class Plan:
+    goal: str  # the title and the context text around the items
+    tasks: tuple[MicroTask, ...]
+    check_from: tuple[int, ...]  # per check (in order): index of the first MT it accepts
+
+    def checks_for(self, mp: MicroProject, mt_index: int) -> list[Block]:
+        return [c for c, first in zip(mp.checks, self.check_from, strict=True) if first <= mt_index]
+
+    def summary(self, mp: MicroProject) -> list[dict]:
+        return [
+            {
+                "id": t.mt_id,
+                "line": t.line,
+                "title": t.title,
+                "checks": [c.step_id for c in self.checks_for(mp, t.index)],
+            }
+            for t in self.tasks
+        ]
+
+
+def _strip(lines: list[str]) -> str:
+    return "\n".join(lines).strip("\n")
+
+
+def decompose(mp: MicroProject) -> Plan:
+    """The MP's micro-tasks and the checks that accept each; raises `InvalidMPError`
+    when a check names a micro-task that does not exist."""
+    items: list[tuple[int, list[str]]] = []
+    context: list[str] = []
+    current: list[str] | None = None
+    close_re: re.Pattern[str] | None = None
+    prev_blank = False
+    for lineno, text in mp.body:
+        if close_re is not None:  # inside a fenced block: it belongs where it started
+            (current if current is not None else context).append(text)
+            if close_re.match(text):
+                close_re = None
+            continue
+        fence = FENCE_OPEN_RE.match(text)
+        if fence:
+            marker = fence.group(2)
+            close_re = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
+            (current if current is not None else context).append(text)
+            prev_blank = False
+            continue
+        blank = not text.strip()
+        if ITEM_RE.match(text):
+            current = [text]
+            items.append((lineno, current))
+        elif HEADING_RE.match(text):
+            current = None
+            context.append(text)
+        elif blank:
+            (current if current is not None else context).append(text)
+        elif current is not None and (text[:1] in (" ", "\t") or not prev_blank):
+            current.append(text)
+        else:
+            current = None
+            context.append(text)
+        prev_blank = blank
+
+    if items:
+        tasks = [MicroTask(f"MT-{n:03d}", n - 1, line, _strip(lines)) for n, (line, lines) in enumerate(items, 1)]
+        goal = "\n\n".join(p for p in (mp.title, _strip(context)) if p)
+    else:
+        text = _strip(context)
+        first = next((ln for ln, t in mp.body if t.strip()), 0)
+        tasks = [MicroTask("MT-001", 0, first, text)] if text.strip() else []
+        goal = mp.title
+    ids = {t.mt_id: t.index for t in tasks}
+    check_from = []
+    for check in mp.checks:
+        first_line = next((ln.strip() for ln in check.body.splitlines() if ln.strip()), "")
+        m = CHECK_TAG_RE.match(first_line)
+        if not m:
+            check_from.append(0)
+            continue
+        mt_id = m.group(1).upper()
+        if mt_id not in ids:
+            raise InvalidMPError(
+                f"check {check.index} names {mt_id}, but the MP decomposes into {', '.join(ids) or 'no micro-task'}",
+                f"Correct the `# {mt_id}` comment of check {check.index} (run `mp-engine check` to see the micro-tasks).",
+                line=check.line,
+                mp_id=mp.mp_id,
+            )
+        check_from.append(ids[mt_id])
+    return Plan(goal=goal, tasks=tuple(tasks), check_from=tuple(check_from))

@@ -1,0 +1,179 @@
+"""Per-iteration evidence, and the workspace fingerprint that tells progress from none.
+
+Each iteration leaves `agent/<MT>/iter-<NNN>/` in the run archive: the prompt, the agent's
+stdout and stderr, its parsed claims, the check results, the diff since the loop started
+(`git diff --stat`, which includes commits the agent made itself) and `manifest.json`
+with the SHA-256 of every file (the check outputs in `steps/` included).
+
+Progress is a change of the workspace fingerprint: HEAD plus the content hash of every
+path git reports as changed or untracked (outside the engine's own files). Only those
+paths are hashed, and a file whose size and mtime did not change is not read again.
+Without git, the fingerprint covers every file, with the same stat cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mp_engine.atomic import atomic_write, atomic_write_json
+from mp_engine.workspace import CONFIG_FILE, INBOX_DIR, STATE_FILE, SYSTEM_DIR
+
+ENGINE_PATHS = (SYSTEM_DIR, INBOX_DIR, STATE_FILE, CONFIG_FILE)
+PATHSPEC = [".", *(f":(exclude){p}" for p in ENGINE_PATHS)]
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+GIT_TIMEOUT = 60.0
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
+class Snapshot:
+    head: str | None
+    files: dict[str, str]  # path -> sha256 (or "deleted"); git: changed paths only
+    untracked: list[str] = field(default_factory=list)
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256((self.head or "-").encode())
+        for path in sorted(self.files):
+            h.update(f"\0{path}\t{self.files[path]}".encode())
+        return h.hexdigest()
+
+
+class Worktree:
+    """Fingerprints of the workspace; one `git status` per snapshot in a git workspace."""
+
+    def __init__(self, root: Path, *, git_timeout: float = GIT_TIMEOUT):
+        self.root = Path(root)
+        self.is_git = (self.root / ".git").exists()
+        self.git_timeout = git_timeout
+        self._cache: dict[str, tuple[int, int, str]] = {}
+
+    def _git(self, *args: str) -> str:
+        proc = subprocess.run(
+            ["git", "-c", "core.quotepath=off", *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=self.git_timeout,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+        )
+        return proc.stdout if proc.returncode == 0 else ""
+
+    def _hash(self, rel: str) -> str:
+        path = self.root / rel
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            return "deleted"
+        if not path.is_file() or path.is_symlink():
+            return "link:" + os.readlink(path) if path.is_symlink() else "other"
+        cached = self._cache.get(rel)
+        if cached and cached[:2] == (st.st_size, st.st_mtime_ns):
+            return cached[2]
+        digest = sha256_file(path)
+        self._cache[rel] = (st.st_size, st.st_mtime_ns, digest)
+        return digest
+
+    def snapshot(self) -> Snapshot:
+        if not self.is_git:
+            return Snapshot(None, {rel: self._hash(rel) for rel in self._walk()})
+        out = self._git("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--", *PATHSPEC)
+        head: str | None = None
+        files: dict[str, str] = {}
+        untracked: list[str] = []
+        for entry in out.split("\0"):
+            if entry.startswith("# branch.oid "):
+                oid = entry.split(" ", 2)[2]
+                head = None if oid == "(initial)" else oid
+            elif entry.startswith("1 "):
+                files[entry.split(" ", 8)[8]] = ""
+            elif entry.startswith("2 "):
+                files[entry.split(" ", 9)[9]] = ""
+            elif entry.startswith("u "):
+                files[entry.split(" ", 10)[10]] = ""
+            elif entry.startswith("? "):
+                files[entry[2:]] = ""
+                untracked.append(entry[2:])
+        return Snapshot(head, {rel: self._hash(rel) for rel in files}, untracked)
+
+    def _walk(self) -> list[str]:
+        found = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            rel_dir = os.path.relpath(dirpath, self.root)
+            if rel_dir == ".":
+                dirnames[:] = [d for d in dirnames if d not in (".git", SYSTEM_DIR, INBOX_DIR)]
+                filenames = [f for f in filenames if f not in (STATE_FILE, CONFIG_FILE)]
+            for name in filenames:
+                found.append(name if rel_dir == "." else f"{rel_dir}/{name}")
+        return found
+
+    def diffstat(self, base: Snapshot, snap: Snapshot) -> str:
+        """What changed since `base` (the loop's start): `git diff --stat` plus untracked
+        files and commits, or a file list without git."""
+        if not self.is_git:
+            lines = []
+            for path in sorted(set(base.files) | set(snap.files)):
+                old, new = base.files.get(path), snap.files.get(path)
+                if old != new:
+                    lines.append(f" {'A' if old is None else 'D' if new is None else 'M'} {path}")
+            return (
+                "\n".join(lines) + ("\n" if lines else "") + f" {len(lines)} file(s) changed since the loop started\n"
+            )
+        if snap.head == base.head and not snap.files:
+            return " no changes since the loop started\n"
+        text = self._git("diff", "--stat=120", "--no-color", base.head or EMPTY_TREE, "--", *PATHSPEC)
+        if snap.head != base.head:
+            count = self._git("rev-list", "--count", f"{base.head}..{snap.head}").strip() if base.head else "?"
+            text += f" {count} new commit(s) since the loop started (HEAD {str(snap.head)[:12]})\n"
+        if snap.untracked:
+            text += f" {len(snap.untracked)} untracked file(s):\n" + "".join(f"   {p}\n" for p in snap.untracked)
+        return text
+
+
+class IterationEvidence:
+    """The evidence directory of one iteration and its SHA-256 manifest."""
+
+    def __init__(self, run_dir: Path, mt_id: str, iteration: int):
+        self.run_dir = Path(run_dir)
+        self.rel = f"agent/{mt_id}/iter-{iteration:03d}"
+        self.dir = self.run_dir / self.rel
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.hashes: dict[str, str] = {}
+
+    def path(self, name: str) -> Path:
+        return self.dir / name
+
+    def ref(self, name: str) -> str:
+        return f"{self.rel}/{name}"
+
+    def write(self, name: str, data: str | bytes) -> str:
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        atomic_write(self.dir / name, raw, durable=False)
+        self.hashes[self.ref(name)] = hashlib.sha256(raw).hexdigest()
+        return self.ref(name)
+
+    def write_json(self, name: str, obj: object) -> str:
+        return self.write(name, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+    def add(self, path: Path, data: bytes | None = None) -> None:
+        """Record a file written by someone else (agent output, check output)."""
+        if not path.exists():
+            return
+        rel = path.relative_to(self.run_dir).as_posix()
+        self.hashes[rel] = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(path)
+
+    def write_manifest(self) -> str:
+        atomic_write_json(self.dir / "manifest.json", {"algorithm": "sha256", "files": self.hashes}, durable=False)
+        return self.ref("manifest.json")

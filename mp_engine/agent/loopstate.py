@@ -1,0 +1,230 @@
+"""The loop's decisions, as a pure function of the iteration records.
+
+`LoopState.apply(record)` takes one finished iteration (the payload of its ledger
+artifact) and decides: micro-task done (dual gate passed), blocked, escalate, diverged,
+breaker open, budget spent, or go on. The executor calls it live and acts on the effects
+it returns (events, distillation); after a restart it replays the ledger's records
+through it to rebuild exactly the same state, so the ledger stays the only truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mp_engine.agent import certificate as cert
+from mp_engine.agent.breakers import Breakers
+from mp_engine.agent.decompose import Plan
+from mp_engine.config import AgentConfig
+
+
+@dataclass
+class Effect:
+    kind: str  # "event" or "distill"
+    name: str = ""  # event name
+    event_id: str = ""  # FR-EVT-MT-xxx
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TaskState:
+    mt_id: str
+    title: str
+    status: str = "pending"  # pending | active | completed | blocked | failed
+    iterations: int = 0
+    levels: list[int] = field(default_factory=list)
+    final_level: int | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mt_id": self.mt_id,
+            "title": self.title,
+            "status": self.status,
+            "iterations": self.iterations,
+            "levels": self.levels,
+            "final_level": self.final_level,
+            "residuals": [r["residual"] for r in self.records],
+            "evidence": [r["evidence"] for r in self.records],
+        }
+
+
+class LoopState:
+    def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str):
+        self.cfg = cfg
+        self.levels = cfg.levels
+        self.tasks = [TaskState(t.mt_id, t.title) for t in plan.tasks]
+        if self.tasks:
+            self.tasks[0].status = "active"
+        self.mt_index = 0
+        self.level = 0
+        self.fails_at_level = 0
+        self.total = 0
+        self.escalations = 0
+        self.drop_backs = 0
+        self.breakers = Breakers()
+        self.trend: list[int] = []  # residuals of the current micro-task at the current level
+        self.last_digest = base_digest
+        self.prev_passed: set[str] = set()
+        self.history: list[dict[str, Any]] = []
+        self.final: cert.Certificate | None = None
+
+    # -- views -----------------------------------------------------------------------
+
+    @property
+    def task(self) -> TaskState | None:
+        return self.tasks[self.mt_index] if self.mt_index < len(self.tasks) else None
+
+    @property
+    def next_iteration(self) -> int:
+        return (self.task.iterations if self.task else 0) + 1
+
+    @property
+    def residual(self) -> int | None:
+        task = self.task
+        return task.records[-1]["residual"] if task and task.records else None
+
+    def best(self) -> dict[str, Any] | None:
+        task = self.task
+        if not task or not task.records:
+            return None
+        rec = min(reversed(task.records), key=lambda r: r["residual"])  # lowest, latest on a tie
+        return {
+            "mt": rec["mt"],
+            "iteration": rec["iteration"],
+            "level": rec["level"],
+            "residual": rec["residual"],
+            "failing": rec["failing"],
+            "evidence": rec["evidence"],
+        }
+
+    def end(self, type_: str, reason: str, detail: str) -> cert.Certificate:
+        task = self.task
+        if task is not None and type_ != cert.EXACT:
+            task.status = "blocked" if type_ == cert.BLOCKED else "failed"
+        self.final = cert.Certificate(
+            type=type_,
+            reason=reason,
+            detail=detail,
+            mt=task.mt_id if task else None,
+            residual=0 if type_ == cert.EXACT else self.residual,
+            best=None if type_ == cert.EXACT else self.best(),
+            residual_history=list(self.history),
+        )
+        return self.final
+
+    # -- the decision ----------------------------------------------------------------
+
+    def _where(self, rec: dict[str, Any]) -> dict[str, Any]:
+        return {"mt": rec["mt"], "iteration": rec["iteration"], "level": rec["level"]}
+
+    def apply(self, rec: dict[str, Any]) -> list[Effect]:
+        """Account one finished iteration; return what the executor must do about it."""
+        task = self.task
+        assert task is not None and self.final is None
+        effects: list[Effect] = []
+        self.total += 1
+        task.iterations += 1
+        if rec["level"] not in task.levels:
+            task.levels.append(rec["level"])
+        task.records.append(rec)
+        self.history.append({**self._where(rec), "residual": rec["residual"]})
+        newly_passing = set(rec["passed"]) - self.prev_passed
+        progress = rec["digest"] != self.last_digest or bool(newly_passing)
+        self.last_digest, self.prev_passed = rec["digest"], set(rec["passed"])
+        rec_progress = {**self._where(rec), "progress": progress}
+
+        if rec["gate"]:
+            task.status, task.final_level = "completed", rec["level"]
+            effects.append(Effect("event", "micro_task_complete", "FR-EVT-MT-004", {**rec_progress}))
+            if rec["level"] > 0:
+                effects.append(Effect("distill", fields={"mt_index": self.mt_index}))
+            self.mt_index += 1
+            self.fails_at_level, self.trend = 0, []
+            self.breakers.reset()
+            if self.task is None:
+                self.end(cert.EXACT, "all_checks_passed", f"All {len(self.tasks)} micro-task(s) passed the dual gate.")
+                return effects
+            self.task.status = "active"
+            if self.level > 0:
+                self.drop_backs += 1
+                effects.append(
+                    Effect(
+                        "event",
+                        "micro_task_drop_back",
+                        "FR-EVT-MT-014",
+                        {"mt": self.task.mt_id, "iteration": 1, "level": 0, "from_level": self.level},
+                    )
+                )
+                self.level = 0
+            return effects
+
+        if rec["blocked"]:
+            self.end(
+                cert.BLOCKED,
+                "agent_blocked",
+                f"The agent reported being blocked on {rec['mt']}: {rec['blocked_reason']}",
+            )
+            effects.append(
+                Effect(
+                    "event", "micro_task_blocked", "FR-EVT-MT-017", {**rec_progress, "reason": rec["blocked_reason"]}
+                )
+            )
+            return effects
+
+        self.fails_at_level += 1
+        self.trend.append(rec["residual"])
+        self.breakers.observe(
+            progress=progress, error=rec["error"], status_ok=rec["status_ok"], work_type=rec["work_type"]
+        )
+        if self.fails_at_level >= self.cfg.fail_threshold and self.level + 1 < len(self.levels):
+            from_level = self.level
+            self.level += 1
+            self.escalations += 1
+            self.fails_at_level, self.trend = 0, []
+            self.breakers.reset()
+            gate = self.levels[self.level].hard_gate
+            effects.append(
+                Effect(
+                    "event",
+                    "micro_task_escalated",
+                    "FR-EVT-MT-005",
+                    {
+                        **self._where(rec),
+                        "from_level": from_level,
+                        "to_level": self.level,
+                        "to": self.levels[self.level].name,
+                    },
+                )
+            )
+            if gate:
+                self.end(
+                    cert.BLOCKED,
+                    "hard_gate",
+                    f"{rec['mt']} failed {self.cfg.fail_threshold} iterations at every level up to the hard gate.",
+                )
+                effects.append(
+                    Effect("event", "micro_task_hard_gate", "FR-EVT-MT-006", {**self._where(rec), "level": self.level})
+                )
+            return effects
+        w = self.cfg.divergence_window
+        tail = self.trend[-(w + 1) :]
+        if len(tail) == w + 1 and all(a < b for a, b in zip(tail, tail[1:], strict=False)):
+            self.end(
+                cert.DIVERGED,
+                "residual_grew",
+                f"The residual of {rec['mt']} grew {w} iterations in a row: {' -> '.join(map(str, tail))}.",
+            )
+            return effects
+        tripped = self.breakers.tripped(self.cfg)
+        if tripped:
+            name, what = tripped
+            self.end(cert.DIVERGED, f"breaker:{name}", f"Circuit breaker {name} opened on {rec['mt']}: {what}.")
+            return effects
+        if self.total >= self.cfg.max_iterations:
+            self.end(
+                cert.TIMEOUT,
+                "max_iterations",
+                f"All {self.cfg.max_iterations} iterations (`[agent] max_iterations`) were spent before {rec['mt']} passed.",
+            )
+        return effects

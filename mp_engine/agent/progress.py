@@ -1,0 +1,128 @@
+"""The ProgressArtifact: `agent/progress.json` in the run archive.
+
+It holds what the ledger cannot rebuild (the run's nonce, the workspace baseline, pauses
+and the current wait) and a snapshot of the loop's state for `mp-engine status` and the
+result: the active micro-task, iteration, level, residual and budget left. The loop's
+decisions are rebuilt from the ledger on resume, never from this snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+from mp_engine.atomic import atomic_write_json
+from mp_engine.clock import now_iso
+
+PROGRESS_FILE = "agent/progress.json"
+BASELINE_FILE = "agent/baseline.json"
+
+
+class Progress:
+    def __init__(self, path: Path, data: dict[str, Any]):
+        self.path = Path(path)
+        self.data = data
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Progress | None:
+        path = Path(run_dir) / PROGRESS_FILE
+        try:
+            return cls(path, json.loads(path.read_text(encoding="utf-8")))
+        except (FileNotFoundError, ValueError):
+            return None
+
+    @classmethod
+    def create(
+        cls, run_dir: Path, *, mp_id: str, run_id: str, policy: dict[str, Any], tasks: list[dict[str, Any]], base: dict
+    ) -> Progress:
+        now = now_iso()
+        progress = cls(
+            Path(run_dir) / PROGRESS_FILE,
+            {
+                "schema_version": "1.0",
+                "mp_id": mp_id,
+                "run_id": run_id,
+                "created_at": now,
+                "updated_at": now,
+                "completed_at": None,
+                "status": "in_progress",
+                "nonce": secrets.token_hex(12),
+                "base": base,
+                "policy": policy,
+                "plan": tasks,
+                "current_state": {},
+                "micro_tasks": [],
+                "pauses": [],
+                "waiting": None,
+                "certificate": None,
+            },
+        )
+        progress.path.parent.mkdir(parents=True, exist_ok=True)
+        progress.save(durable=True)
+        return progress
+
+    @property
+    def nonce(self) -> str:
+        return self.data["nonce"]
+
+    @property
+    def status(self) -> str:
+        return self.data["status"]
+
+    def save(self, *, durable: bool = False) -> None:
+        self.data["updated_at"] = now_iso()
+        atomic_write_json(self.path, self.data, durable=durable)
+
+    def pause(self, kind: str, reason: str, resume_at: str | None = None) -> None:
+        """Record a pause (SIGTERM, usage or rate limit); `waiting` when it has a time."""
+        self.data["status"] = "waiting" if resume_at else "paused"
+        self.data["waiting"] = {"kind": kind, "reason": reason, "resume_at": resume_at} if resume_at else None
+        self.data["pauses"].append({"at": now_iso(), "kind": kind, "reason": reason, "resume_at": resume_at})
+        self.save(durable=True)
+
+    def resumed(self) -> dict[str, Any] | None:
+        """Leave a pause; return the pause that ended, if any."""
+        if self.data["status"] not in ("paused", "waiting"):
+            return None
+        self.data["status"] = "in_progress"
+        self.data["waiting"] = None
+        return self.data["pauses"][-1] if self.data["pauses"] else {"kind": "unknown"}
+
+
+def load_report(run_dir: Path) -> dict[str, Any] | None:
+    """What `mp-engine status` shows about a live agent run (None for other runs)."""
+    progress = Progress.load(run_dir)
+    if progress is None:
+        return None
+    d = progress.data
+    return {
+        "status": d["status"],
+        "current": d.get("current_state") or {},
+        "waiting": d.get("waiting"),
+        "micro_tasks": len(d.get("plan") or []),
+        "updated_at": d.get("updated_at"),
+    }
+
+
+def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -> list[str]:
+    """The `mp-engine status` lines of a live agent run."""
+    lines = []
+    if agent:
+        c = agent["current"]
+        residual = c.get("residual")
+        lines.append(
+            f"  agent:           {c.get('active_mt') or '-'} ({c.get('mt_number') or '-'} of {c.get('micro_tasks')}), "
+            f"iteration {c.get('iteration') or '-'}, level {c.get('level')} ({c.get('level_name')}), "
+            f"residual {'-' if residual is None else residual}  [{agent['status']}]"
+        )
+        lines.append(
+            f"  agent budget:    {c.get('iterations_left')} iterations and {c.get('budget_seconds_left')} s left; "
+            f"{c.get('calls_last_hour')}/{c.get('calls_per_hour')} agent calls in the last hour"
+        )
+    if waiting:
+        lines.append(
+            f"  waiting:         {waiting.get('kind')} until {waiting.get('resume_at')} ({waiting.get('reason')})"
+        )
+    return lines

@@ -1,0 +1,132 @@
+"""The prompt of one iteration: fresh every time, built from artifacts only.
+
+No chat history is carried over. What the agent knows about earlier iterations comes
+from files: the previous iteration's check results and output tails (run archive), the
+learnings file, and the budget computed from the ledger. The completion protocol with
+the run's nonce closes every prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mp_engine.agent.decompose import MicroTask, Plan
+from mp_engine.mpfile import Block, MicroProject
+from mp_engine.result import fenced
+
+
+@dataclass
+class Budget:
+    iterations_left: int
+    max_iterations: int
+    seconds_left: float
+    seconds_total: float
+    fails_before_escalation: int | None  # None at the last level
+
+
+def protocol(nonce: str) -> str:
+    return f"""## Completion protocol (required)
+
+Your output is read by a program. Your claims are checked: the engine runs the acceptance
+checks itself after you finish, and only a claim AND passing checks complete the task.
+
+End every answer with this status block, filled in (copy the NONCE line exactly):
+
+---LOOPR_STATUS---
+NONCE: {nonce}
+STATUS: IN_PROGRESS | COMPLETE | BLOCKED | ERROR
+EXIT_SIGNAL: true | false
+WORK_TYPE: tests | code | docs | other
+FILES_MODIFIED: <number of files you changed>
+ERRORS: <number of errors you saw>
+SUMMARY: <one line: what you did>
+---END_LOOPR_STATUS---
+
+When the micro-task is done (STATUS: COMPLETE, EXIT_SIGNAL: true), also print:
+<mt_complete nonce="{nonce}">for each acceptance check: where the evidence is (file:line)</mt_complete>
+
+If you cannot go on without help from a person, print instead (STATUS: BLOCKED):
+<blocked nonce="{nonce}">what you need</blocked>
+
+Blocks without this exact nonce are ignored.
+"""
+
+
+def build(
+    *,
+    mp: MicroProject,
+    plan: Plan,
+    task: MicroTask,
+    iteration: int,
+    level: int,
+    level_name: str,
+    nonce: str,
+    workspace: str,
+    checks: list[Block],
+    previous: dict[str, Any] | None,
+    tails: dict[str, str],
+    learnings: str,
+    budget: Budget,
+) -> str:
+    n = len(plan.tasks)
+    out = [
+        f"# Task from mp-engine: {mp.mp_id} {task.mt_id} (micro-task {task.index + 1} of {n}), "
+        f"iteration {iteration}, level {level} ({level_name})",
+        "",
+        f"You work in the repository at {workspace}. Change files only inside it. Do not edit",
+        "SESSION_STATE.json, mp-engine.toml, Claude_Inbox/ or SYSTEM/: they belong to the engine.",
+        "",
+        "## Goal of the whole MP",
+        "",
+        plan.goal or mp.title or mp.mp_id,
+        "",
+        f"## Your micro-task now: {task.mt_id}",
+        "",
+        task.text,
+        "",
+    ]
+    others = [t for t in plan.tasks if t.mt_id != task.mt_id]
+    if others:
+        out += ["## Other micro-tasks of this MP (context only: done before or after this one)", ""]
+        out += [f"- {t.mt_id}{' (done)' if t.index < task.index else ''}: {t.title}" for t in others] + [""]
+    out += ["## Acceptance checks", ""]
+    if checks:
+        out += ["The engine runs these in the workspace root with bash after you finish; each must exit 0.", ""]
+        for c in checks:
+            out += [f"{c.step_id}:", fenced(c.body, "bash"), ""]
+    else:
+        out += ["(none: the MP has no checks; your claim is recorded but nothing verifies it)", ""]
+    out += ["## The previous iteration", ""]
+    if previous is None:
+        out += ["This is the first iteration of this micro-task.", ""]
+    else:
+        call = previous["call"]
+        passed, failing = previous["passed"], previous["failing"]
+        out.append(
+            f"Iteration {previous['iteration']} (level {previous['level']}): the agent call ended `{call['kind']}`"
+            + (f" ({call['detail']})" if call.get("detail") else "")
+            + f"; {len(passed)} of {len(passed) + len(failing)} checks passed."
+        )
+        if previous["claimed"]:
+            out.append("It claimed completion, but the checks did not confirm it.")
+        if previous.get("status_problem"):
+            out.append(f"Its status block was not accepted: {previous['status_problem']}.")
+        out.append("")
+        for check_id in failing:
+            out += [f"{check_id} failed; the end of its output:", fenced(tails.get(check_id, "") or "(no output)"), ""]
+    out += ["## Learnings so far", "", learnings.strip() or "(none yet)", ""]
+    esc = (
+        f"; {budget.fails_before_escalation} more failed iteration(s) at this level before escalation"
+        if budget.fails_before_escalation is not None
+        else ""
+    )
+    out += [
+        "## Budget",
+        "",
+        f"{budget.iterations_left} of {budget.max_iterations} iterations left for the MP{esc}; "
+        f"about {int(budget.seconds_left)} of {int(budget.seconds_total)} seconds left.",
+        "",
+        protocol(nonce),
+    ]
+    return "\n".join(out)

@@ -1,0 +1,103 @@
+"""What the fake agent CLIs share: read the prompt like a real agent (a file, an argument
+or stdin), find the run's nonce and the current micro-task, carry out its instructions,
+and print claims. Instructions they understand, one per line of the micro-task:
+
+    Write "TEXT" to `PATH`.
+
+Options every fake agent takes: --prompt-file F | --prompt TEXT (else stdin), --log F
+(append one JSON line per call), --wait-for F (block, printing dots, until F exists),
+--touch F (create F while working).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+WRITE_RE = re.compile(r'[Ww]rite "([^"]*)" to `([^`]+)`')
+
+
+def options(extra: list[tuple[str, dict]] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("--prompt-file")
+    p.add_argument("--prompt")
+    p.add_argument("--log")
+    p.add_argument("--wait-for")
+    p.add_argument("--touch")
+    for name, kw in extra or []:
+        p.add_argument(name, **kw)
+    return p.parse_args()
+
+
+def prompt(opts: argparse.Namespace) -> str:
+    if opts.prompt_file:
+        return Path(opts.prompt_file).read_text()
+    if opts.prompt is not None:
+        return opts.prompt
+    return sys.stdin.read()
+
+
+def nonce(text: str) -> str | None:
+    m = re.search(r"^NONCE: (\S+)", text, re.M)
+    return m.group(1) if m else None
+
+
+def task(text: str) -> str:
+    m = re.search(r"^## Your micro-task now: .*?\n(.*?)^## ", text, re.M | re.S)
+    return m.group(1) if m else ""
+
+
+def writes(text: str) -> list[tuple[str, str]]:
+    return WRITE_RE.findall(task(text))
+
+
+def do_writes(text: str, transform=lambda s: s) -> int:
+    done = 0
+    for content, path in writes(text):
+        target = Path.cwd() / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(transform(content) + "\n")
+        done += 1
+    return done
+
+
+def status(
+    n: str | None, state: str = "COMPLETE", *, work: str = "code", files: int = 1, summary: str = "did it"
+) -> str:
+    exit_signal = "true" if state == "COMPLETE" else "false"
+    nonce_line = f"NONCE: {n}\n" if n is not None else ""
+    return (
+        f"---LOOPR_STATUS---\n{nonce_line}STATUS: {state}\nEXIT_SIGNAL: {exit_signal}\nWORK_TYPE: {work}\n"
+        f"FILES_MODIFIED: {files}\nERRORS: 0\nSUMMARY: {summary}\n---END_LOOPR_STATUS---"
+    )
+
+
+def complete(n: str | None) -> str:
+    return f'<mt_complete nonce="{n}">every check: see the files I wrote</mt_complete>'
+
+
+def start(opts: argparse.Namespace, text: str) -> None:
+    """Log the call, honour --touch and --wait-for."""
+    if opts.log:
+        entry = {
+            "mt": os.environ.get("MP_MT"),
+            "iteration": int(os.environ.get("MP_ITERATION", "0")),
+            "level": int(os.environ.get("MP_LEVEL", "0")),
+            "pid": os.getpid(),
+            "nonce_seen": nonce(text) is not None,
+            "cwd": os.getcwd(),
+        }
+        with open(opts.log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+    if opts.touch:
+        Path(opts.touch).touch()
+    if opts.wait_for:
+        while not Path(opts.wait_for).exists():
+            print(".", end="", flush=True)  # output, so the idle timeout does not fire
+            time.sleep(0.05)
+        print()

@@ -1,0 +1,47 @@
+"""Circuit breakers and the rolling-hour call limiter."""
+
+from __future__ import annotations
+
+from mp_engine.agent.breakers import Breakers, CallLimiter
+from mp_engine.config import AgentConfig
+
+CFG = AgentConfig()
+
+
+def test_no_progress_opens_after_three_iterations_and_progress_resets_it():
+    b = Breakers()
+    for _ in range(2):
+        b.observe(progress=False, error=None, status_ok=True, work_type="code")
+    assert b.tripped(CFG) is None
+    b.observe(progress=True, error=None, status_ok=True, work_type="code")
+    for _ in range(3):
+        b.observe(progress=False, error=None, status_ok=True, work_type="code")
+    assert b.tripped(CFG)[0] == "no_progress"
+
+
+def test_same_error_missing_status_and_test_only():
+    b = Breakers()
+    for _ in range(5):
+        b.observe(progress=True, error="check-001:exit 1", status_ok=True, work_type="code")
+    assert b.tripped(CFG) == ("same_error", "the same failure 5 iterations in a row: check-001:exit 1")
+    b.reset()
+    b.observe(progress=True, error=None, status_ok=False, work_type=None)
+    assert b.tripped(CFG) is None
+    b.observe(progress=True, error=None, status_ok=False, work_type=None)
+    assert b.tripped(CFG)[0] == "missing_status"
+    b.reset()
+    for _ in range(3):
+        b.observe(progress=True, error=None, status_ok=True, work_type="tests")
+    assert b.tripped(CFG)[0] == "test_only"
+
+
+def test_the_call_limit_is_a_rolling_hour_persisted_across_instances(tmp_path):
+    path = tmp_path / "calls.json"
+    limiter = CallLimiter(path, per_hour=2)
+    assert limiter.next_slot(1000.0) is None
+    limiter.record(1000.0)
+    limiter.record(1500.0)
+    assert limiter.next_slot(1600.0) == 4600.0  # when the oldest call leaves the window
+    again = CallLimiter(path, per_hour=2)  # a restarted engine
+    assert again.used(1600.0) == 2 and again.next_slot(1600.0) == 4600.0
+    assert again.next_slot(4600.5) is None and again.used(4600.5) == 1
