@@ -79,13 +79,14 @@ def make_durable(*paths: Path) -> None:
         fsync_dir(parent)
 
 
-def append_durable(path: Path, line: str) -> None:
-    """Append one line (a newline is added) with O_APPEND and fsync it."""
+def append_durable(path: Path, line: str, *, durable: bool = True) -> None:
+    """Append one line (a newline is added) with O_APPEND and (unless `durable=False`) fsync it."""
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, data)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
 

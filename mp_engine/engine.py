@@ -154,7 +154,7 @@ class Engine:
 
     def _tick_locked(self) -> TickResult:
         state = self.state.read()
-        waiting = getattr(state, "waiting", None)
+        waiting = state.waiting
         if state.run_id and waiting and (left := _seconds_until(waiting.get("resume_at"))) > 0:
             # An agent run waits out a rate or usage limit (docs/AGENT.md); it stays open.
             return TickResult(
@@ -385,7 +385,7 @@ class Engine:
             )
             ledger.set_outcome(outcome.to_dict())
             return self._finalize(run, ledger)
-        cleared = {"waiting": None} if getattr(self.state.read(), "waiting", None) else {}
+        cleared = {"waiting": None} if self.state.read().waiting else {}
         self.state.update(
             current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="resuming after restart", **cleared
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from mp_engine.atomic import append_durable
+from mp_engine.atomic import append_durable, make_durable
 from mp_engine.clock import now_iso
 
 log = structlog.get_logger("mp_engine")
@@ -27,15 +27,24 @@ class EventLog:
         self.path = Path(path)
         self.redact = redact or (lambda text: text)
         self._lock = threading.Lock()
+        # False while an executor batches its writes (the agent loop): lines are appended
+        # without fsync, and the executor calls `sync()` when its loop ends or pauses.
+        self.durable = True
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         record = {"ts": now_iso(), "event": event, **{k: v for k, v in fields.items() if v is not None}}
         line = self.redact(json.dumps(record, ensure_ascii=False, default=str, sort_keys=False))
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            append_durable(self.path, line)
+            append_durable(self.path, line, durable=self.durable)
         log.info(event, **{k: v for k, v in json.loads(line).items() if k not in ("ts", "event")})
         return record
+
+    def sync(self) -> None:
+        """fsync the log (after appends made with `durable = False`)."""
+        with self._lock:
+            if self.path.exists():
+                make_durable(self.path)
 
     def read(self) -> list[dict[str, Any]]:
         """All events, oldest first (used by tests and `status`)."""

@@ -90,6 +90,13 @@ class Ledger:
     def __init__(self, path: Path, model: RunLedger):
         self.path = Path(path)
         self.model = model
+        # Batch mode, for an executor that checkpoints each unit of work itself (the agent
+        # loop, docs/AGENT.md): `durable = False` skips fsync (saves survive kill -9, not a
+        # power loss) and `deferred = True` writes step transitions only when a process was
+        # spawned (recovery must be able to kill its group); the executor calls
+        # `save(durable=True)` when a unit is done.
+        self.durable = True
+        self.deferred = False
 
     @classmethod
     def create(
@@ -114,10 +121,16 @@ class Ledger:
         return cls(path, RunLedger.model_validate(json.loads(Path(path).read_text(encoding="utf-8"))))
 
     def dumps(self) -> str:
-        return json.dumps(self.model.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        # Compact: json's C encoder only runs without `indent`, and the ledger is rewritten
+        # at every step transition (`jq . ledger.json` to read it).
+        return json.dumps(self.model.model_dump(mode="json"), separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
 
-    def save(self) -> None:
-        atomic_write(self.path, self.dumps())
+    def save(self, *, durable: bool | None = None) -> None:
+        atomic_write(self.path, self.dumps(), durable=self.durable if durable is None else durable)
+
+    def _changed(self) -> None:
+        if not self.deferred:
+            self.save()
 
     # -- steps ----------------------------------------------------------------------
 
@@ -131,7 +144,7 @@ class Ledger:
             return existing
         step = LedgerStep(step_id=step_id, kind=kind, idempotency_key=key)
         self.model.steps.append(step)
-        self.save()
+        self._changed()
         return step
 
     def start(self, step: LedgerStep) -> None:
@@ -140,7 +153,7 @@ class Ledger:
         step.started_at = now_iso()
         step.completed_at = None
         step.pgid = step.proc_start = None
-        self.save()
+        self._changed()
 
     def spawned(self, step: LedgerStep, pgid: int, proc_start: int | None) -> None:
         step.pgid, step.proc_start = pgid, proc_start
@@ -156,7 +169,7 @@ class Ledger:
         step.pgid = step.proc_start = None
         for k, v in extra.items():
             setattr(step, k, v)
-        self.save()
+        self._changed()
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -215,11 +228,13 @@ def artifact_name(step: LedgerStep) -> str:
     return f"{step.step_id}.exit.json"
 
 
-def write_artifact(artifact_dir: Path, step: LedgerStep, payload: dict[str, Any]) -> str:
+def write_artifact(artifact_dir: Path, step: LedgerStep, payload: dict[str, Any], *, durable: bool = True) -> str:
     """Write a step's output artifact (atomically, carrying its idempotency key)."""
     name = artifact_name(step)
     atomic_write_json(
-        artifact_dir / name, {**payload, "idempotency_key": step.idempotency_key, "finished_at": now_iso()}
+        artifact_dir / name,
+        {**payload, "idempotency_key": step.idempotency_key, "finished_at": now_iso()},
+        durable=durable,
     )
     return name
 

@@ -97,6 +97,11 @@ class Block:
     def step_id(self) -> str:
         return f"{'check' if self.kind == 'check' else 'step'}-{self.index:03d}"
 
+    @property
+    def script_name(self) -> str:
+        """File stem of the script a command block runs, in the run's `steps/`."""
+        return self.step_id
+
     def describe(self) -> str:
         if self.kind == "file":
             return f"write {self.path}"

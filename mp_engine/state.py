@@ -52,6 +52,9 @@ class SessionState(BaseModel):
     run_id: str | None = None
     halt: Halt | None = None
     last_result: dict[str, Any] | None = None
+    # An agent run paused by a rate or usage limit: {kind, reason, resume_at}; the run stays
+    # open (status RUNNING) and resumes at resume_at (docs/AGENT.md).
+    waiting: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -167,6 +167,7 @@ def _record_failure(ctx: StepContext, block: Block, step: LedgerStep, d: Diagnos
         ctx.run.steps_dir,
         step,
         {"ok": False, "exit_code": None, "duration": 0.0, "message": message, "diagnosis": d.to_dict()},
+        durable=ctx.ledger.durable,
     )
     ctx.ledger.finish(step, ok=False, output_ref=ref, error=d.summary)
     return BlockRun(report_for(ctx, block, step), ok=False, diagnosis=d)
@@ -196,6 +197,7 @@ def _write_file(ctx: StepContext, block: Block, step: LedgerStep) -> BlockRun:
         ctx.run.steps_dir,
         step,
         {"ok": True, "exit_code": None, "duration": duration, "message": message, "path": ctx.ws.rel(target)},
+        durable=ctx.ledger.durable,
     )
     ctx.ledger.finish(step, ok=True, output_ref=ref)
     ctx.budget.charge(duration)
@@ -209,11 +211,23 @@ def _rotate_outputs(paths: tuple[Path, Path], attempt: int) -> None:
             os.replace(p, p.with_name(f"{p.stem}.attempt{attempt - 1}{p.suffix}"))
 
 
+def _write_script(path: Path, text: str) -> None:
+    """The script a command block runs, kept in the run archive. Written again only when
+    its text differs (a retry, or a check run by every agent iteration, reuses it); not
+    fsynced, since every attempt rewrites a script it cannot read back whole."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    atomic_write(path, text, durable=False)
+
+
 def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -> BlockRun:
     out_path, err_path = _paths(ctx, block)
     _rotate_outputs((out_path, err_path), step.attempts)
-    script = ctx.run.steps_dir / f"{block.step_id}.{block.lang}"
-    atomic_write(script, block.body + "\n")
+    script = ctx.run.steps_dir / f"{block.script_name}.{block.lang}"
+    _write_script(script, block.body + "\n")
     if block.lang == "sh":
         argv = ["/bin/sh", "-e", str(script)]
     else:
@@ -286,6 +300,7 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
             "timeout": timeout,
             "diagnosis": d.to_dict() if d else None,
         },
+        durable=ctx.ledger.durable,
     )
     ctx.ledger.finish(step, ok=res.ok, output_ref=ref, error=d.summary if d else None)
     return BlockRun(report_for(ctx, block, step), ok=res.ok, diagnosis=d)

@@ -113,7 +113,7 @@ def test_an_echoed_status_block_without_the_nonce_does_not_count(engine_for, ws,
     assert (ws.root / "out/a.txt").read_text() == "hello\n"  # the work was done, the checks pass...
     recs = records(only_run(ws))
     assert [r["residual"] for r in recs] == [0, 0] and not any(r["gate"] for r in recs)  # ...but no claim counted
-    claims = json.loads((only_run(ws).dir / recs[0]["evidence"] / "claims.json").read_text())
+    claims = json.loads((only_run(ws).dir / recs[0]["evidence"] / "verdict.json").read_text())["claims"]
     assert claims["ignored"] == ["<mt_complete> with no nonce", "status block with no nonce"]
     assert result_field(ws, "Certificate") == "DIVERGED" and result_field(ws, "Error-Kind") == "agent_breaker"
     assert "missing_status" in ws.result_file.read_text()
@@ -254,7 +254,7 @@ def test_the_hourly_call_limit_waits_and_status_shows_it(engine_for, ws):
     assert res.action == "waiting"
     waiting = read_state(ws)["waiting"]
     assert waiting["kind"] == "rate_limit" and "calls_per_hour" in waiting["reason"]
-    saved = json.loads((ws.local_dir / "agent_calls.json").read_text())["calls"]
+    saved = [float(line) for line in (ws.local_dir / "agent_calls.log").read_text().split()]
     from datetime import UTC, datetime
 
     assert waiting["resume_at"] == datetime.fromtimestamp(saved[0] + 3600, UTC).isoformat(timespec="seconds").replace(

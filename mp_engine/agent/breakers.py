@@ -11,11 +11,10 @@ model deserves a fresh start, and escalation is the first answer to repeated fai
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mp_engine.atomic import atomic_write_json
+from mp_engine.atomic import append_durable, atomic_write
 from mp_engine.config import AgentConfig
 
 WINDOW = 3600.0
@@ -65,19 +64,31 @@ class Breakers:
 
 class CallLimiter:
     """At most `per_hour` agent calls in any rolling hour, persisted (machine-local) so a
-    restart does not reset it. The file survives `kill -9`; it is not fsynced."""
+    restart does not reset it.
+
+    The file is an append-only log, one epoch second per call: recording a call is one
+    O_APPEND write (it survives `kill -9`; it is not fsynced). When the log holds many
+    more lines than the window needs, it is rewritten with the calls still in the window.
+    """
 
     def __init__(self, path: Path, per_hour: int):
         self.path = Path(path)
         self.per_hour = per_hour
         self._calls: list[float] | None = None
+        self._lines = 0
 
     def _load(self) -> list[float]:
         if self._calls is None:
+            calls = []
             try:
-                self._calls = sorted(float(t) for t in json.loads(self.path.read_text(encoding="utf-8"))["calls"])
-            except (FileNotFoundError, ValueError, KeyError, TypeError):
-                self._calls = []
+                for line in self.path.read_text(encoding="utf-8").splitlines():
+                    try:
+                        calls.append(float(line))
+                    except ValueError:
+                        continue  # a line torn by a crash mid-append
+            except FileNotFoundError:
+                pass
+            self._calls, self._lines = sorted(calls), len(calls)
         return self._calls
 
     def _prune(self, now: float) -> list[float]:
@@ -99,4 +110,9 @@ class CallLimiter:
         calls = self._prune(now)
         calls.append(now)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.path, {"window_seconds": WINDOW, "calls": calls}, durable=False)
+        if self._lines >= 2 * self.per_hour + 64:
+            atomic_write(self.path, "".join(f"{t!r}\n" for t in calls), durable=False)
+            self._lines = len(calls)
+        else:
+            append_durable(self.path, repr(now), durable=False)
+            self._lines += 1

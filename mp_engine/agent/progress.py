@@ -13,7 +13,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import atomic_write_json
+from mp_engine.atomic import atomic_write
 from mp_engine.clock import now_iso
 
 PROGRESS_FILE = "agent/progress.json"
@@ -73,7 +73,8 @@ class Progress:
 
     def save(self, *, durable: bool = False) -> None:
         self.data["updated_at"] = now_iso()
-        atomic_write_json(self.path, self.data, durable=durable)
+        # Compact (json's C encoder): rewritten at every iteration.
+        atomic_write(self.path, json.dumps(self.data, separators=(",", ":"), sort_keys=True) + "\n", durable=durable)
 
     def pause(self, kind: str, reason: str, resume_at: str | None = None) -> None:
         """Record a pause (SIGTERM, usage or rate limit); `waiting` when it has a time."""

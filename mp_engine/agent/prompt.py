@@ -108,8 +108,13 @@ def build(
             + (f" ({call['detail']})" if call.get("detail") else "")
             + f"; {len(passed)} of {len(passed) + len(failing)} checks passed."
         )
-        if previous["claimed"]:
+        if previous["claimed"] and failing:
             out.append("It claimed completion, but the checks did not confirm it.")
+        elif not previous["claimed"] and not failing:
+            out.append(
+                "Every check passed, but no completion was claimed with the protocol below: if the "
+                "micro-task is done, verify it and claim it; the checks run again after you finish."
+            )
         if previous.get("status_problem"):
             out.append(f"Its status block was not accepted: {previous['status_problem']}.")
         out.append("")

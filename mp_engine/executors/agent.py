@@ -60,6 +60,10 @@ class IterationCheck(Block):
     def step_id(self) -> str:
         return f"{self.prefix}_{self.check_id}"
 
+    @property
+    def script_name(self) -> str:  # one script per check, shared by the iterations
+        return self.check_id
+
 
 def _iter_check(block: Block, prefix: str) -> IterationCheck:
     return IterationCheck(block.kind, block.index, block.line, block.body, block.lang, block.path, prefix)
@@ -105,7 +109,7 @@ class AgentRun:
         self.run_dir = ctx.run.dir
         self.run_rel = ctx.ws.rel(ctx.run.dir)
         self.worktree = Worktree(ctx.ws.root)
-        self.limiter = CallLimiter(ctx.ws.local_dir / "agent_calls.json", self.cfg.calls_per_hour)
+        self.limiter = CallLimiter(ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
         self.learnings_path = self.run_dir / "agent" / "learnings.md"
         self.last_checks: list[tuple[IterationCheck, LedgerStep | None]] = []
         self.fatal_fix: str | None = None  # the proposed fix when the agent CLI cannot work
@@ -161,11 +165,21 @@ class AgentRun:
             )
         else:
             self.report_resume(state)
-        while state.final is None:
-            paused = self.iterate(state)
-            if paused is not None:
-                return paused
-        return self.finish(state)
+        # Per-iteration writes skip fsync; `checkpoint()` makes each finished iteration
+        # durable at once (a power loss costs at most the running iteration).
+        self.ctx.ledger.durable, self.ctx.ledger.deferred = False, True
+        self.ctx.events.durable = False
+        try:
+            while state.final is None:
+                paused = self.iterate(state)
+                if paused is not None:
+                    return paused
+            return self.finish(state)
+        finally:
+            self.ctx.ledger.durable, self.ctx.ledger.deferred = True, False
+            self.ctx.events.durable = True
+            self.ctx.events.sync()
+            self.ctx.ledger.save(durable=True)
 
     def replay(self, state: LoopState) -> None:
         """Rebuild the loop state from the iteration records in the ledger."""
@@ -344,8 +358,9 @@ class AgentRun:
             "evidence": ev.rel,
         }
         self.write_evidence(ev, record, claims, snap, checks)
-        ref = write_artifact(ctx.run.steps_dir, step, record)
+        ref = write_artifact(ctx.run.steps_dir, step, record, durable=False)
         ctx.ledger.finish(step, ok=True, output_ref=ref)
+        self.checkpoint()
         self.budget.charge(call.duration)
         self.remember_checks(record)
         self.emit(
@@ -360,7 +375,8 @@ class AgentRun:
             call=call.kind,
         )
         self.act(state, state.apply(record))
-        self.publish(state)
+        # No publish here: the next iteration publishes as it starts, and the end of the
+        # loop or a pause publishes too.
         return None
 
     def build_prompt(self, state: LoopState, mt_index: int, iteration: int, level: AgentLevel) -> str:
@@ -487,6 +503,14 @@ class AgentRun:
             )
         return call
 
+    def checkpoint(self) -> None:
+        """Make the finished iteration's ledger entry durable (one fsync, not one per file).
+
+        Everything else of the iteration (record, evidence, events) is written without
+        fsync: it survives `kill -9`. After a power loss, an iteration whose record did not
+        reach the disk has no artifact, so recovery runs it again (same prompt, same key)."""
+        self.ctx.ledger.save(durable=True)
+
     def read_output(self, ev: IterationEvidence) -> str:
         out, _ = read_capped(ev.path("stdout.txt"), OUTPUT_READ_CAP)
         err, _ = read_capped(ev.path("stderr.txt"), OUTPUT_READ_CAP // 4)
@@ -536,8 +560,9 @@ class AgentRun:
         ev.add(ev.path("stdout.txt"))
         ev.add(ev.path("stderr.txt"))
         ev.write_manifest()
-        ref = write_artifact(self.ctx.run.steps_dir, step, record)
+        ref = write_artifact(self.ctx.run.steps_dir, step, record, durable=False)
         self.ctx.ledger.finish(step, ok=False, output_ref=ref, error=detail)
+        self.checkpoint()
         self.budget.charge(call.duration)
         state.end(cert.BLOCKED, reason, detail)
         self.fatal_fix = fix
@@ -563,8 +588,7 @@ class AgentRun:
         ev.add(ev.path("stderr.txt"))
         if ev.path("call.json").exists():
             ev.add(ev.path("call.json"))
-        ev.write_json("claims.json", claims.to_dict())
-        ev.write_json("checks.json", record["checks"])
+        ev.write_json("verdict.json", {"claims": claims.to_dict(), "checks": record["checks"], "gate": record["gate"]})
         for chk, _ok, _code in checks:
             for suffix in ("stdout", "stderr", "exit.json"):
                 ev.add(self.ctx.run.steps_dir / f"{chk.step_id}.{suffix}")
