@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -284,9 +285,16 @@ class GitSync:
                 ledger = self.ws.runs_dir / run_id / "ledger.json"
                 if ledger.exists() and '"closed"' in ledger.read_text(encoding="utf-8"):
                     self._commit(s, f"{_mp_of(run_id)}: result committed after a restart", run_id)
-            leftovers = [p for p in self._changes(s) if p in PROTOCOL_FILES[:2] or p.startswith(RUNS_PREFIX)]
-            if leftovers and self._commit(s, "mp-engine: commit protocol files left by a restart", None):
+            changes = self._changes(s)
+            leftovers = [p for p in changes if p in PROTOCOL_FILES[:2] or p.startswith(RUNS_PREFIX)]
+            if leftovers and self._commit(s, "mp-engine: commit protocol files left by a restart", None, changes):
                 self.events.emit("git_recovered", what="uncommitted protocol files committed")
+            elif not leftovers:  # `_commit` records the dirty set; without a commit, do it here
+                data = self._load()
+                left = {p: c.fingerprint for p, c in changes.items() if not p.startswith(NEVER_STAGE)}
+                if data.get("dirty") != left:
+                    data["dirty"] = left
+                    self._save(data)
 
     def _ensure_remote(self, s: GitSession) -> None:
         names = {r.name: r for r in s.repo.remotes}
@@ -399,7 +407,15 @@ class GitSync:
         # processed == head is the common case (nothing local since the last push), and then
         # the rewrite check above already proved head is an ancestor of the remote.
         if head == processed or s.is_ancestor(head, remote_sha):
-            s.run("merge", "--ff-only", "--autostash", "--quiet", remote_sha)
+            # Without --autostash first: the tree is rarely clean (the event log grows after
+            # each commit), and autostash stashes every dirty file, which costs a full-index
+            # `stash create` even when the incoming commits touch none of them. git refuses a
+            # fast-forward that would overwrite a local change, and only then is stashing needed.
+            code, _out, err = s.status("merge", "--ff-only", "--quiet", remote_sha)
+            if code != 0:
+                if "would be overwritten" not in err and "untracked working tree files" not in err:
+                    raise SyncError(f"`git merge --ff-only {remote_sha[:12]}` failed ({code}): {err.strip()}")
+                s.run("merge", "--ff-only", "--autostash", "--quiet", remote_sha)
             how = "fast-forward"
         else:
             conflict = self._rebase(s, remote_sha)
@@ -512,15 +528,49 @@ class GitSync:
 
     # -- commits ---------------------------------------------------------------------
 
+    STATUS_ARGS = (
+        "-c",
+        "core.untrackedCache=true",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=normal",
+        "--no-renames",
+    )
+
     def _changes(self, s: GitSession) -> dict[str, Change]:
-        raw = s.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+        """Every change in the tree, from one `git status`.
+
+        `--untracked-files=normal` with the untracked cache (kept in the index) rescans only
+        directories whose mtime moved; `=all` would list every file of every untracked
+        directory on each call, which grows with the tree. A new directory is one entry
+        (`dir/`); staging it stages what it holds."""
+        raw = s.run(*self.STATUS_ARGS)
         changes: dict[str, Change] = {}
         for entry in raw.split("\0"):
             if len(entry) < 4:
                 continue
             code, path = entry[:2], entry[3:]
-            changes[path] = Change(path, code, _fingerprint(self.ws.root / path))
+            # Protocol files and run archives are staged whatever their content: no need to
+            # hash them (the event log and step outputs can be large).
+            owned = path in PROTOCOL_FILES or path.startswith((RUNS_PREFIX, *NEVER_STAGE))
+            changes[path] = Change(path, code, "" if owned else _fingerprint(self.ws.root / path))
         return changes
+
+    def _by_run(self, path: str, ch: Change, baseline: dict[str, Any]) -> bool:
+        """Did the run whose baseline this is change `path`?
+
+        A path changed during the run has a ctime after the run started (the kernel sets
+        ctime on every write, rename, chmod or deletion of an entry, and no program can set
+        it back). A path that was already dirty when the run started must also differ from
+        its fingerprint then, so a file the MP only touched keeps the operator's edit local.
+        An old-style baseline (fingerprints of every change) compares fingerprints only."""
+        if "since_ns" not in baseline:
+            return baseline.get(path) != ch.fingerprint
+        before = baseline["dirty"].get(path)
+        if before is not None and before == ch.fingerprint:
+            return False
+        return _ctime_ns(self.ws.root / path) >= baseline["since_ns"]
 
     def _commit(
         self, s: GitSession, message: str, run_id: str | None, changes: dict[str, Change] | None = None
@@ -528,11 +578,9 @@ class GitSync:
         """Commit the protocol files and what run `run_id` changed; return the new HEAD."""
         if changes is None:
             changes = self._changes(s)
-        for path in changes:  # the run archive holds raw step output: mask before it travels
-            if path.startswith(RUNS_PREFIX) and not path.endswith("/" + INBOX_FILE) and self.redact is not None:
-                redact_file(self.ws.root / path, self.redact)  # type: ignore[arg-type]
-        baseline = self._load()["baselines"].get(run_id) if run_id else None
-        paths = []
+        data = self._load()
+        baseline = data["baselines"].get(run_id) if run_id else None
+        paths, left = [], {}
         for path, ch in changes.items():
             if path.startswith(NEVER_STAGE) or path == CONFIG_FILE:
                 continue
@@ -541,40 +589,76 @@ class GitSync:
             elif path == INBOX_PATH:
                 if ch.fingerprint == "deleted":  # only the engine's own removal travels
                     paths.append(path)
-            elif baseline is not None and baseline.get(path) != ch.fingerprint:
+            elif baseline is not None and self._by_run(path, ch, baseline):
                 paths.append(path)
+            else:
+                left[path] = ch.fingerprint
+        if data.get("dirty") != left:  # what stays local: the next run's baseline
+            data["dirty"] = left
+            self._save(data)
+        foreign = [p for p, ch in changes.items() if ch.code[0] not in " ?" and p not in paths]
+        return self._commit_paths(s, message, paths, foreign_staged=bool(foreign))
+
+    def _now_ctime_ns(self) -> int:
+        """The kernel's file clock now: the ctime of a marker file written this instant.
+        File times come from a coarse clock a tick behind `time.time()`; comparing like
+        with like needs no margin."""
+        marker = self.ws.local_dir / "gitsync.since"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(str(os.getpid()))
+        return marker.stat().st_ctime_ns
+
+    def _commit_paths(self, s: GitSession, message: str, paths: list[str], *, foreign_staged: bool) -> str | None:
+        """Stage `paths` by name and commit them (and nothing else); return the new HEAD.
+
+        Plain `git commit` when nothing else is staged; `git commit --only` semantics
+        (pathspec) otherwise, which rebuilds a temporary index and costs twice as much in a
+        large tree."""
         if not paths:
             return None
+        for path in paths:  # the run archive holds raw step output: mask before it travels
+            if path.startswith(RUNS_PREFIX) and not path.endswith("/" + INBOX_FILE) and self.redact is not None:
+                target = self.ws.root / path
+                files = [target] if not target.is_dir() else [f for f in target.rglob("*") if f.is_file()]
+                for f in files:
+                    if f.name != INBOX_FILE:  # the MP as received stays byte-exact (its SHA-256)
+                        redact_file(f, self.redact)  # type: ignore[arg-type]
         spec = self.ws.local_dir / "gitsync.pathspec"
-        atomic_write(spec, "\0".join(paths) + "\0")
+        atomic_write(spec, "\0".join(paths) + "\0", durable=False)
         s.run("add", "--all", f"--pathspec-from-file={spec}", "--pathspec-file-nul")
-        s.run(
-            *_identity(s),
-            "commit",
-            "--quiet",
-            "--no-verify",
-            "-m",
-            message,
-            f"--pathspec-from-file={spec}",
-            "--pathspec-file-nul",
-        )
+        only = [f"--pathspec-from-file={spec}", "--pathspec-file-nul"] if foreign_staged else []
+        code, out, err = s.status(*_identity(s), "commit", "--quiet", "--no-verify", "-m", message, *only)
+        if code != 0:
+            if "nothing to commit" in out + err or "no changes added" in out + err:
+                return None
+            raise SyncError(f"`git commit` failed ({code}): {(err or out).strip()}")
         head = s.rev("HEAD")
         self.events.emit("sync_committed", message=message, files=len(paths), head=head[:12] if head else None)
         return head
 
     def running(self, mp_id: str, run_id: str) -> SyncOutcome:
-        """After RUNNING is written: remember the tree (to know later what the MP changed);
-        commit and push so the orchestrator sees RUNNING."""
+        """After RUNNING is written: remember when the run started and what was dirty (to
+        know later what the MP changed); commit and push so the orchestrator sees RUNNING.
+
+        No tree scan here: the RUNNING commit holds named paths only (the state, the event
+        log, the new run archive), and the dirty set is the one the last commit left."""
         out = SyncOutcome()
         try:
             with self.session() as s:
                 data = self._load()
-                changes = self._changes(s)  # one `git status` serves the baseline and the commit
                 if run_id not in data["baselines"]:
-                    data["baselines"][run_id] = {p: c.fingerprint for p, c in changes.items()}
+                    data["baselines"][run_id] = {"since_ns": self._now_ctime_ns(), "dirty": data.get("dirty", {})}
                     self._save(data)
-                if self.cfg.commit_running and self._commit(s, f"{mp_id}: RUNNING", run_id, changes):
-                    self._push(s, out)
+                if self.cfg.commit_running:
+                    paths = [
+                        p
+                        for p in (STATE_FILE, f"{SYSTEM_DIR}/{EVENTS_FILE}", f"{RUNS_PREFIX}{run_id}")
+                        if (self.ws.root / p).exists()
+                    ]
+                    staged = s.run("diff", "--cached", "--name-only", "-z").split("\0")
+                    foreign = [p for p in staged if p and not any(p == q or p.startswith(q + "/") for q in paths)]
+                    if self._commit_paths(s, f"{mp_id}: RUNNING", paths, foreign_staged=bool(foreign)):
+                        self._push(s, out)
         except RemoteUnreachable as e:
             self._mark_unreachable(str(e))
         except SyncError as e:
@@ -673,9 +757,13 @@ def push_checked(s: GitSession, remote_name: str, branch: str, timeout: float) -
 
 
 def _fingerprint(path: Path) -> str:
+    """Content hash of a changed path; for an untracked directory (one status entry),
+    the newest ctime inside: it moves whenever anything in it is written."""
     try:
         if path.is_symlink():
             return "link:" + os.readlink(path)
+        if path.is_dir():
+            return f"dir:{_ctime_ns(path)}"
         h = hashlib.sha1()
         with open(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -685,6 +773,27 @@ def _fingerprint(path: Path) -> str:
         return "deleted"
     except OSError as e:
         return f"unreadable:{e.errno}"
+
+
+def _ctime_ns(path: Path) -> int:
+    """ctime of `path` (the newest inside, for a directory); for a deleted path, of the
+    nearest directory that still exists (a deletion sets its parent's ctime)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        parent = path.parent
+        while not parent.exists():
+            parent = parent.parent
+        return parent.stat().st_ctime_ns
+    newest = st.st_ctime_ns
+    if stat.S_ISDIR(st.st_mode):
+        for dirpath, _dirs, files in os.walk(path):
+            for name in [*files, "."]:
+                try:
+                    newest = max(newest, os.lstat(os.path.join(dirpath, name)).st_ctime_ns)
+                except FileNotFoundError:
+                    continue
+    return newest
 
 
 _IDENTITY: dict[str, tuple[float, list[str]]] = {}

@@ -9,6 +9,7 @@ or `current` is appended to the event log.
 from __future__ import annotations
 
 import json
+import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,21 @@ class StateStore:
     def __init__(self, path: Path, events: EventLog):
         self.path = Path(path)
         self.events = events
+        # The last state read or written, keyed by the file's (inode, mtime, size): every
+        # write replaces the inode, so a state written by anyone else is always re-read.
+        self._cache: tuple[tuple[int, int, int, int], SessionState] | None = None
+
+    def _signature(self) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
 
     def read(self) -> SessionState:
+        sig = self._signature()
+        if sig is not None and self._cache is not None and self._cache[0] == sig:
+            return self._cache[1].model_copy(deep=True)
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError as e:
@@ -78,9 +92,12 @@ class StateStore:
                 f"else edited it: restore it from git (`git checkout -- {self.path.name}`)."
             ) from e
         try:
-            return SessionState.model_validate(raw)
+            state = SessionState.model_validate(raw)
         except ValidationError as e:
             raise StateError(f"{self.path} does not hold valid MP-1.3 fields: {e}. Restore it from git.") from e
+        if sig is not None:
+            self._cache = (sig, state.model_copy(deep=True))
+        return state
 
     def write(self, state: SessionState, *, reason: str | None = None) -> SessionState:
         """Write `state` (stamping version and time); log it if status or current changed."""
@@ -90,6 +107,8 @@ class StateStore:
             old = None
         state = state.model_copy(update={"last_updated": now_iso(), "engine_version": __version__})
         atomic_write_json(self.path, state.to_json())
+        if (sig := self._signature()) is not None:
+            self._cache = (sig, state.model_copy(deep=True))
         if old is None or (old.status, old.current) != (state.status, state.current):
             self.events.emit(
                 "state_changed",

@@ -288,3 +288,58 @@ def test_status_reports_unpushed_commits(channel):
     assert report["git"]["unpushed"] == 0
     git(ws.root, "commit", "-q", "--allow-empty", "-m", "local only")
     assert "1 unpushed commit(s)" in render_status(status_report(ws, load_config(ws.root)))
+
+
+def test_what_the_mp_changed_travels_and_the_operators_local_changes_stay(channel):
+    """Attribution without a full-tree scan before the run: a path travels when the MP
+    changed it (its ctime is after the run started, and for a path dirty before the run its
+    content differs too); the operator's untouched edits and staged files stay local."""
+    bare, _url, ws, orch = channel
+    push_file(orch, "tracked/keep.txt", "keep\n", "seed keep")
+    push_file(orch, "tracked/edit.txt", "v1\n", "seed edit")
+    push_file(orch, "tracked/gone.txt", "bye\n", "seed gone")
+    push_file(orch, "tracked/dirty.txt", "committed\n", "seed dirty")
+    push_file(orch, "tracked/touched.txt", "committed\n", "seed touched")
+    engine = make_engine(ws)
+    assert sync_tick(engine).action in ("idle", "pulled", "waiting"), "the seeds are pulled first"
+    # The operator's local state before the MP arrives:
+    (ws.root / "tracked/dirty.txt").write_text("operator edit\n")  # dirty, the MP leaves it alone
+    (ws.root / "tracked/touched.txt").write_text("operator edit\n")  # dirty; MP-4.2 rewrites it as is
+    (ws.root / "notes.txt").write_text("operator notes\n")  # untracked
+    (ws.root / "staged.txt").write_text("staged by the operator\n")
+    git(ws.root, "add", "staged.txt")
+    mp = (
+        "# MP-4.1 Change files\n\n```bash\n"
+        "echo v2 > tracked/edit.txt\n"
+        "rm tracked/gone.txt\n"
+        "mkdir -p newdir/sub && echo new > newdir/sub/new.txt\n"
+        "```\n"
+    )
+    push_mp(orch, mp)
+    assert sync_tick(engine).action == "completed"
+    assert remote_log(bare)[:2] == ["MP-4.1: COMPLETED", "MP-4.1: RUNNING"]
+    assert remote_file(bare, "tracked/edit.txt") == "v2\n"
+    assert remote_file(bare, "tracked/gone.txt") is None
+    assert remote_file(bare, "newdir/sub/new.txt") == "new\n"
+    assert remote_file(bare, "tracked/keep.txt") == "keep\n"
+    # The operator's changes did not travel, in neither commit, and are still there locally.
+    for ref in ("main", "main~1"):
+        assert remote_file(bare, "tracked/dirty.txt", ref) == "committed\n"
+        assert remote_file(bare, "tracked/touched.txt", ref) == "committed\n"
+        assert remote_file(bare, "notes.txt", ref) is None
+        assert remote_file(bare, "staged.txt", ref) is None
+    status = git(ws.root, "status", "--porcelain", "--untracked-files=all")
+    assert " M tracked/dirty.txt" in status and " M tracked/touched.txt" in status
+    assert "?? notes.txt" in status and "A  staged.txt" in status
+    # The next MP edits one dirty file and rewrites the other with the bytes it had: the edit
+    # is the MP's change and travels; the rewrite changed nothing, so the operator's edit stays.
+    push_mp(
+        orch,
+        "# MP-4.2 Edit the dirty file\n\n```bash\necho by the mp > tracked/dirty.txt\n"
+        "t=$(cat tracked/touched.txt) && echo \"$t\" > tracked/touched.txt\n```\n",
+    )
+    assert sync_tick(engine).action == "completed"
+    assert remote_file(bare, "tracked/dirty.txt") == "by the mp\n"
+    assert remote_file(bare, "tracked/touched.txt") == "committed\n"
+    assert (ws.root / "tracked/touched.txt").read_text() == "operator edit\n"
+    assert remote_file(bare, "staged.txt") is None and remote_file(bare, "notes.txt") is None
