@@ -148,9 +148,12 @@ class Engine:
             return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
         try:
             with self.lock.hold("tick"):
-                return self._tick_locked()
+                result = self._tick_locked()
         except LockTimeout as e:
             return TickResult("busy", detail=str(e))
+        if result.action in ("completed", "error"):
+            _trim_heap()
+        return result
 
     def _tick_locked(self) -> TickResult:
         state = self.state.read()
@@ -601,6 +604,25 @@ def _pid_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
+
+
+_LAST_TRIM = [0.0]
+
+
+def _trim_heap(min_interval: float = 5.0) -> None:
+    """Give freed heap memory back to the OS (glibc `malloc_trim`), at most every
+    `min_interval` seconds. A daemon that runs for weeks otherwise keeps the high-water
+    mark of every arena its threads (watchers, git output readers) touched."""
+    now = time.monotonic()
+    if now - _LAST_TRIM[0] < min_interval:
+        return
+    _LAST_TRIM[0] = now
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
+        pass
 
 
 def _seconds_until(iso: str | None) -> float:
