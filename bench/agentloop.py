@@ -1,7 +1,8 @@
 """9. Agent-loop overhead: the engine's own time per iteration of the agent executor.
 
-Needs the agent executor (issue #4). Until it exists this reports that it was not
-measured instead of inventing a number.
+The measurement is in `agentloop_impl.py`; this stub keeps `python -m bench` working on
+a checkout without the agent executor (it then says "not measured" rather than invent a
+number).
 """
 
 from __future__ import annotations
