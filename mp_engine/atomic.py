@@ -100,16 +100,10 @@ def _writer_alive(name: str) -> bool:
     pid_text = name.rsplit(TEMP_MARKER, 1)[1].split("-", 1)[0]
     if not pid_text.isdigit():
         return False
+    from mp_engine.process import pid_alive
+
     pid = int(pid_text)
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid != os.getpid() and pid_alive(pid)
 
 
 def sweep_temp_files(directory: Path) -> list[Path]:

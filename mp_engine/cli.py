@@ -10,6 +10,8 @@ Exit codes (also in README.md):
   6  `send`: an MP is still pending in the remote's inbox (use --force to replace it)
   7  `send --wait`: no result before --timeout (the MP stays sent)
   8  `send`: git failed (clone, fetch or push); the message says why
+  9  `run`: the main loop stalled past [watch] stall_limit; the service manager restarts it
+Also: `doctor` exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -75,24 +77,28 @@ def _channel(ws: Workspace, config: Config) -> dict:
 def _install_signal_handlers(engine: Engine) -> list[threading.Thread]:
     """First SIGTERM/SIGINT: finish the current step and stop. Second: stop now.
 
-    The handler only sets flags; the event is written from a short-lived thread, because
-    the main thread may be inside the event log's lock when the signal arrives. The caller
-    joins the returned threads before exiting, so no log line is cut off at exit.
+    The handler touches no lock: it counts the signal and hands the rest to a short-lived
+    thread, which sets the engine's events and writes the event. A handler runs in the main
+    thread between two bytecodes, possibly inside `Event.wait()` while that holds the
+    event's internal lock (after `with self._cond:`, before the wait releases it); calling
+    `Event.set()` there deadlocks the main thread on a lock it holds itself. The same goes
+    for the event log's lock. The caller joins the returned threads before exiting, so no
+    log line is cut off at exit.
     """
     emitters: list[threading.Thread] = []
+    received = [0]
 
-    def handler(signum: int, _frame: object) -> None:
-        urgent = engine.stop.is_set()
+    def relay(name: str, urgent: bool) -> None:
         if urgent:
             engine.stop_now.set()
         engine.stop.set()
         engine.wake.set()
-        name = signal.Signals(signum).name
+        engine.events.emit("stop_requested", signal=name, mode="now" if urgent else "after current step")
+
+    def handler(signum: int, _frame: object) -> None:
+        received[0] += 1
         emitter = threading.Thread(
-            target=engine.events.emit,
-            args=("stop_requested",),
-            kwargs={"signal": name, "mode": "now" if urgent else "after current step"},
-            daemon=True,
+            target=relay, args=(signal.Signals(signum).name, received[0] > 1), name="mp-engine-signal", daemon=True
         )
         emitters.append(emitter)
         emitter.start()
@@ -169,13 +175,18 @@ def run(root: Path) -> int:
       mp-engine run --root ~/mp-workspace
     """
     from mp_engine.engine import Engine
+    from mp_engine.supervisor import Supervisor
 
     ws, config = _load(root)
     engine = Engine(ws, config, **_channel(ws, config))
+    # systemd notify + watchdog, the stall limit, log rotation and metrics (supervisor.py)
+    supervisor = Supervisor(engine, config).install()
     emitters = _install_signal_handlers(engine)
     try:
+        supervisor.start_metrics()
         engine.run()
     finally:
+        supervisor.uninstall()
         _join(emitters)
     return EXIT_OK
 
@@ -223,12 +234,144 @@ def once(root: Path) -> int:
 @root_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def status(root: Path, as_json: bool) -> int:
-    """Show the state, the current or last MP, and why the engine is halted."""
+    """Show the state, the current MP and step, the last MP, the halt and why, git and the last error.
+
+    \b
+    Examples:
+      mp-engine status --root ~/mp-workspace
+      mp-engine status --json | jq .summary
+    """
     from mp_engine.status import render_status, status_report
 
     ws, config = _load(root)
     report = status_report(ws, config)
-    click.echo(json.dumps(report, indent=2) if as_json else render_status(report))
+    click.echo(json.dumps(report, indent=2) if as_json else render_status(report, color=sys.stdout.isatty()))
+    return EXIT_OK
+
+
+@cli.command()
+@root_option
+@click.option("-n", "limit", type=click.IntRange(min=1), default=20, show_default=True, help="How many MPs.")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def history(root: Path, limit: int, as_json: bool) -> int:
+    """List past MPs from the run archive, newest first: id, title, status, certificate, duration, time.
+
+    \b
+    Example:
+      mp-engine history -n 5
+    """
+    from mp_engine.history import history as runs
+    from mp_engine.history import render_history
+
+    ws = Workspace.at(root)
+    ws.check()
+    entries = runs(ws, limit)
+    click.echo(json.dumps(entries, indent=2) if as_json else render_history(entries))
+    return EXIT_OK
+
+
+@cli.command("logs")
+@root_option
+@click.option("-n", "lines", type=click.IntRange(min=0), default=20, show_default=True, help="Lines of history first.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new events (across log rotation) until Ctrl-C.")
+@click.option("--json", "raw", is_flag=True, help="Print the JSON lines as they are.")
+def logs_command(root: Path, lines: int, follow: bool, raw: bool) -> int:
+    """Show the event log (SYSTEM/events.jsonl) in readable lines.
+
+    \b
+    Examples:
+      mp-engine logs -n 50
+      mp-engine logs -f
+    """
+    from mp_engine import tail
+
+    ws, config = _load(root)
+    show = (lambda line: click.echo(line)) if raw else (lambda line: click.echo(tail.render_event(line)))
+    older = tail.rotated_files(ws.events_file, ws.local_dir, config.engine.events_keep)
+    start = tail.position(ws.events_file)  # before reading: a line written meanwhile is followed, not lost
+    for line in tail.last_lines(ws.events_file, lines, older, upto=start[1] if start else None):
+        show(line)
+    if follow:
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        sys.stdout.flush()
+        tail.follow(
+            ws.events_file,
+            lambda line: (show(line), sys.stdout.flush()),
+            stop,
+            start,
+            archive_dir=ws.local_dir,
+            keep=config.engine.events_keep,
+        )
+    return EXIT_OK
+
+
+@cli.command()
+@root_option
+def doctor(root: Path) -> int:
+    """Check the workspace, git, signatures, the host and the agent chain; print one line each.
+
+    Exits 1 if any check fails (warnings do not). Each line that is not ok says the fix.
+
+    \b
+    Example:
+      mp-engine doctor --root ~/mp-workspace
+    """
+    from mp_engine.doctor import FAIL, OK, WARN, run_checks
+
+    checks = run_checks(root)
+    colours = {OK: "green", WARN: "yellow", FAIL: "red"}
+    tty = sys.stdout.isatty()
+    for c in checks:
+        line = c.line()
+        click.echo(click.style(line, fg=colours[c.level]) if tty and c.level != OK else line)
+    failed = sum(c.level == FAIL for c in checks)
+    warned = sum(c.level == WARN for c in checks)
+    click.echo(f"{len(checks)} checks: {failed} failed, {warned} warnings")
+    return EXIT_MP_ERROR if failed else EXIT_OK
+
+
+@cli.group()
+def service() -> None:
+    """Run mp-engine as a systemd service or a launchd agent."""
+
+
+@service.command("install")
+@root_option
+@click.option("--user", "user_scope", is_flag=True, help="A systemd --user unit instead of a system unit.")
+@click.option("--systemd", "manager", flag_value="systemd", help="Write a systemd unit (default on Linux).")
+@click.option("--launchd", "manager", flag_value="launchd", help="Write a launchd agent plist (default on macOS).")
+@click.option("--run-as", metavar="NAME", help="System unit: the user to run as (default: the workspace's owner).")
+@click.option("--dry-run", is_flag=True, help="Print the file and the commands; write nothing.")
+def service_install(root: Path, user_scope: bool, manager: str | None, run_as: str | None, dry_run: bool) -> int:
+    """Write the unit or plist for the workspace, with this venv's interpreter, and print
+    the exact systemctl/launchctl commands that enable it.
+
+    \b
+    Examples:
+      mp-engine service install --user --root ~/mp-workspace
+      sudo .venv/bin/mp-engine service install --root /var/lib/mp-engine/workspace
+      mp-engine service install --launchd --root ~/mp-workspace --dry-run
+    """
+    from mp_engine import service as svc
+
+    ws, config = _load(root)
+    manager = manager or svc.detect_manager()
+    rendered = svc.render(ws, config, manager=manager, user_scope=user_scope, run_as=run_as)
+    if dry_run:
+        click.echo(f"# {rendered.path} ({rendered.manager} {rendered.scope} service; --dry-run: not written)")
+        click.echo(rendered.text, nl=not rendered.text.endswith("\n"))
+    else:
+        what = svc.install(rendered)
+        click.echo(f"{what} {rendered.path}")
+    for note in rendered.notes:  # on stderr: --dry-run's stdout is the file and the commands only
+        click.echo(f"note: {note}", err=True)
+    if manager == "launchd" and user_scope:
+        click.echo("note: a launchd agent always runs as you; --user changes nothing here", err=True)
+    click.echo("then run:" if not dry_run else "# to enable it, after writing it:")
+    for command in rendered.commands:
+        click.echo(f"  {command}")
     return EXIT_OK
 
 

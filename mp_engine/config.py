@@ -30,6 +30,10 @@ class EngineConfig(_Section):
     settle_seconds: float = Field(1.0, ge=0, description="size+mtime stable window before a file counts as complete")
     lock_timeout: float = Field(10.0, gt=0, description="seconds to wait for the workspace lock")
     max_mp_bytes: int = Field(1024 * 1024, gt=0, description="size cap of an MP file")
+    events_max_bytes: int = Field(
+        10 * 1024 * 1024, ge=0, description="size at which SYSTEM/events.jsonl is rotated (0 = never)"
+    )
+    events_keep: int = Field(5, ge=1, description="rotated event logs kept in SYSTEM/.engine/")
 
 
 class WatchConfig(_Section):
@@ -37,6 +41,9 @@ class WatchConfig(_Section):
     polling_interval: float = Field(1.0, gt=0)
     health_interval: float = Field(
         2.0, gt=0, description="how often the daemon checks the observer is alive (default: with each rescan)"
+    )
+    stall_limit: float = Field(
+        0.0, ge=0, description="exit non-zero when the main loop makes no progress this long (0 = off)"
     )
 
 
@@ -138,6 +145,44 @@ class AgentConfig(_Section):
         return self
 
 
+class MetricsConfig(_Section):
+    """Prometheus metrics over HTTP (issue #5). Off unless `listen` is set."""
+
+    listen: str = Field("", description='"host:port" to serve /metrics on, e.g. "127.0.0.1:9464" (port 0: any free)')
+    allow_remote: bool = Field(False, description="allow a non-loopback `listen` address")
+
+    @model_validator(mode="after")
+    def _loopback(self) -> MetricsConfig:
+        if not self.listen:
+            return self
+        host, sep, port = self.listen.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+            raise ValueError(f"listen must be HOST:PORT, got {self.listen!r}")
+        if not self.allow_remote and not _is_loopback(host):
+            raise ValueError(
+                f"listen = {self.listen!r} is not a loopback address; metrics carry no authentication. "
+                "Use 127.0.0.1, or set allow_remote = true if a firewall guards the port"
+            )
+        return self
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]"), int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class Config(_Section):
     engine: EngineConfig = EngineConfig()
     watch: WatchConfig = WatchConfig()
@@ -146,6 +191,7 @@ class Config(_Section):
     git: GitConfig = GitConfig()
     secrets: SecretsConfig = SecretsConfig()
     agent: AgentConfig = AgentConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
 
 def _coerce_env_value(raw: str) -> Any:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -35,11 +36,14 @@ from mp_engine.inbox import CLAIMED_PREFIX, Entry, EntryKind, Inbox
 from mp_engine.ledger import Ledger, read_artifact
 from mp_engine.lock import WorkspaceLock
 from mp_engine.mpfile import MicroProject, parse, parse_header_line, sha256_hex
-from mp_engine.process import kill_stale_group
+from mp_engine.process import kill_stale_group, pid_alive
 from mp_engine.result import COMPLETED, ERROR, Outcome, write_result
 from mp_engine.state import IDLE, Halt, SessionState, StateStore, Status
 from mp_engine.steps import Budget, StepContext
 from mp_engine.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mp_engine.supervisor import Supervisor
 
 log = structlog.get_logger("mp_engine.engine")
 
@@ -83,6 +87,9 @@ class Engine:
         self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor()}
         self._recovery_scan_done = False
         self._held_notice: tuple | None = None
+        # The service supervisor (supervisor.py): notify, watchdog and stall limit. Set by
+        # `Supervisor.install()` for the daemon; None for `once`, tests and embedders.
+        self.supervisor: Supervisor | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -541,7 +548,7 @@ class Engine:
             if state.halt is None:
                 return None
             daemon = getattr(state, "daemon", None)
-            alive = bool(daemon) and daemon.get("host") == socket.gethostname() and _pid_alive(daemon.get("pid"))
+            alive = bool(daemon) and daemon.get("host") == socket.gethostname() and pid_alive(daemon.get("pid"))
             self.state.update(
                 halt=None, current=IDLE, status=Status.ONLINE if alive else Status.OFFLINE, reason=f"approved via {via}"
             )
@@ -557,12 +564,17 @@ class Engine:
         self.start(daemon=True)
         watcher = (watcher_factory or make_watcher)(self)
         watcher.start()
+        sup = self.supervisor
+        if sup is not None:
+            sup.loop_started(watcher)
         cfg = self.config
         next_health = time.monotonic() + cfg.watch.health_interval
         try:
             while not self.stop.is_set():
                 self.wake.clear()
                 result = self.safe_tick()
+                if sup is not None:  # READY, STATUS, WATCHDOG: only a pass that ended proves liveness
+                    sup.after_tick(result)
                 if self.stop.is_set():
                     break
                 now = time.monotonic()
@@ -576,8 +588,12 @@ class Engine:
                     timeout = min(timeout, max(0.0, self.sync.next_poll_at() - now))
                 if result.action == "busy":
                     timeout = max(timeout, 0.5)
+                if sup is not None:  # wake in time for the next watchdog ping
+                    timeout = min(timeout, sup.max_wait())
                 self.wake.wait(timeout)
         finally:
+            if sup is not None:
+                sup.stopping()
             watcher.stop()
             self.shutdown()
 
@@ -592,18 +608,6 @@ class Engine:
             log.exception("tick crashed")
             self.events.emit("tick_failed", error=f"{type(e).__name__}: {e}")
             return TickResult("failed", detail=str(e), wait_until=time.monotonic() + self.config.engine.poll_interval)
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 _LAST_TRIM = [0.0]

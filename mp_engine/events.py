@@ -2,11 +2,19 @@
 
 Every state transition and every stage's notable moment is appended as one JSON line
 with a timestamp, durably (O_APPEND + fsync), and mirrored to the structured log.
+
+The daemon rotates the log at a size bound (`[engine] events_max_bytes`): under the
+writer's lock and an flock shared by every process on the workspace, the file is renamed to
+`SYSTEM/.engine/events.jsonl.1` (older ones shift up, `events_keep` are kept). A writer in
+another process that opened the file just before the rename appends to the renamed file,
+so no line is lost; `mp-engine logs -f` drains the old file before it follows the new one.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from mp_engine.atomic import append_durable, make_durable
+from mp_engine.atomic import append_durable, fsync_dir, make_durable
 from mp_engine.clock import now_iso
 
 log = structlog.get_logger("mp_engine")
@@ -27,17 +35,72 @@ class EventLog:
         self.path = Path(path)
         self.redact = redact or (lambda text: text)
         self._lock = threading.Lock()
+        # Called with each record after it is written (metrics, the service supervisor).
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.max_bytes = 0  # 0: never rotate (only the daemon rotates; see `rotate_at`)
+        self.keep = 5
+        self.archive_dir: Path | None = None
         # False while an executor batches its writes (the agent loop): lines are appended
         # without fsync, and the executor calls `sync()` when its loop ends or pauses.
         self.durable = True
+
+    def rotate_at(self, max_bytes: int, keep: int, archive_dir: Path) -> None:
+        """Rotate into `archive_dir` before a line would take the file past `max_bytes`."""
+        self.max_bytes, self.keep, self.archive_dir = max_bytes, keep, Path(archive_dir)
+
+    def rotated(self) -> list[Path]:
+        """Rotated files that exist, newest first."""
+        if self.archive_dir is None:
+            return []
+        found = (self.archive_dir / f"{self.path.name}.{n}" for n in range(1, self.keep + 1))
+        return [p for p in found if p.exists()]
+
+    def _rotate_if_full(self, incoming: int) -> None:
+        """Called under `_lock`. The flock serialises rotation across processes; the size is
+        read again once it is held, because another engine may have rotated meanwhile."""
+        try:
+            if os.stat(self.path).st_size + incoming <= self.max_bytes:
+                return
+        except FileNotFoundError:
+            return
+        assert self.archive_dir is not None
+        self.archive_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.archive_dir / "events.rotate.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                size = os.stat(self.path).st_size
+            except FileNotFoundError:
+                return
+            if size == 0 or size + incoming <= self.max_bytes:
+                return
+            name = self.path.name
+            for n in range(self.keep - 1, 0, -1):
+                older = self.archive_dir / f"{name}.{n}"
+                if older.exists():
+                    os.replace(older, self.archive_dir / f"{name}.{n + 1}")
+            os.replace(self.path, self.archive_dir / f"{name}.1")
+            if not self.durable:  # lines batched without fsync must not be lost with the old file
+                make_durable(self.archive_dir / f"{name}.1")
+            fsync_dir(self.archive_dir)
+            fsync_dir(self.path.parent)
+        finally:
+            os.close(fd)  # releases the flock
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         record = {"ts": now_iso(), "event": event, **{k: v for k, v in fields.items() if v is not None}}
         line = self.redact(json.dumps(record, ensure_ascii=False, default=str, sort_keys=False))
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.max_bytes:
+                self._rotate_if_full(len(line.encode("utf-8")) + 1)
             append_durable(self.path, line, durable=self.durable)
         log.info(event, **{k: v for k, v in json.loads(line).items() if k not in ("ts", "event")})
+        for listener in list(self.listeners):
+            try:
+                listener(record)
+            except Exception:  # an observer must never break the engine's record keeping
+                log.exception("event listener failed", listener=repr(listener), for_event=event)
         return record
 
     def sync(self) -> None:

@@ -362,6 +362,11 @@ class GitSync:
         self._mark_reachable()
         return s.rev(self.tracking)
 
+    @property
+    def unreachable(self) -> str | None:
+        """Why the remote could not be reached at the last attempt, or None."""
+        return self._unreachable
+
     def _mark_unreachable(self, why: str) -> None:
         if self._unreachable is None:
             self.events.emit("sync_unreachable", remote=self.remote_name, error=why)

@@ -123,7 +123,10 @@ class Ledger:
     def dumps(self) -> str:
         # Compact: json's C encoder only runs without `indent`, and the ledger is rewritten
         # at every step transition (`jq . ledger.json` to read it).
-        return json.dumps(self.model.model_dump(mode="json"), separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
+        return (
+            json.dumps(self.model.model_dump(mode="json"), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+            + "\n"
+        )
 
     def save(self, *, durable: bool | None = None) -> None:
         atomic_write(self.path, self.dumps(), durable=self.durable if durable is None else durable)

@@ -21,6 +21,31 @@ from mp_engine.errors import ProcessError
 BASE_ENV = ("PATH", "HOME", "LANG")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
+# Called on every turn of `run_process`'s wait loop (every 50 ms) by the thread that waits
+# for the child: the daemon's service supervisor sets it, so a long step keeps the engine's
+# liveness (systemd's watchdog, the stall limit) fed while a wedged loop does not. Set with
+# `set_heartbeat`; None (the default) costs nothing.
+_heartbeat: Callable[[], None] | None = None
+
+
+def set_heartbeat(fn: Callable[[], None] | None) -> None:
+    """Install (or with None remove) the wait-loop heartbeat; see `_heartbeat`."""
+    global _heartbeat
+    _heartbeat = fn
+
+
+def pid_alive(pid: object) -> bool:
+    """True if a process with this pid exists (one of another user counts too)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 
 @dataclass(frozen=True)
 class ProcessResult:
@@ -160,6 +185,8 @@ def run_process(
             break
         except subprocess.TimeoutExpired:
             pass
+        if _heartbeat is not None:
+            _heartbeat()
         now = time.monotonic()
         if stop_now is not None and stop_now.is_set():
             interrupted = True

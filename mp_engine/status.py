@@ -1,17 +1,144 @@
-"""Status: what the engine is doing, assembled from the workspace (never from memory)."""
+"""Status: what the engine is doing, assembled from the workspace (never from memory).
+
+`status_report` is the data of `mp-engine status --json`; `render_status` lays it out for a
+person; `status_line` is the one line systemd shows (`STATUS=` in supervisor.py).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+import click
+
+from mp_engine.clock import parse_iso
 from mp_engine.config import Config
 from mp_engine.errors import InvalidMPError
 from mp_engine.events import EventLog
 from mp_engine.inbox import EntryKind, Inbox
 from mp_engine.lock import WorkspaceLock
 from mp_engine.mpfile import parse
-from mp_engine.state import StateStore
+from mp_engine.state import SessionState, StateStore, Status
 from mp_engine.workspace import Workspace
+
+# Events whose newest one is "the last error" in `status`.
+ERROR_EVENTS = {
+    "mp_failed": "summary",
+    "tick_failed": "error",
+    "sync_failed": "error",
+    "sync_unreachable": "error",
+    "sync_blocked": "summary",
+    "sync_conflict": "paths",
+    "engine_stalled": "detail",
+    "watcher_fallback": "error",
+}
+TAIL_BYTES = 256 * 1024  # how much of the event log `status` reads for the last error
+STATUS_COLOURS = {"ONLINE": "green", "RUNNING": "cyan", "ERROR": "red", "OFFLINE": "yellow"}
+
+
+def ago(iso: str | None, now: datetime | None = None) -> str:
+    """How long ago, coarsely: "just now", "3 min ago", "2 h ago", "5 d ago" (STATUS=
+    then changes once a minute, not on every pass)."""
+    if not iso:
+        return "never"
+    try:
+        seconds = ((now or datetime.now(UTC)) - parse_iso(iso)).total_seconds()
+    except ValueError:
+        return iso
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"
+
+
+@lru_cache(maxsize=8)
+def _block_ids(mp_copy: str, _mtime_ns: int) -> tuple[str, ...]:
+    data = Path(mp_copy).read_bytes()
+    mp = parse(data, max_bytes=len(data) + 1)
+    return tuple(b.step_id for b in (*mp.steps, *mp.checks))
+
+
+def current_step(ws: Workspace, run_id: str) -> dict[str, Any] | None:
+    """The block a run is on, `{"id", "number", "of"}`, from its MP copy and ledger."""
+    from mp_engine.archive import RunArchive
+
+    run = RunArchive(ws.runs_dir / run_id)
+    try:
+        ids = _block_ids(str(run.mp_copy), os.stat(run.mp_copy).st_mtime_ns)
+        steps = json.loads(run.ledger_path.read_text(encoding="utf-8")).get("steps") or []
+    except (OSError, ValueError, InvalidMPError):
+        return None
+    if not ids:
+        return None
+    live = next((st["step_id"] for st in steps if st.get("status") == "in_progress"), None)
+    if live in ids:
+        number = ids.index(live) + 1
+    else:
+        done = sum(1 for st in steps if st.get("status") in ("completed", "failed"))
+        number = min(done + 1, len(ids))
+        live = ids[number - 1]
+    return {"id": live, "number": number, "of": len(ids)}
+
+
+def run_result(ws: Workspace, run_id: str | None) -> dict[str, Any] | None:
+    """A finished run's result.json (title, status, duration, certificate), if readable."""
+    if not run_id:
+        return None
+    try:
+        return json.loads((ws.runs_dir / run_id / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def last_error(events_file: Path) -> dict[str, Any] | None:
+    """The newest error-like event in the tail of the event log."""
+    try:
+        with open(events_file, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            tail = f.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for raw in reversed(tail):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        key = ERROR_EVENTS.get(rec.get("event"))
+        if key:
+            return {"ts": rec.get("ts"), "event": rec["event"], "message": str(rec.get(key, "")), "mp": rec.get("mp")}
+    return None
+
+
+def status_line(ws: Workspace, state: SessionState, now: datetime | None = None) -> str:
+    """One line for a person: "idle, last MP-1.4 COMPLETED 3 min ago", "running MP-1.5
+    step 2/4", "running MP-1.5 MT-002 iteration 3 level 1", "halted: MP-1.5 ERROR awaiting approval"."""
+    if state.halt is not None:
+        return f"halted: {state.halt.mp_id} ERROR awaiting approval ({state.halt.reason})"[:200]
+    if state.run_id:
+        mp = state.current
+        if state.waiting:
+            return f"waiting {mp}: {state.waiting.get('kind')} until {state.waiting.get('resume_at')}"
+        from mp_engine.agent.progress import load_report
+
+        agent = load_report(ws.runs_dir / state.run_id)
+        if agent is not None:
+            c = agent["current"]
+            if c.get("active_mt"):
+                return f"running {mp} {c['active_mt']} iteration {c.get('iteration') or 1} level {c.get('level') or 0}"
+            return f"running {mp} (agent)"
+        step = current_step(ws, state.run_id)
+        return f"running {mp} step {step['number']}/{step['of']}" if step else f"running {mp}"
+    last = state.last_result
+    if last:
+        return f"idle, last {last['mp_id']} {last['status']} {ago(last.get('finished_at'), now)}"
+    return "idle, no MP run yet"
 
 
 def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
@@ -47,23 +174,75 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
         report["lock_holder"] = owner
     if config.git.enabled:
         from mp_engine.gitsync import GitSync
+        from mp_engine.supervisor import read_last_sync_ok
 
         report["git"] = GitSync(ws, config.git).report()
+        at = read_last_sync_ok(ws.local_dir)
+        report["last_sync"] = {"at": at, "ago": ago(at) if at else "never (since this engine started)"}
+    report["summary"] = status_line(ws, state)
+    if state.run_id and (step := current_step(ws, state.run_id)):
+        report["step"] = step
+    last = state.last_result
+    if last:
+        res = run_result(ws, last.get("run_id")) or {}
+        cert = (res.get("extra") or {}).get("certificate")
+        report["last_mp"] = {
+            **last,
+            "title": res.get("title"),
+            "duration": res.get("duration"),
+            "certificate": cert.get("type") if isinstance(cert, dict) else None,
+            "ago": ago(last.get("finished_at")),
+        }
+    if (err := last_error(ws.events_file)) is not None:
+        report["last_error"] = err
     return report
 
 
-def render_status(report: dict[str, Any]) -> str:
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "?"
+    value = float(value)
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, sec = divmod(int(value), 60)
+    return f"{minutes} min {sec} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def render_status(report: dict[str, Any], *, color: bool = False) -> str:
+    """The person's view; `color` (a TTY) colours the state, the halt and the last error."""
+
+    def paint(text: str, fg: str, bold: bool = False) -> str:
+        return click.style(text, fg=fg, bold=bold) if color else text
+
     s = report["state"]
+    halted = bool(report.get("halt"))
+    state_word = paint(s["status"], STATUS_COLOURS.get(s["status"], "white"), bold=True)
     lines = [
         f"mp-engine workspace {report['root']}",
-        f"  status:          {s['status']}" + ("  (halted)" if report.get("halt") else ""),
-        f"  current:         {s['current']}",
+        f"  status:          {state_word}" + (paint("  (halted)", "red", bold=True) if halted else ""),
+    ]
+    if report.get("summary"):
+        lines.append(f"  doing:           {report['summary']}")
+    current = s["current"]
+    if report.get("step"):
+        st = report["step"]
+        current += f", step {st['number']}/{st['of']} ({st['id']})"
+    lines += [
+        f"  current:         {current}",
         f"  last completed:  {s['last_completed'] or '-'}",
         f"  last updated:    {s['last_updated']}",
     ]
     if s.get("last_result"):
-        r = s["last_result"]
-        lines.append(f"  last result:     {r['mp_id']} {r['status']} (run {r['run_id']}, SYSTEM/RESULT_last.md)")
+        r = report.get("last_mp") or s["last_result"]
+        colour = "green" if r["status"] == Status.ONLINE or r["status"] == "COMPLETED" else "red"
+        extra = f", {_seconds(r['duration'])}" if r.get("duration") is not None else ""
+        extra += f", certificate {r['certificate']}" if r.get("certificate") else ""
+        extra += f", {r['ago']}" if r.get("ago") else ""
+        title = f" {r['title']}" if r.get("title") else ""
+        lines.append(
+            f"  last result:     {r['mp_id']}{title} {paint(r['status'], colour, bold=True)}{extra} "
+            f"(run {r['run_id']}, SYSTEM/RESULT_last.md)"
+        )
     if s.get("run_id"):
         lines.append(f"  open run:        {s['run_id']}")
     if report.get("agent") or s.get("waiting"):
@@ -72,7 +251,7 @@ def render_status(report: dict[str, Any]) -> str:
         lines += render_lines(report.get("agent"), s.get("waiting"))
     if report.get("halt"):
         h = report["halt"]
-        lines.append(f"  halted on:       {h['mp_id']}: {h['reason']} (since {h['since']})")
+        lines.append(f"  halted on:       {paint(h['mp_id'], 'red', bold=True)}: {h['reason']} (since {h['since']})")
         lines.append(f"  to continue:     send {h['lift_with'][0]}, or run {h['lift_with'][1]}")
     p = report.get("pending")
     if p:
@@ -89,9 +268,14 @@ def render_status(report: dict[str, Any]) -> str:
         if g.get("error"):
             line += f"  [{g['error']}]"
         lines.append(line)
+    if report.get("last_sync"):
+        lines.append(f"  last sync:       {report['last_sync']['ago']}")
     if report.get("lock_holder"):
         o = report["lock_holder"]
         lines.append(
             f"  lock held by:    pid {o.get('pid')} on {o.get('host')} for {o.get('purpose')} since {o.get('since')}"
         )
+    if report.get("last_error"):
+        e = report["last_error"]
+        lines.append(f"  last error:      {paint(e['event'], 'red')} {ago(e['ts'])}: {e['message'][:300]}")
     return "\n".join(lines)

@@ -336,7 +336,7 @@ def test_what_the_mp_changed_travels_and_the_operators_local_changes_stay(channe
     push_mp(
         orch,
         "# MP-4.2 Edit the dirty file\n\n```bash\necho by the mp > tracked/dirty.txt\n"
-        "t=$(cat tracked/touched.txt) && echo \"$t\" > tracked/touched.txt\n```\n",
+        't=$(cat tracked/touched.txt) && echo "$t" > tracked/touched.txt\n```\n',
     )
     assert sync_tick(engine).action == "completed"
     assert remote_file(bare, "tracked/dirty.txt") == "by the mp\n"
