@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,6 +119,7 @@ class ObserverWatcher:
         observer.start()
         self.observer = observer
         self._inbox_ino = os.stat(ws.inbox_dir).st_ino
+        _wait_until_watching(observer)
 
     def stop(self) -> None:
         if self.observer is not None:
@@ -139,7 +141,25 @@ class ObserverWatcher:
         if self.healthy():
             return False
         self.engine.events.emit("watcher_restarted", mode=self.mode)
-        self.stop()
+        # The new observer starts before the old one stops: stopping closes the old inotify
+        # descriptor while its reader thread may still be in read(); a new descriptor that
+        # reused that number would then have its events eaten by the dying thread.
+        old = self.observer
         self.start()
+        if old is not None:
+            old.stop()
+            old.join(timeout=5)
         self.engine.wake.set()  # anything may have arrived while we were blind
         return True
+
+
+def _wait_until_watching(observer, timeout: float = 2.0) -> None:
+    """Return once every emitter has its kernel watch (inotify adds it in the emitter's own
+    thread, after `start()` returned): a file closed in between would lose its
+    close-write event and wait out the settle time instead."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # `_inotify` is watchdog's InotifyEmitter state; other emitters do not have it.
+        if all(getattr(e, "_inotify", True) is not None for e in observer.emitters):
+            return
+        time.sleep(0.001)
