@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         "names", nargs="*", metavar="NAME", help=f"measurements to run (default: all): {', '.join(BENCHES)}"
     )
     ap.add_argument("--quick", action="store_true", help="fewer samples; numbers are noisier")
-    ap.add_argument("--no-write", action="store_true", help="print the table without updating RESULTS.md")
+    ap.add_argument(
+        "--no-write", action="store_true", help="print the table without updating RESULTS.md (default for a subset)"
+    )
     args = ap.parse_args(argv)
     logs.configure("warning")  # the engine runs in-process for some figures: keep its log quiet
     names = args.names or list(BENCHES)
@@ -91,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         text += f"\n\nNot measured (the benchmark itself failed): {', '.join(failed)}."
     print(text)
-    if not args.no_write:
+    # RESULTS.md holds one complete run: a subset would replace the table with a part of it.
+    if not args.no_write and set(names) == set(BENCHES):
         print(f"\nwritten to {write_results(text)}", file=sys.stderr)
     return 1 if failed else 0
 
