@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from mp_engine.clock import parse_iso
 from mp_engine.config import Config
 from mp_engine.errors import StateError
+from mp_engine.supervisor import SYNC_FAILURES
 
 if TYPE_CHECKING:
     from mp_engine.engine import Engine
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 # Steps run from milliseconds (file blocks) to the step timeout; MPs up to hours.
 STEP_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600)
 MP_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400)
-SYNC_FAILURES = ("sync_failed", "sync_unreachable", "sync_push_deferred", "sync_conflict", "sync_refused")
 
 
 class Metrics:
