@@ -10,6 +10,8 @@ from typing import Any
 from mp_engine.archive import RunArchive
 from mp_engine.workspace import Workspace
 
+from .gitutil import toml_value
+
 FAKE = Path(__file__).resolve().parent / "fake_agents"
 
 GREET = """# MP-3.1 Greetings
@@ -54,23 +56,13 @@ def level(name: str, script: str, *args: str, prompt: str = "file", **opts: Any)
 GATE = {"name": "gate", "hard_gate": True}
 
 
-def _toml(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    return json.dumps(str(v))  # a TOML basic string is a JSON string
-
-
 def configure(ws: Workspace, levels: list[dict[str, Any]], **opts: Any) -> None:
     """Replace the template's [agent] section with these settings and levels."""
     text = ws.config_file.read_text()
     text = text[: text.index("[agent]")] if "[agent]" in text else text
-    lines = ["[agent]", *(f"{k} = {_toml(v)}" for k, v in opts.items())]
+    lines = ["[agent]", *(f"{k} = {toml_value(v)}" for k, v in opts.items())]
     for lv in levels:
-        lines += ["", "[[agent.levels]]", *(f"{k} = {_toml(v)}" for k, v in lv.items())]
+        lines += ["", "[[agent.levels]]", *(f"{k} = {toml_value(v)}" for k, v in lv.items())]
     ws.config_file.write_text(text + "\n".join(lines) + "\n")
 
 

@@ -3,6 +3,7 @@ and an orchestrator clone that pushes MPs the way ChatGPT (or a person) would.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -59,7 +60,7 @@ def engine_workspace(tmp_path: Path, url: str, name: str = "engine", **git_setti
     setup_remote(root, url, "main")
     text = (root / "mp-engine.toml").read_text()
     for key, value in git_settings.items():
-        line = f"{key} = {_toml(value)}"
+        line = f"{key} = {toml_value(value)}"
         pattern = re.compile(rf"^{key} = .*$", re.M)
         text = (
             pattern.sub(line, text, count=1) if pattern.search(text) else text.replace("[git]\n", f"[git]\n{line}\n", 1)
@@ -69,14 +70,15 @@ def engine_workspace(tmp_path: Path, url: str, name: str = "engine", **git_setti
     return Workspace.at(root)
 
 
-def _toml(v: object) -> str:
+def toml_value(v: object) -> str:
+    """A Python value as a TOML value (for test configurations)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
-        return str(v)
+        return repr(v)
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    return '"' + str(v) + '"'
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(str(v))  # a TOML basic string is a JSON string
 
 
 def make_engine(ws: Workspace) -> Engine:
