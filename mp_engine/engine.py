@@ -615,8 +615,8 @@ _LAST_TRIM = [0.0]
 
 def _trim_heap(min_interval: float = 5.0) -> None:
     """Give freed heap memory back to the OS (glibc `malloc_trim`), at most every
-    `min_interval` seconds. A daemon that runs for weeks otherwise keeps the high-water
-    mark of every arena its threads (watchers, git output readers) touched."""
+    `min_interval` seconds: glibc otherwise keeps freed memory mapped, and a daemon that
+    runs for weeks keeps its high-water mark (bench/RESULTS.md, figure 5)."""
     now = time.monotonic()
     if now - _LAST_TRIM[0] < min_interval:
         return

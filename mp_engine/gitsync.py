@@ -284,17 +284,13 @@ class GitSync:
             for run_id in list(data["baselines"]):
                 ledger = self.ws.runs_dir / run_id / "ledger.json"
                 if ledger.exists() and '"closed"' in ledger.read_text(encoding="utf-8"):
-                    self._commit(s, f"{_mp_of(run_id)}: result committed after a restart", run_id)
+                    self._commit(s, f"{_mp_of(run_id)}: result committed after a restart", run_id, finished=True)
             changes = self._changes(s)
             leftovers = [p for p in changes if p in PROTOCOL_FILES[:2] or p.startswith(RUNS_PREFIX)]
             if leftovers and self._commit(s, "mp-engine: commit protocol files left by a restart", None, changes):
                 self.events.emit("git_recovered", what="uncommitted protocol files committed")
             elif not leftovers:  # `_commit` records the dirty set; without a commit, do it here
-                data = self._load()
-                left = {p: c.fingerprint for p, c in changes.items() if not p.startswith(NEVER_STAGE)}
-                if data.get("dirty") != left:
-                    data["dirty"] = left
-                    self._save(data)
+                self._remember(self._load(), self._select(changes, None)[1])
 
     def _ensure_remote(self, s: GitSession) -> None:
         names = {r.name: r for r in s.repo.remotes}
@@ -577,14 +573,9 @@ class GitSync:
             return False
         return _ctime_ns(self.ws.root / path) >= baseline["since_ns"]
 
-    def _commit(
-        self, s: GitSession, message: str, run_id: str | None, changes: dict[str, Change] | None = None
-    ) -> str | None:
-        """Commit the protocol files and what run `run_id` changed; return the new HEAD."""
-        if changes is None:
-            changes = self._changes(s)
-        data = self._load()
-        baseline = data["baselines"].get(run_id) if run_id else None
+    def _select(self, changes: dict[str, Change], baseline: dict[str, Any] | None) -> tuple[list[str], dict[str, str]]:
+        """The paths to commit for a run with this baseline, and what stays local (path ->
+        fingerprint, the next run's dirty set)."""
         paths, left = [], {}
         for path, ch in changes.items():
             if path.startswith(NEVER_STAGE) or path == CONFIG_FILE:
@@ -598,11 +589,36 @@ class GitSync:
                 paths.append(path)
             else:
                 left[path] = ch.fingerprint
-        if data.get("dirty") != left:  # what stays local: the next run's baseline
-            data["dirty"] = left
+        return paths, left
+
+    def _remember(self, data: dict[str, Any], left: dict[str, str], *, forget: str | None = None) -> None:
+        """Store the dirty set that stays local and drop run `forget`'s baseline, in one write."""
+        changed = data.get("dirty") != left
+        data["dirty"] = left
+        if forget is not None and data["baselines"].pop(forget, None) is not None:
+            changed = True
+        if changed:
             self._save(data)
+
+    def _commit(
+        self,
+        s: GitSession,
+        message: str,
+        run_id: str | None,
+        changes: dict[str, Change] | None = None,
+        *,
+        finished: bool = False,
+    ) -> str | None:
+        """Commit the protocol files and what run `run_id` changed; return the new HEAD.
+        `finished`: the run is over, so its baseline is dropped once the commit is made."""
+        if changes is None:
+            changes = self._changes(s)
+        data = self._load()
+        paths, left = self._select(changes, data["baselines"].get(run_id) if run_id else None)
         foreign = [p for p, ch in changes.items() if ch.code[0] not in " ?" and p not in paths]
-        return self._commit_paths(s, message, paths, foreign_staged=bool(foreign))
+        head = self._commit_paths(s, message, paths, foreign_staged=bool(foreign))
+        self._remember(data, left, forget=run_id if finished else None)
+        return head
 
     def _now_ctime_ns(self) -> int:
         """The kernel's file clock now: the ctime of a marker file written this instant.
@@ -676,10 +692,7 @@ class GitSync:
         out = SyncOutcome()
         try:
             with self.session() as s:
-                self._commit(s, message, run_id)
-                data = self._load()
-                if run_id and data["baselines"].pop(run_id, None) is not None:
-                    self._save(data)
+                self._commit(s, message, run_id, finished=True)
                 self._push(s, out)
                 if (self._load()["blocked"] or {}).get("kind") == "conflict":
                     self._push_side_branch(s)

@@ -97,7 +97,13 @@ def start(opts: argparse.Namespace, text: str) -> None:
     if opts.touch:
         Path(opts.touch).touch()
     if opts.wait_for:
-        while not Path(opts.wait_for).exists():
-            print(".", end="", flush=True)  # output, so the idle timeout does not fire
-            time.sleep(0.05)
+        wait_for(opts.wait_for)
         print()
+
+
+def wait_for(path: str) -> None:
+    """Work until `path` exists, as a busy agent does: printing progress (so the idle
+    timeout does not fire) while a test acts mid-call. Polling is the point here."""
+    while not Path(path).exists():
+        print(".", end="", flush=True)
+        time.sleep(0.05)

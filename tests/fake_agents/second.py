@@ -4,8 +4,6 @@ second on; from the second iteration it first waits for --gate (printing dots), 
 test can act while it is mid-iteration."""
 
 import os
-import time
-from pathlib import Path
 
 import fakelib
 
@@ -17,9 +15,7 @@ if os.environ.get("MP_ITERATION") == "1":
     fakelib.do_writes(text, lambda s: "WRONG " + s)
     print(fakelib.status(n, "IN_PROGRESS", summary="first attempt"))
     raise SystemExit(0)
-while not Path(opts.gate).exists():
-    print(".", end="", flush=True)
-    time.sleep(0.05)
+fakelib.wait_for(opts.gate)
 files = fakelib.do_writes(text)
 print(fakelib.complete(n))
 print(fakelib.status(n, "COMPLETE", files=files))
