@@ -34,7 +34,11 @@ def notify():
 
 
 def test_ready_only_after_the_rescan_status_lines_and_stopping_on_sigterm(ws, daemon_factory, notify):
-    drop(ws, BLOCKING_MP)  # waiting before the engine starts: the first rescan must find it
+    # Waiting before the engine starts, written long ago: the first rescan must claim it. (A
+    # file younger than [engine] settle_seconds is still settling, and READY rightly goes
+    # out before the claim; backdating keeps the order this test pins down deterministic.)
+    drop(ws, BLOCKING_MP)
+    os.utime(ws.inbox_file, (time.time() - 3600, time.time() - 3600))
     d = daemon_factory(ws.root, env={"NOTIFY_SOCKET": notify.address}).start()
     ready = notify.wait_for(lambda m: m.get("READY") == "1", what=d.output)
     # READY came after the rescan had claimed the MP (a long first MP must not delay READY
