@@ -127,6 +127,53 @@ class GitSession:
         code, out, _ = self.status("rev-parse", "-q", "--verify", f"{name}^{{commit}}")
         return out.strip() if code == 0 and out.strip() else None
 
+    def set_refs(self, refs: dict[str, str]) -> None:
+        """Point the engine's bookkeeping refs (the processed marker, the remote-tracking
+        branch) at commits, in-process: git's own lock-file protocol (`REF.lock` created
+        exclusively, written, renamed over the loose ref, which shadows a packed one),
+        so no git is spawned. Not fsynced: a stale value after a power loss is an older
+        ancestor, which the rewrite check and the next push handle. A ref that a running
+        git holds locked goes through `git update-ref`, which waits or reports it."""
+        common = Path(self.repo.common_dir)
+        slow: dict[str, str] = {}
+        for ref, sha in refs.items():
+            if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha) or not ref.startswith("refs/"):
+                raise SyncError(f"refusing to set {ref!r} to {sha!r}: not a ref and an object id")
+            path = common / ref
+            lock = path.with_name(path.name + ".lock")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except OSError:
+                slow[ref] = sha
+                continue
+            try:
+                try:
+                    os.write(fd, f"{sha}\n".encode())
+                finally:
+                    os.close(fd)
+                os.replace(lock, path)
+            except OSError:
+                lock.unlink(missing_ok=True)
+                slow[ref] = sha
+        if slow:
+            self.update_refs(slow)
+
+    def index_mark(self) -> tuple[str, bytes] | None:
+        """(HEAD, the index's trailing checksum), read without spawning git; None when
+        unknown. Equal marks mean an index with the same content over the same commit, so
+        a mark taken when nothing was staged proves nothing is staged now."""
+        head = self.rev("HEAD")
+        try:
+            with open(Path(self.repo.git_dir) / "index", "rb") as f:
+                f.seek(-32, os.SEEK_END)  # the SHA-1 (or SHA-256) over the index content
+                tail = f.read(32)
+        except OSError:
+            return None
+        if head is None or not tail.strip(b"\0"):  # index.skipHash writes a null checksum
+            return None
+        return head, tail
+
     def update_refs(self, refs: dict[str, str]) -> None:
         """Set several refs in one `git update-ref --stdin` transaction (one spawn)."""
         script = "".join(f"update {ref} {sha}\n" for ref, sha in refs.items())
@@ -197,6 +244,9 @@ class GitSync:
         self.tracking = f"refs/remotes/{cfg.remote}/{cfg.branch}"
         self._next_poll = 0.0
         self._unreachable: str | None = None
+        # `GitSession.index_mark()` from when the engine last left the index with nothing
+        # staged (its own commit, carried over its own fast-forwards); None: ask git.
+        self._clean_index: tuple[str, bytes] | None = None
         self.allowed_signers = self._check_signers_file()
 
     def bind(self, events: EventLog) -> None:
@@ -279,7 +329,7 @@ class GitSync:
                 )
             self._ensure_remote(s)
             if s.rev(PROCESSED_REF) is None and (tracking := s.rev(self.tracking)):
-                s.run("update-ref", PROCESSED_REF, tracking)
+                s.set_refs({PROCESSED_REF: tracking})
             data = self._load()
             for run_id in list(data["baselines"]):
                 ledger = self.ws.runs_dir / run_id / "ledger.json"
@@ -352,11 +402,18 @@ class GitSync:
                 return sha
         return None
 
-    def _fetch(self, s: GitSession) -> str | None:
-        b = self.cfg.branch
-        s.run("fetch", "--no-tags", "--quiet", self.remote_name, f"+refs/heads/{b}:{self.tracking}")
+    def _fetch(self, s: GitSession) -> tuple[str | None, bool]:
+        """Fetch the branch into the tracking ref: (its new tip, whether the update was a
+        fast-forward). Without `+` first, so git itself refuses a rewritten tip and a
+        success proves the old tip is an ancestor of the new one; then forced."""
+        spec = f"refs/heads/{self.cfg.branch}:{self.tracking}"
+        if s.rev(self.tracking) is not None:
+            if s.status("fetch", "--no-tags", "--quiet", self.remote_name, spec)[0] == 0:
+                self._mark_reachable()
+                return s.rev(self.tracking), True
+        s.run("fetch", "--no-tags", "--quiet", self.remote_name, f"+{spec}")
         self._mark_reachable()
-        return s.rev(self.tracking)
+        return s.rev(self.tracking), False
 
     @property
     def unreachable(self) -> str | None:
@@ -384,15 +441,19 @@ class GitSync:
         blocked = data["blocked"]
         if blocked and blocked.get("remote") == remote_sha:
             return out  # already reported; wait until the remote moves again
+        fast_forward = False
         if tracking != remote_sha:
-            remote_sha = self._fetch(s) or remote_sha
+            fetched, fast_forward = self._fetch(s)
+            remote_sha = fetched or remote_sha
         if head is None:  # an unborn branch (fresh `git init`): adopt the remote as it is
             s.run("reset", "-q", remote_sha)
-            s.run("update-ref", PROCESSED_REF, remote_sha)
+            s.set_refs({PROCESSED_REF: remote_sha})
             self.events.emit("sync_pulled", to=remote_sha[:12], how="adopted")
             return SyncOutcome(integrated=True)
         processed = s.rev(PROCESSED_REF)
-        if processed and not s.is_ancestor(processed, remote_sha):
+        # A fast-forward fetch from the processed tip has already proved it an ancestor.
+        proven = fast_forward and processed == tracking
+        if processed and not proven and not s.is_ancestor(processed, remote_sha):
             return self._refuse_rewrite(s, data, processed, remote_sha)
         if self.cfg.require_signed:
             known = [head] + ([processed] if processed else [])
@@ -412,18 +473,23 @@ class GitSync:
             # each commit), and autostash stashes every dirty file, which costs a full-index
             # `stash create` even when the incoming commits touch none of them. git refuses a
             # fast-forward that would overwrite a local change, and only then is stashing needed.
+            clean = self._clean_index is not None and s.index_mark() == self._clean_index
+            self._clean_index = None
             code, _out, err = s.status("merge", "--ff-only", "--quiet", remote_sha)
             if code != 0:
                 if "would be overwritten" not in err and "untracked working tree files" not in err:
                     raise SyncError(f"`git merge --ff-only {remote_sha[:12]}` failed ({code}): {err.strip()}")
                 s.run("merge", "--ff-only", "--autostash", "--quiet", remote_sha)
+            elif clean:  # a fast-forward of a clean index leaves it clean
+                self._clean_index = s.index_mark()
             how = "fast-forward"
         else:
+            self._clean_index = None
             conflict = self._rebase(s, remote_sha)
             if conflict is not None:
                 return self._block_on_conflict(s, data, remote_sha, conflict)
             how = "rebase"
-        s.run("update-ref", PROCESSED_REF, remote_sha)
+        s.set_refs({PROCESSED_REF: remote_sha})
         if data["blocked"]:
             data["blocked"] = None
             self._save(data)
@@ -508,7 +574,7 @@ class GitSync:
                     try:
                         self._push_once(s)
                     except PushRejected:
-                        remote_sha = self._fetch(s)
+                        remote_sha = self._fetch(s)[0]
                         if remote_sha is not None:
                             step = self._integrate(s, remote_sha)
                             out.integrated |= step.integrated
@@ -521,7 +587,7 @@ class GitSync:
             return
         head = s.rev("HEAD")
         assert head is not None
-        s.update_refs({self.tracking: head, PROCESSED_REF: head})
+        s.set_refs({self.tracking: head, PROCESSED_REF: head})
         self.events.emit("sync_pushed", branch=self.cfg.branch, head=head[:12])
 
     def _push_once(self, s: GitSession) -> None:
@@ -654,6 +720,8 @@ class GitSync:
                 return None
             raise SyncError(f"`git commit` failed ({code}): {(err or out).strip()}")
         head = s.rev("HEAD")
+        # Everything staged went into this commit: the index now matches HEAD's tree.
+        self._clean_index = None if foreign_staged else s.index_mark()
         self.events.emit("sync_committed", message=message, files=len(paths), head=head[:12] if head else None)
         return head
 
@@ -676,8 +744,7 @@ class GitSync:
                         for p in (STATE_FILE, f"{SYSTEM_DIR}/{EVENTS_FILE}", f"{RUNS_PREFIX}{run_id}")
                         if (self.ws.root / p).exists()
                     ]
-                    staged = s.run("diff", "--cached", "--name-only", "-z").split("\0")
-                    foreign = [p for p in staged if p and not any(p == q or p.startswith(q + "/") for q in paths)]
+                    foreign = self._foreign_staged(s, paths)
                     if self._commit_paths(s, f"{mp_id}: RUNNING", paths, foreign_staged=bool(foreign)):
                         self._push(s, out)
         except RemoteUnreachable as e:
@@ -685,6 +752,14 @@ class GitSync:
         except SyncError as e:
             self.events.emit("sync_failed", stage="running", error=str(e))
         return out
+
+    def _foreign_staged(self, s: GitSession, paths: list[str]) -> list[str]:
+        """Staged paths other than `paths`. No spawn when the index is byte-identical, over
+        the same HEAD, to when the engine last left it with nothing staged."""
+        if self._clean_index is not None and s.index_mark() == self._clean_index:
+            return []
+        staged = s.run("diff", "--cached", "--name-only", "-z").split("\0")
+        return [p for p in staged if p and not any(p == q or p.startswith(q + "/") for q in paths)]
 
     def publish(self, message: str, run_id: str | None) -> SyncOutcome:
         """When an MP ended: commit its result and changes (`message` is the outcome's

@@ -343,3 +343,73 @@ def test_what_the_mp_changed_travels_and_the_operators_local_changes_stay(channe
     assert remote_file(bare, "tracked/touched.txt") == "committed\n"
     assert (ws.root / "tracked/touched.txt").read_text() == "operator edit\n"
     assert remote_file(bare, "staged.txt") is None and remote_file(bare, "notes.txt") is None
+
+
+def _git_commands(trace: Path) -> list[str]:
+    """The git commands a GIT_TRACE2_EVENT file recorded (top-level processes only)."""
+    out = []
+    for line in trace.read_text().splitlines():
+        e = json.loads(line)
+        if e["event"] == "start" and "/" not in e["sid"]:
+            argv = e["argv"][1:]
+            while argv[:1] == ["-c"]:  # per-command settings (`-c core.untrackedCache=true`)
+                argv = argv[2:]
+            out.append(" ".join(argv[:2]))
+    return out
+
+
+def test_steady_state_mp_spawns_no_bookkeeping_git_and_a_staged_file_still_stays_local(channel, monkeypatch, tmp_path):
+    """The refs are written in-process, a fast-forward fetch proves there was no rewrite,
+    and the index's checksum proves nothing foreign is staged: a trivial MP costs the git
+    commands the protocol needs and no more. Once the operator stages a file, the checksum
+    differs and git is asked again, and the staged file stays out of both commits."""
+    bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    push_mp(orch, HELLO)
+    assert sync_tick(engine).action == "completed"  # the first MP leaves a known clean index
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    push_mp(orch, "# MP-0.2 Trivial\n\n```bash\ntrue\n```\n")
+    trace.unlink(missing_ok=True)
+    assert sync_tick(engine).action == "completed"
+    commands = _git_commands(trace)
+    assert [c for c in commands if c.split()[0] in ("update-ref", "merge-base", "diff", "rev-parse")] == [], commands
+    assert sorted(c.split()[0] for c in commands) == sorted(
+        ["ls-remote", "fetch", "merge", "add", "commit", "push", "status", "add", "commit", "push"]
+    ), commands
+    assert git(bare, "rev-parse", "main") == git(ws.root, "rev-parse", "refs/mp-engine/processed")
+    assert git(ws.root, "rev-parse", "refs/remotes/origin/main") == git(ws.root, "rev-parse", "HEAD")
+    git(ws.root, "fsck", "--no-progress")  # the in-process ref writes left a valid repository
+
+    (ws.root / "staged.txt").write_text("staged by the operator\n")
+    git(ws.root, "add", "staged.txt")
+    push_mp(orch, "# MP-0.3 Trivial\n\n```bash\ntrue\n```\n")
+    trace.unlink(missing_ok=True)
+    assert sync_tick(engine).action == "completed"
+    assert "diff --cached" in _git_commands(trace)
+    for ref in ("main", "main~1"):
+        assert remote_file(bare, "staged.txt", ref) is None
+    assert remote_log(bare)[:2] == ["MP-0.3: COMPLETED", "MP-0.3: RUNNING"]
+    assert "A  staged.txt" in git(ws.root, "status", "--porcelain")
+
+
+def test_a_ref_locked_by_another_git_is_reported_not_overwritten(channel):
+    _bare, _url, ws, _orch = channel
+    from mp_engine.errors import SyncError
+    from mp_engine.gitsync import PROCESSED_REF, GitSession
+
+    head = git(ws.root, "rev-parse", "HEAD")
+    lock = ws.root / ".git" / "refs" / "mp-engine" / "processed.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("held by another git\n")
+    s = GitSession(ws.root, 30)
+    try:
+        with pytest.raises(SyncError, match="processed.lock"):
+            s.set_refs({PROCESSED_REF: head})
+        lock.unlink()
+        s.set_refs({PROCESSED_REF: head})
+        assert git(ws.root, "rev-parse", PROCESSED_REF) == head
+        with pytest.raises(SyncError, match="not a ref"):
+            s.set_refs({PROCESSED_REF: "HEAD\nupdate refs/heads/main 0000"})
+    finally:
+        s.close()
