@@ -134,6 +134,7 @@ class Engine:
         except (LockTimeout, MpEngineError) as e:
             log.warning("could not record OFFLINE", error=str(e))
         self.events.emit("engine_stopped", pid=os.getpid())
+        self.events.sync()
 
     # -- one pass --------------------------------------------------------------------
 
@@ -441,6 +442,7 @@ class Engine:
         ledger.close()
         if outcome.status == COMPLETED:
             self.events.emit("mp_completed", mp=outcome.mp_id, run=run.run_id, duration=outcome.duration)
+            self.events.sync()  # the MP's events are durable with its result (one fsync)
             if self.sync is not None and (
                 failed := self._after_sync(self.sync.publish(outcome.commit_summary, run.run_id))
             ):
@@ -456,6 +458,7 @@ class Engine:
             fix=outcome.diagnosis.fix,
         )
         self.events.emit("halted", mp=outcome.mp_id, approve_with=f"Approves: {outcome.halt_token}")
+        self.events.sync()
         if self.sync is not None and (
             failed := self._after_sync(self.sync.publish(outcome.commit_summary, run.run_id))
         ):

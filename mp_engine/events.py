@@ -40,9 +40,13 @@ class EventLog:
         self.max_bytes = 0  # 0: never rotate (only the daemon rotates; see `rotate_at`)
         self.keep = 5
         self.archive_dir: Path | None = None
-        # False while an executor batches its writes (the agent loop): lines are appended
-        # without fsync, and the executor calls `sync()` when its loop ends or pauses.
-        self.durable = True
+        # Lines are appended without fsync: the log is a record of what happened, not the
+        # state recovery reads (the ledger and SESSION_STATE.json are, and they are fsynced),
+        # and an fsync per line cost more than the rest of an MP's bookkeeping. The page
+        # cache keeps every line through a `kill -9`; `sync()` makes them survive a power
+        # loss, and the engine calls it once per finished MP and on shutdown. True: fsync
+        # each line.
+        self.durable = False
 
     def rotate_at(self, max_bytes: int, keep: int, archive_dir: Path) -> None:
         """Rotate into `archive_dir` before a line would take the file past `max_bytes`."""

@@ -131,9 +131,9 @@ class Ledger:
     def save(self, *, durable: bool | None = None) -> None:
         atomic_write(self.path, self.dumps(), durable=self.durable if durable is None else durable)
 
-    def _changed(self) -> None:
+    def _changed(self, *, durable: bool | None = None) -> None:
         if not self.deferred:
-            self.save()
+            self.save(durable=durable)
 
     # -- steps ----------------------------------------------------------------------
 
@@ -141,13 +141,13 @@ class Ledger:
         return next((s for s in self.model.steps if s.step_id == step_id), None)
 
     def ensure_step(self, step_id: str, kind: str, key: str) -> LedgerStep:
-        """The step with this id, appended as pending if new."""
+        """The step with this id, appended as pending if new. Not written: a pending step
+        and an absent one mean the same to recovery, and `start` writes it."""
         existing = self.step(step_id)
         if existing is not None:
             return existing
         step = LedgerStep(step_id=step_id, kind=kind, idempotency_key=key)
         self.model.steps.append(step)
-        self._changed()
         return step
 
     def start(self, step: LedgerStep) -> None:
@@ -160,7 +160,9 @@ class Ledger:
 
     def spawned(self, step: LedgerStep, pgid: int, proc_start: int | None) -> None:
         step.pgid, step.proc_start = pgid, proc_start
-        self.save()
+        # Not fsynced: the group id lets a restart kill what a `kill -9` left running; after
+        # a power loss there is no process left to kill.
+        self.save(durable=False)
 
     def finish(
         self, step: LedgerStep, *, ok: bool, output_ref: str | None, error: str | None = None, **extra: Any
@@ -172,7 +174,9 @@ class Ledger:
         step.pgid = step.proc_start = None
         for k, v in extra.items():
             setattr(step, k, v)
-        self._changed()
+        # Not fsynced: the step's output artifact is written (durably) first, and recovery
+        # settles an in-progress step from its artifact.
+        self._changed(durable=False)
 
     # -- lifecycle ------------------------------------------------------------------
 

@@ -168,7 +168,6 @@ class AgentRun:
         # Per-iteration writes skip fsync; `checkpoint()` makes each finished iteration
         # durable at once (a power loss costs at most the running iteration).
         self.ctx.ledger.durable, self.ctx.ledger.deferred = False, True
-        self.ctx.events.durable = False
         try:
             while state.final is None:
                 paused = self.iterate(state)
@@ -177,7 +176,6 @@ class AgentRun:
             return self.finish(state)
         finally:
             self.ctx.ledger.durable, self.ctx.ledger.deferred = True, False
-            self.ctx.events.durable = True
             self.ctx.events.sync()
             self.ctx.ledger.save(durable=True)
 
