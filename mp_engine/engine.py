@@ -135,6 +135,8 @@ class Engine:
             log.warning("could not record OFFLINE", error=str(e))
         self.events.emit("engine_stopped", pid=os.getpid())
         self.events.sync()
+        if self.sync is not None:
+            self.sync.close()
 
     # -- one pass --------------------------------------------------------------------
 

@@ -49,6 +49,10 @@ from mp_engine.workspace import (
 )
 
 PROCESSED_REF = "refs/mp-engine/processed"
+# What `GitSession.rev` reads from ref files itself: HEAD or a full ref name with no `..`
+# (anything else goes to `git rev-parse`).
+REF_NAME_RE = re.compile(r"HEAD|refs/(?!.*\.\.)[A-Za-z0-9._/-]+")
+OBJECT_ID_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 BLOCKED_BRANCH = "mp-engine/blocked/{branch}"
 RUNS_PREFIX = f"{SYSTEM_DIR}/{RUNS_DIR}/"
 # The files the protocol owns; staged whenever they changed.
@@ -84,7 +88,7 @@ class PushRejected(SyncError):
 
 
 class GitSession:
-    """One open `Repo` with the non-interactive environment; closed at the end of a cycle."""
+    """One open `Repo` with the non-interactive environment (`GitSync.session()` keeps it)."""
 
     def __init__(self, root: Path, timeout: float):
         try:
@@ -96,6 +100,11 @@ class GitSession:
             ) from e
         self.repo.git.update_environment(**noninteractive_env())
         self.timeout = timeout
+        self._git_dir = Path(self.repo.git_dir)
+        self._common_dir = Path(self.repo.common_dir)
+        # Loose and packed refs are files we can read; a reftable repository is not.
+        self._files_backend = not (self._common_dir / "reftable").exists()
+        self._packed: tuple[tuple[int, int, int], dict[str, str]] | None = None
 
     def close(self) -> None:
         self.repo.close()
@@ -115,17 +124,55 @@ class GitSession:
         return code, out, err
 
     def rev(self, name: str) -> str | None:
-        """The commit `name` points at, or None. Refs are read in-process (loose or packed)
-        without spawning git; anything else (a SHA, an expression) asks `git rev-parse`."""
-        if name == "HEAD" or name.startswith("refs/"):
-            try:
-                sha = git.SymbolicReference.dereference_recursive(self.repo, name)
-            except (ValueError, OSError):
+        """The commit `name` points at, or None. HEAD and full ref names are read from the
+        ref files (loose, then packed-refs) without spawning git; anything else (a SHA, an
+        expression, a reftable repository) asks `git rev-parse`.
+
+        Not GitPython's `SymbolicReference.dereference_recursive`: it validates each path
+        with `realpath` and re-reads packed-refs on every call, ~0.35 ms a ref, and the
+        engine reads ~20 refs per MP."""
+        if self._files_backend and REF_NAME_RE.fullmatch(name):
+            for _depth in range(5):  # HEAD -> refs/heads/main -> a SHA; git allows 5 levels
+                value = self._read_ref(name)
+                if value is None:
+                    return None
+                if not value.startswith("ref: "):
+                    return value if OBJECT_ID_RE.fullmatch(value) else None
+                name = value[5:].strip()
+                if not REF_NAME_RE.fullmatch(name):
+                    break
+            else:
                 return None
-            if re.fullmatch(r"[0-9a-f]{40}", sha or ""):
-                return sha
         code, out, _ = self.status("rev-parse", "-q", "--verify", f"{name}^{{commit}}")
         return out.strip() if code == 0 and out.strip() else None
+
+    def _read_ref(self, name: str) -> str | None:
+        """The raw value of ref `name`: its loose file, else its packed-refs line."""
+        try:  # HEAD is per worktree, refs/ are shared
+            with open((self._git_dir if name == "HEAD" else self._common_dir) / name, encoding="utf-8") as f:
+                return f.read().strip()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            pass
+        return self._packed_refs().get(name)
+
+    def _packed_refs(self) -> dict[str, str]:
+        """packed-refs as {ref: sha}, re-read only when the file changed."""
+        path = self._common_dir / "packed-refs"
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return {}
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._packed is None or self._packed[0] != key:
+            refs: dict[str, str] = {}
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    if line[:1] in ("#", "^"):
+                        continue
+                    sha, _, ref = line.rstrip("\n").partition(" ")
+                    refs[ref] = sha
+            self._packed = (key, refs)
+        return self._packed[1]
 
     def set_refs(self, refs: dict[str, str]) -> None:
         """Point the engine's bookkeeping refs (the processed marker, the remote-tracking
@@ -137,7 +184,7 @@ class GitSession:
         common = Path(self.repo.common_dir)
         slow: dict[str, str] = {}
         for ref, sha in refs.items():
-            if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha) or not ref.startswith("refs/"):
+            if not OBJECT_ID_RE.fullmatch(sha) or not REF_NAME_RE.fullmatch(ref) or ref == "HEAD":
                 raise SyncError(f"refusing to set {ref!r} to {sha!r}: not a ref and an object id")
             path = common / ref
             lock = path.with_name(path.name + ".lock")
@@ -247,6 +294,7 @@ class GitSync:
         # `GitSession.index_mark()` from when the engine last left the index with nothing
         # staged (its own commit, carried over its own fast-forwards); None: ask git.
         self._clean_index: tuple[str, bytes] | None = None
+        self._session: GitSession | None = None
         self.allowed_signers = self._check_signers_file()
 
     def bind(self, events: EventLog) -> None:
@@ -257,11 +305,22 @@ class GitSync:
 
     @contextmanager
     def session(self) -> Iterator[GitSession]:
-        s = GitSession(self.ws.root, self.cfg.timeout)
+        """The open repository, kept across sync points (opening one reads the config and
+        resolves the git directory: ~0.3 ms, three times per MP). A session that saw an
+        unexpected error is dropped and the next sync point opens a fresh one."""
+        if self._session is None:
+            self._session = GitSession(self.ws.root, self.cfg.timeout)
         try:
-            yield s
-        finally:
-            s.close()
+            yield self._session
+        except BaseException as e:
+            if not isinstance(e, SyncError):
+                self.close()
+            raise
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def _load(self) -> dict[str, Any]:
         import json
@@ -275,9 +334,13 @@ class GitSync:
         data.setdefault("blocked", None)
         return data
 
-    def _save(self, data: dict[str, Any]) -> None:
+    def _save(self, data: dict[str, Any], *, durable: bool = True) -> None:
+        """Write gitsync.json. Signature refusals and blocks are saved durably; attribution
+        bookkeeping (baselines, the dirty set) with `durable=False`: it survives a `kill -9`,
+        and after a power loss the file read back is an older one that still holds every
+        refusal and block, while the MP's changes then stay local for the operator."""
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.state_path, data)
+        atomic_write_json(self.state_path, data, durable=durable)
 
     def _check_signers_file(self) -> str:
         if not self.cfg.require_signed:
@@ -664,7 +727,7 @@ class GitSync:
         if forget is not None and data["baselines"].pop(forget, None) is not None:
             changed = True
         if changed:
-            self._save(data)
+            self._save(data, durable=False)
 
     def _commit(
         self,
@@ -737,7 +800,7 @@ class GitSync:
                 data = self._load()
                 if run_id not in data["baselines"]:
                     data["baselines"][run_id] = {"since_ns": self._now_ctime_ns(), "dirty": data.get("dirty", {})}
-                    self._save(data)
+                    self._save(data, durable=False)
                 if self.cfg.commit_running:
                     paths = [
                         p

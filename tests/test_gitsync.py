@@ -413,3 +413,26 @@ def test_a_ref_locked_by_another_git_is_reported_not_overwritten(channel):
             s.set_refs({PROCESSED_REF: "HEAD\nupdate refs/heads/main 0000"})
     finally:
         s.close()
+
+
+def test_refs_are_read_like_git_reads_them(channel):
+    """`GitSession.rev` reads ref files itself; it must agree with `git rev-parse`: packed
+    refs, a loose ref shadowing its packed line, symbolic refs, expressions and misses."""
+    _bare, _url, ws, orch = channel
+    from mp_engine.gitsync import GitSession
+
+    push_mp(orch, HELLO)
+    assert sync_tick(make_engine(ws)).action == "completed"
+    git(ws.root, "pack-refs", "--all")
+    git(ws.root, "update-ref", "refs/heads/side", "HEAD~1")  # loose, shadows nothing
+    git(ws.root, "symbolic-ref", "refs/heads/alias", "refs/heads/side")
+    s = GitSession(ws.root, 30)
+    try:
+        for name in ("HEAD", "refs/heads/main", "refs/remotes/origin/main", "refs/heads/side", "refs/heads/alias"):
+            assert s.rev(name) == git(ws.root, "rev-parse", name), name
+        git(ws.root, "update-ref", "refs/heads/main", "HEAD~1")  # a loose file over the packed line
+        assert s.rev("refs/heads/main") == s.rev("HEAD") == git(ws.root, "rev-parse", "HEAD")
+        assert s.rev("HEAD~1") == git(ws.root, "rev-parse", "HEAD~1")  # an expression: rev-parse
+        assert s.rev("refs/heads/missing") is None and s.rev("refs/../HEAD") is None
+    finally:
+        s.close()
