@@ -95,10 +95,13 @@ class EventLog:
         record = {"ts": now_iso(), "event": event, **{k: v for k, v in fields.items() if v is not None}}
         line = self.redact(json.dumps(record, ensure_ascii=False, default=str, sort_keys=False))
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.max_bytes:
                 self._rotate_if_full(len(line.encode("utf-8")) + 1)
-            append_durable(self.path, line, durable=self.durable)
+            try:
+                append_durable(self.path, line, durable=self.durable)
+            except FileNotFoundError:  # SYSTEM/ removed under a running engine: recreate it
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                append_durable(self.path, line, durable=self.durable)
         log.info(event, **{k: v for k, v in json.loads(line).items() if k not in ("ts", "event")})
         for listener in list(self.listeners):
             try:

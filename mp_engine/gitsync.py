@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import git
-from git.remote import PushInfo
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from mp_engine.atomic import atomic_write, atomic_write_json
+from mp_engine.atomic import atomic_write
 from mp_engine.config import CONFIG_FILE, GitConfig
 from mp_engine.diagnosis import Diagnosis
 from mp_engine.errors import ConfigError, InvalidMPError, RemoteUnreachable, SyncConflict, SyncError
@@ -52,6 +51,7 @@ PROCESSED_REF = "refs/mp-engine/processed"
 # What `GitSession.rev` reads from ref files itself: HEAD or a full ref name with no `..`
 # (anything else goes to `git rev-parse`).
 REF_NAME_RE = re.compile(r"HEAD|refs/(?!.*\.\.)[A-Za-z0-9._/-]+")
+PATHS_ON_COMMAND_LINE = 16 * 1024  # bytes of paths passed as arguments (ARG_MAX is far above)
 OBJECT_ID_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 BLOCKED_BRANCH = "mp-engine/blocked/{branch}"
 RUNS_PREFIX = f"{SYSTEM_DIR}/{RUNS_DIR}/"
@@ -64,7 +64,6 @@ UNREACHABLE_RE = re.compile(
     r"Network is unreachable|repository .* not found|Permission denied|Host key verification failed",
     re.I,
 )
-PUSH_FAILED = PushInfo.ERROR | PushInfo.REJECTED | PushInfo.REMOTE_REJECTED | PushInfo.REMOTE_FAILURE
 
 
 def noninteractive_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -116,10 +115,13 @@ class GitSession:
         except git.GitCommandError as e:
             raise _command_error(e, args) from e
 
-    def status(self, *args: str) -> tuple[int, str, str]:
+    def status(self, *args: str, timeout: float | None = None) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of `git ARGS`, never raising for a non-zero exit."""
         code, out, err = self.repo.git.execute(
-            ["git", *args], with_exceptions=False, with_extended_output=True, kill_after_timeout=self.timeout
+            ["git", *args],
+            with_exceptions=False,
+            with_extended_output=True,
+            kill_after_timeout=timeout or self.timeout,
         )
         return code, out, err
 
@@ -184,6 +186,8 @@ class GitSession:
         common = Path(self.repo.common_dir)
         slow: dict[str, str] = {}
         for ref, sha in refs.items():
+            if self.rev(ref) == sha:  # e.g. the tracking ref, which `git push` already moved
+                continue
             if not OBJECT_ID_RE.fullmatch(sha) or not REF_NAME_RE.fullmatch(ref) or ref == "HEAD":
                 raise SyncError(f"refusing to set {ref!r} to {sha!r}: not a ref and an object id")
             path = common / ref
@@ -252,14 +256,20 @@ class GitSession:
 
 
 def _command_error(e: git.GitCommandError, args: tuple[str, ...]) -> SyncError:
-    stderr = (e.stderr or "").strip().removeprefix("stderr: ").strip("'\n ")
+    return _failure(str(e.stderr or ""), e.status, args)
+
+
+def _failure(stderr: str, status: object, args: tuple[str, ...]) -> SyncError:
+    """The error for a failed `git ARGS`: `RemoteUnreachable` when the remote could not be
+    reached (the engine keeps its commits and retries), `SyncError` otherwise."""
+    stderr = stderr.strip().removeprefix("stderr: ").strip("'\n ")
     cmd = "git " + " ".join(args)
     if UNREACHABLE_RE.search(stderr):
         return RemoteUnreachable(
-            f"`{cmd}` could not reach the remote (exit {e.status}): {stderr}. "
+            f"`{cmd}` could not reach the remote (exit {status}): {stderr}. "
             "Results stay committed locally and are pushed when it is back; check the URL and the network."
         )
-    return SyncError(f"`{cmd}` failed (exit {e.status}): {stderr}")
+    return SyncError(f"`{cmd}` failed (exit {status}): {stderr}")
 
 
 @dataclass
@@ -295,6 +305,7 @@ class GitSync:
         # staged (its own commit, carried over its own fast-forwards); None: ask git.
         self._clean_index: tuple[str, bytes] | None = None
         self._session: GitSession | None = None
+        self._remote_checked = False
         self.allowed_signers = self._check_signers_file()
 
     def bind(self, events: EventLog) -> None:
@@ -339,8 +350,12 @@ class GitSync:
         bookkeeping (baselines, the dirty set) with `durable=False`: it survives a `kill -9`,
         and after a power loss the file read back is an older one that still holds every
         refusal and block, while the MP's changes then stay local for the operator."""
+        import json
+
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.state_path, data, durable=durable)
+        # Compact: json's C encoder does not run with `indent` (`jq . gitsync.json` to read it).
+        text = json.dumps(data, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
+        atomic_write(self.state_path, text, durable=durable)
 
     def _check_signers_file(self) -> str:
         if not self.cfg.require_signed:
@@ -447,14 +462,21 @@ class GitSync:
                 if out.problem is None:
                     self._push(s, out)
             except RemoteUnreachable as e:
+                self._remote_checked = False
                 self._mark_unreachable(str(e))
             except SyncError as e:
+                self._remote_checked = False
                 self.events.emit("sync_failed", stage="poll", error=str(e))
         return out
 
     def _resolve_remote(self, s: GitSession) -> None:
+        """Make sure the remote exists; checked again only after a poll failed (reading the
+        remotes parses the git config, which the idle poll would otherwise do every time)."""
+        if self._remote_checked:
+            return
         if self.remote_name not in {r.name for r in s.repo.remotes}:
             self._ensure_remote(s)
+        self._remote_checked = True
 
     def _ls_remote(self, s: GitSession) -> str | None:
         out = s.run("ls-remote", "--heads", self.remote_name, f"refs/heads/{self.cfg.branch}")
@@ -773,11 +795,19 @@ class GitSync:
                 for f in files:
                     if f.name != INBOX_FILE:  # the MP as received stays byte-exact (its SHA-256)
                         redact_file(f, self.redact)  # type: ignore[arg-type]
-        spec = self.ws.local_dir / "gitsync.pathspec"
-        atomic_write(spec, "\0".join(paths) + "\0", durable=False)
-        s.run("add", "--all", f"--pathspec-from-file={spec}", "--pathspec-file-nul")
-        only = [f"--pathspec-from-file={spec}", "--pathspec-file-nul"] if foreign_staged else []
-        code, out, err = s.status(*_identity(s), "commit", "--quiet", "--no-verify", "-m", message, *only)
+        # `--literal-pathspecs`: these are file names, never patterns or `:(magic)`. A short
+        # list goes on the command line (no file to create); a long one through a file.
+        if sum(len(p) + 1 for p in paths) <= PATHS_ON_COMMAND_LINE:
+            spec = ["--", *paths]
+        else:
+            spec_file = self.ws.local_dir / "gitsync.pathspec"
+            atomic_write(spec_file, "\0".join(paths) + "\0", durable=False)
+            spec = [f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"]
+        s.run("--literal-pathspecs", "add", "--all", *spec)
+        only = spec if foreign_staged else []
+        code, out, err = s.status(
+            "--literal-pathspecs", *_identity(s), "commit", "--quiet", "--no-verify", "-m", message, *only
+        )
         if code != 0:
             if "nothing to commit" in out + err or "no changes added" in out + err:
                 return None
@@ -883,33 +913,32 @@ class GitSync:
 
 
 def push_checked(s: GitSession, remote_name: str, branch: str, timeout: float) -> None:
-    """`git push REMOTE HEAD:BRANCH` with every way it can fail checked; raises
-    `PushRejected` when the remote has commits we lack. GitPython does not raise on a
-    rejected push (gitpython-developers/GitPython#621), so check the result list, each
-    entry's flags and `raise_if_error()`."""
-    remote = s.repo.remote(remote_name)
+    """`git push --porcelain REMOTE HEAD:BRANCH` with every way it can fail checked; raises
+    `PushRejected` when the remote has commits we lack.
+
+    The porcelain output is git's stable machine format: one `FLAG<TAB>FROM:TO<TAB>SUMMARY`
+    line per ref, `!` for a ref that was not updated. Read here rather than through
+    GitPython's `Remote.push`, which does not raise on a rejected push
+    (gitpython-developers/GitPython#621) and re-reads the config and starts two reader
+    threads on every push."""
     refspec = f"HEAD:refs/heads/{branch}"
-    try:
-        infos = remote.push(refspec=refspec, kill_after_timeout=timeout)
-    except git.GitCommandError as e:
-        err = _command_error(e, ("push", remote_name, refspec))
-        if re.search(r"\[rejected\]|non-fast-forward|fetch first", str(e.stderr or "")):
-            raise PushRejected(str(err)) from e
-        raise err from e
-    if len(infos) == 0:
-        raise RemoteUnreachable(f"`git push {remote_name} {refspec}` reported no result; will retry.")
-    for info in infos:
-        if info.flags & PushInfo.REJECTED:
-            raise PushRejected(f"push of {branch} rejected: {info.summary.strip()}")
-        if info.flags & PUSH_FAILED:
+    args = ("push", "--porcelain", remote_name, refspec)
+    code, out, err = s.status(*args, timeout=timeout)
+    results = [line.split("\t") for line in out.splitlines() if line.count("\t") >= 2]
+    for flag, _ref, summary, *_ in results:
+        if flag == "!":
+            if summary.startswith("[rejected]"):
+                raise PushRejected(f"push of {branch} rejected: {summary}")
             raise SyncError(
-                f"push of {branch} to {remote_name} failed: {info.summary.strip()}. "
+                f"push of {branch} to {remote_name} failed: {summary}. "
                 "The commit stays local; check the remote's hooks and permissions."
             )
-    try:
-        infos.raise_if_error()
-    except git.GitCommandError as e:
-        raise _command_error(e, ("push", remote_name, refspec)) from e
+    if code != 0:
+        if re.search(r"\[rejected\]|non-fast-forward|fetch first", err):
+            raise PushRejected(str(_failure(err, code, args)))
+        raise _failure(err, code, args)
+    if not results:
+        raise RemoteUnreachable(f"`git push {remote_name} {refspec}` reported no result; will retry.")
 
 
 def _fingerprint(path: Path) -> str:

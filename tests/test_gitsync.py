@@ -352,8 +352,8 @@ def _git_commands(trace: Path) -> list[str]:
         e = json.loads(line)
         if e["event"] == "start" and "/" not in e["sid"]:
             argv = e["argv"][1:]
-            while argv[:1] == ["-c"]:  # per-command settings (`-c core.untrackedCache=true`)
-                argv = argv[2:]
+            while argv[:1] in (["-c"], ["--literal-pathspecs"]):  # global options
+                argv = argv[2:] if argv[0] == "-c" else argv[1:]
             out.append(" ".join(argv[:2]))
     return out
 
@@ -396,21 +396,22 @@ def test_steady_state_mp_spawns_no_bookkeeping_git_and_a_staged_file_still_stays
 def test_a_ref_locked_by_another_git_is_reported_not_overwritten(channel):
     _bare, _url, ws, _orch = channel
     from mp_engine.errors import SyncError
-    from mp_engine.gitsync import PROCESSED_REF, GitSession
+    from mp_engine.gitsync import GitSession
 
     head = git(ws.root, "rev-parse", "HEAD")
-    lock = ws.root / ".git" / "refs" / "mp-engine" / "processed.lock"
+    ref = "refs/mp-engine/test"
+    lock = ws.root / ".git" / "refs" / "mp-engine" / "test.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("held by another git\n")
     s = GitSession(ws.root, 30)
     try:
-        with pytest.raises(SyncError, match="processed.lock"):
-            s.set_refs({PROCESSED_REF: head})
+        with pytest.raises(SyncError, match="test.lock"):
+            s.set_refs({ref: head})
         lock.unlink()
-        s.set_refs({PROCESSED_REF: head})
-        assert git(ws.root, "rev-parse", PROCESSED_REF) == head
+        s.set_refs({ref: head})
+        assert git(ws.root, "rev-parse", ref) == head
         with pytest.raises(SyncError, match="not a ref"):
-            s.set_refs({PROCESSED_REF: "HEAD\nupdate refs/heads/main 0000"})
+            s.set_refs({ref: "HEAD\nupdate refs/heads/main 0000"})
     finally:
         s.close()
 
@@ -436,3 +437,18 @@ def test_refs_are_read_like_git_reads_them(channel):
         assert s.rev("refs/heads/missing") is None and s.rev("refs/../HEAD") is None
     finally:
         s.close()
+
+
+def test_a_path_that_looks_like_a_pattern_is_staged_as_a_path(channel):
+    """Paths reach `git add` and `git commit` as names (on the command line or through the
+    pathspec file): an MP creating `*.txt` or `:(glob)x` commits those files and no untracked
+    .txt the operator keeps in the workspace."""
+    bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    (ws.root / "notes.txt").write_text("the operator's, untracked\n")
+    push_mp(orch, "# MP-7.1 Odd names\n\n```bash\necho star > '*.txt'\necho magic > ':(glob)x'\n```\n")
+    assert sync_tick(engine).action == "completed"
+    assert remote_file(bare, "*.txt") == "star\n"
+    assert remote_file(bare, ":(glob)x") == "magic\n"
+    assert remote_file(bare, "notes.txt") is None
+    assert "?? notes.txt" in git(ws.root, "status", "--porcelain")
