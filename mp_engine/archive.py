@@ -7,15 +7,17 @@
         inbox_entry                 an inbox entry that was not a readable file, moved here
         RESULT.md, result.json      the result, as also written to SYSTEM/RESULT_last.md
 
-A run directory appears atomically (built under a temp name, then renamed), so it either
-holds the MP copy and a ledger or does not exist.
+A claim reserves the run id with one `mkdir`, publishes RUNNING naming it, then writes
+the MP copy and the ledger (fsynced before the first step). A run without a readable
+ledger is therefore a claim that crashed in that window: the next recovery pass removes
+it (`sweep_unfilled_runs`) and claims the MP, still in the inbox, again.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,42 +75,77 @@ def _label(mp_id: str | None) -> str:
 
 
 def create_run(
-    ws: Workspace, *, mp_id: str | None, data: bytes | None, mp_sha256: str, executor: str, durable: bool = True
+    ws: Workspace, *, mp_id: str | None, data: bytes | None, mp_sha256: str, executor: str
 ) -> tuple[RunArchive, Ledger]:
-    """Create a run directory holding the MP copy (when readable) and a fresh ledger.
+    """A new run holding the MP copy (when readable) and a fresh ledger, fsynced."""
+    run = reserve_run(ws, mp_id)
+    ledger = fill_run(run, mp_id=mp_id, data=data, mp_sha256=mp_sha256, executor=executor)
+    run.make_durable()
+    return run, ledger
 
-    With `durable=False` nothing is fsynced yet (the claim path publishes RUNNING first);
-    the caller must call `run.make_durable()` before the run has any side effect.
-    """
+
+def reserve_run(ws: Workspace, mp_id: str | None) -> RunArchive:
+    """Reserve a run id with one `mkdir` (unique: it fails if the name exists).
+
+    The claim publishes RUNNING naming the run before writing its archive (`fill_run`),
+    so drop -> RUNNING costs one directory and the one durable state write. A crash in
+    between leaves a run without a ledger; the next pass removes it
+    (`sweep_unfilled_runs`) and claims the MP, still in the inbox, again."""
     ws.runs_dir.mkdir(parents=True, exist_ok=True)
     base = f"{compact_stamp()}-{_label(mp_id)}"
-    tmp = ws.runs_dir / f".{base}{TEMP_MARKER}{secrets.token_hex(4)}"
-    tmp.mkdir()
-    (tmp / "steps").mkdir()
-    # Plain writes: the directory is private until the rename below publishes it whole.
-    if data is not None:
-        (tmp / INBOX_FILE).write_bytes(data)
     for n in range(1, 10_000):
         final = ws.runs_dir / (base if n == 1 else f"{base}-{n}")
-        ledger = Ledger.create(
-            tmp / LEDGER,
-            run_id=final.name,
-            mp_id=mp_id or "UNPARSED",
-            mp_sha256=mp_sha256,
-            executor=executor,
-            write=False,
-        )
-        (tmp / LEDGER).write_text(ledger.dumps(), encoding="utf-8")
         try:
-            os.rename(tmp, final)  # fails if `final` exists and is non-empty
+            os.mkdir(final)
+        except FileExistsError:
+            continue
+        return RunArchive(final)
+    raise RuntimeError(f"could not allocate a run directory under {ws.runs_dir}")
+
+
+def fill_run(run: RunArchive, *, mp_id: str | None, data: bytes | None, mp_sha256: str, executor: str) -> Ledger:
+    """Write the MP copy and a fresh ledger into a reserved run, without fsync (the caller
+    calls `run.make_durable()` before the run has any side effect). Plain writes: a ledger
+    cut short by a crash does not parse, and the run then counts as unfilled."""
+    run.steps_dir.mkdir(exist_ok=True)
+    if data is not None:
+        run.mp_copy.write_bytes(data)
+    ledger = Ledger.create(
+        run.ledger_path,
+        run_id=run.run_id,
+        mp_id=mp_id or "UNPARSED",
+        mp_sha256=mp_sha256,
+        executor=executor,
+        write=False,
+    )
+    run.ledger_path.write_text(ledger.dumps(), encoding="utf-8")
+    return ledger
+
+
+def sweep_unfilled_runs(ws: Workspace) -> list[Path]:
+    """Remove runs whose ledger is missing or unreadable: reserved by a claim that crashed
+    before `fill_run` finished (its MP is still in the inbox). Call with the workspace lock
+    held, or another engine's claim in progress could be taken for one."""
+    removed = []
+    try:
+        dirs = [d for d in ws.runs_dir.iterdir() if d.is_dir() and TEMP_MARKER not in d.name]
+    except FileNotFoundError:
+        return []
+    for d in dirs:
+        try:
+            json.loads((d / LEDGER).read_text(encoding="utf-8"))
+            continue
+        except (OSError, ValueError):
+            pass
+        try:  # only what `fill_run` writes: anything else is an archive to keep
+            names = {p.name for p in d.iterdir()}
+            unfilled = names <= {"steps", INBOX_FILE, LEDGER} and not any((d / "steps").glob("*"))
         except OSError:
             continue
-        ledger.path = final / LEDGER
-        run = RunArchive(final)
-        if durable:
-            run.make_durable()
-        return run, ledger
-    raise RuntimeError(f"could not allocate a run directory under {ws.runs_dir}")
+        if unfilled:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
 
 
 def open_runs(ws: Workspace) -> list[RunArchive]:

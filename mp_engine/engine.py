@@ -23,7 +23,15 @@ import structlog
 
 from mp_engine import __version__
 from mp_engine import diagnosis as diag
-from mp_engine.archive import RunArchive, create_run, open_runs, sweep_incomplete_runs
+from mp_engine.archive import (
+    RunArchive,
+    create_run,
+    fill_run,
+    open_runs,
+    reserve_run,
+    sweep_incomplete_runs,
+    sweep_unfilled_runs,
+)
 from mp_engine.atomic import sweep_temp_files
 from mp_engine.clock import now_iso, parse_iso
 from mp_engine.config import Config
@@ -178,6 +186,8 @@ class Engine:
                 detail=f"{waiting.get('kind')}: resumes at {waiting.get('resume_at')}",
             )
         if not self._recovery_scan_done:
+            for path in sweep_unfilled_runs(self.ws):
+                self.events.emit("run_unfilled_removed", path=self.ws.rel(path))
             runs = open_runs(self.ws)
             self._recovery_scan_done = True
         else:
@@ -239,14 +249,14 @@ class Engine:
     # -- runs ------------------------------------------------------------------------
 
     def _start_run(self, mp: MicroProject, data: bytes, executor: Executor) -> TickResult:
-        # The archive copy and the ledger are written first but fsynced after RUNNING is
-        # published: drop -> RUNNING then costs one durable write, and the run is durable
-        # before its first side effect. After a power loss in between, recovery finds no
-        # readable ledger, clears the run pointer and claims the MP again from the inbox.
-        run, ledger = create_run(
-            self.ws, mp_id=mp.mp_id, data=data, mp_sha256=mp.sha256, executor=executor.name, durable=False
-        )
+        # The run id is reserved (one mkdir) and RUNNING published first; the archive copy
+        # and the ledger are written next and fsynced before the first side effect. Drop ->
+        # RUNNING then costs one directory and one durable write. After a crash in between,
+        # recovery finds no readable ledger, clears the run pointer, removes the unfilled
+        # run and claims the MP again from the inbox.
+        run = reserve_run(self.ws, mp.mp_id)
         self.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="MP claimed")
+        ledger = fill_run(run, mp_id=mp.mp_id, data=data, mp_sha256=mp.sha256, executor=executor.name)
         run.make_durable()
         self.events.emit("mp_claimed", mp=mp.mp_id, run=run.run_id, sha256=mp.sha256, title=mp.title)
         self.inbox.forget()

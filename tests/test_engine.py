@@ -11,6 +11,7 @@ import pytest
 from mp_engine.archive import RunArchive
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
+from mp_engine.state import Status
 from mp_engine.workspace import Workspace
 
 from .conftest import dead_pid, drop, events, read_state, result_field
@@ -337,3 +338,35 @@ def test_a_directory_put_in_the_inbox_during_a_run_is_left_for_the_next_tick(eng
     assert ws.inbox_file.is_dir()  # not deleted, not mistaken for the MP that ran
     assert engine.tick().action == "error"  # then refused as bad input, with a result
     assert "is a directory" in ws.result_file.read_text()
+
+
+@pytest.mark.parametrize("left", ["nothing", "mp copy", "half a ledger"])
+def test_a_claim_that_crashed_before_its_archive_was_written_is_claimed_again(engine, ws, left):
+    """The claim reserves the run (one mkdir) and publishes RUNNING before writing the MP
+    copy and the ledger. A crash in that window leaves RUNNING naming a run without a
+    readable ledger: the restart removes it and runs the MP, still in the inbox, once."""
+    from mp_engine.archive import reserve_run
+
+    drop(ws, OK_MP)
+    run = reserve_run(ws, "MP-1.4")
+    if left != "nothing":
+        (run.dir / "steps").mkdir()
+        run.mp_copy.write_bytes(ws.inbox_file.read_bytes())
+    if left == "half a ledger":
+        run.ledger_path.write_text('{"run_id": "')
+    engine.state.update(current="MP-1.4", status=Status.RUNNING, run_id=run.run_id, reason="MP claimed")
+    kept = reserve_run(ws, "MP-0.9")  # an archive without a ledger but with a result: not ours to remove
+    (kept.dir / "RESULT.md").write_text("# an old result\n")
+
+    restarted = Engine(ws, load_config(ws.root))
+    res = restarted.tick()
+    assert res.action == "completed" and res.mp_id == "MP-1.4"
+    assert [e["path"] for e in events(ws, "run_unfilled_removed")] == [ws.rel(run.dir)]
+    assert (kept.dir / "RESULT.md").exists()
+    started = [e["step"] for e in events(ws, "step_started")]
+    assert len(events(ws, "mp_claimed")) == 1 and started and len(started) == len(set(started))  # run once
+    state = read_state(ws)
+    assert state["status"] == "ONLINE" and state["last_completed"] == "MP-1.4"
+    new = RunArchive(ws.runs_dir / state["last_result"]["run_id"])  # may reuse the freed name
+    assert new.ledger().model.status == "closed" and new.mp_copy.read_text() == OK_MP
+    assert not ws.inbox_file.exists()
