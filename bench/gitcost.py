@@ -207,7 +207,7 @@ def run(reps: int) -> list:
 def run_big(reps: int) -> list:
     rows = []
     with tempfile.TemporaryDirectory(prefix="mpe-bench-big-") as d:
-        small = overhead(Path(d), reps, 10, "ten")
+        small = overhead(Path(d), reps * 3, 10, "ten")  # cheap: more samples, a steadier median
         big = overhead(Path(d), reps, 50_000, "big", scan_floor=True)
     rows.append(
         ratio_row("6. per-MP overhead, 10 tracked files", small["engine"], "git CLI, 10 files", small["cli"], 1.2)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
+
+import pytest
 
 from mp_engine.process import kill_stale_group, proc_stat, run_process, scrub_env
 
@@ -93,3 +97,27 @@ def test_kill_stale_group_kills_a_survivor_but_not_a_reused_pid(tmp_path):
         assert proc.returncode == -9
     finally:
         proc.kill()
+
+
+@pytest.mark.parametrize("mechanism", ["native", "fallback"])
+def test_exit_waiter_returns_at_the_exit_and_reaps(mechanism):
+    """`ExitWaiter` (pidfd on Linux, kqueue on macOS, `Popen.wait` elsewhere) reports a
+    running child as running and an exited one as exited and reaped, exit code included."""
+    from mp_engine.process import ExitWaiter
+
+    proc = subprocess.Popen(["sh", "-c", "read line; exit 3"], stdin=subprocess.PIPE)
+    waiter = ExitWaiter(proc)
+    if mechanism == "fallback":
+        waiter._ready = None
+    elif sys.platform.startswith("linux"):
+        assert waiter._ready is not None  # the pidfd path is what runs here
+    try:
+        assert waiter.wait(0.01) is False and proc.returncode is None  # blocked on stdin
+        proc.stdin.close()
+        assert waiter.wait(30) is True
+        assert proc.returncode == 3
+    finally:
+        waiter.close()
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
