@@ -18,10 +18,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.common import PYTHON, Stat, engine_env, git, git_env, info_row, make_remote, mp_text, ratio_row
 
 INBOX = "Claude_Inbox/incoming_microproject.txt"
+EVENT_LOG_MB = 5  # half the default rotation bound: where a weeks-old host log sits
 # The engine's status invocation (mp_engine.gitsync.GitSync.STATUS_ARGS), for the scan floor.
 GitSync_STATUS_ARGS = (
     "-c",
@@ -77,7 +79,7 @@ def seed_remote(base: Path, name: str, extra_files: int = 0) -> str:
 class EngineSide:
     """An engine workspace cloned from `url`, driven by forced-poll ticks in this process."""
 
-    def __init__(self, base: Path, url: str, name: str):
+    def __init__(self, base: Path, url: str, name: str, *, event_log_mb: int = 0):
         import os
 
         from mp_engine.config import load_config
@@ -100,6 +102,10 @@ class EngineSide:
             self.root_ws(), config, redact=redact, sync=GitSync(self.root_ws(), config.git, redact=redact)
         )
         self.engine.start(daemon=False)
+        if event_log_mb:  # weeks of events: the host's log near its rotation bound
+            line = json.dumps({"ts": "2026-01-01T00:00:00.000Z", "event": "step_finished", "mp": "MP-0.0"}) + "\n"
+            with open(self.root_ws().events_file, "a", encoding="utf-8") as f:
+                f.write(line * (event_log_mb * 1024 * 1024 // len(line)))
 
     def root_ws(self):
         from mp_engine.workspace import Workspace
@@ -170,10 +176,15 @@ class CliSide:
         return time.perf_counter() - t, step
 
 
-def overhead(base: Path, reps: int, extra_files: int, tag: str, *, scan_floor: bool = False) -> dict[str, Stat]:
-    """Per-MP overhead in ms of the engine, the CLI (and with `scan_floor` the CLI plus one
-    `git status`), alternating sides so drift hits all of them."""
-    kinds = {"engine": EngineSide, "cli": CliSide}
+def overhead(
+    base: Path, reps: int, extra_files: int, tag: str, *, scan_floor: bool = False, event_log_mb: int = 0
+) -> dict[str, Stat]:
+    """Per-MP overhead in ms of the engine, the CLI (with `scan_floor` also the CLI plus one
+    `git status`; with `event_log_mb` also an engine whose host event log has grown that
+    big), alternating sides so drift hits all of them."""
+    kinds: dict[str, Any] = {"engine": EngineSide, "cli": CliSide}
+    if event_log_mb:
+        kinds["engine+log"] = functools.partial(EngineSide, event_log_mb=event_log_mb)
     if scan_floor:
         kinds["cli+status"] = functools.partial(CliSide, scan=True)
     sides = {}
@@ -192,7 +203,7 @@ def overhead(base: Path, reps: int, extra_files: int, tag: str, *, scan_floor: b
 
 def run(reps: int) -> list:
     with tempfile.TemporaryDirectory(prefix="mpe-bench-git-") as d:
-        st = overhead(Path(d), reps, 0, "small")
+        st = overhead(Path(d), reps, 0, "small", event_log_mb=EVENT_LOG_MB)
     return [
         ratio_row(
             "2. per-MP overhead, git on (push -> result on remote, minus the step)",
@@ -200,7 +211,14 @@ def run(reps: int) -> list:
             "git CLI by hand",
             st["cli"],
             1.3,
-        )
+        ),
+        ratio_row(
+            f"2. the same with the host's event log grown to {EVENT_LOG_MB} MiB (flat over weeks)",
+            st["engine+log"],
+            "git CLI by hand",
+            st["cli"],
+            1.3,
+        ),
     ]
 
 

@@ -276,7 +276,7 @@ def history(root: Path, limit: int, as_json: bool) -> int:
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events (across log rotation) until Ctrl-C.")
 @click.option("--json", "raw", is_flag=True, help="Print the JSON lines as they are.")
 def logs_command(root: Path, lines: int, follow: bool, raw: bool) -> int:
-    """Show the event log (SYSTEM/events.jsonl) in readable lines.
+    """Show the event log (SYSTEM/.engine/events.jsonl) in readable lines.
 
     \b
     Examples:

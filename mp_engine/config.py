@@ -31,7 +31,7 @@ class EngineConfig(_Section):
     lock_timeout: float = Field(10.0, gt=0, description="seconds to wait for the workspace lock")
     max_mp_bytes: int = Field(1024 * 1024, gt=0, description="size cap of an MP file")
     events_max_bytes: int = Field(
-        10 * 1024 * 1024, ge=0, description="size at which SYSTEM/events.jsonl is rotated (0 = never)"
+        10 * 1024 * 1024, ge=0, description="size at which SYSTEM/.engine/events.jsonl is rotated (0 = never)"
     )
     events_keep: int = Field(5, ge=1, description="rotated event logs kept in SYSTEM/.engine/")
 

@@ -231,5 +231,5 @@ def engine_error(exc: BaseException) -> Diagnosis:
         "engine_error",
         "internal engine error",
         f"mp-engine itself failed: {type(exc).__name__}: {exc}.",
-        "Report this as an mp-engine bug with SYSTEM/events.jsonl and the run archive attached.",
+        "Report this as an mp-engine bug with SYSTEM/.engine/events.jsonl and the run archive attached.",
     )

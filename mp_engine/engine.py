@@ -32,7 +32,7 @@ from mp_engine.archive import (
     sweep_incomplete_runs,
     sweep_unfilled_runs,
 )
-from mp_engine.atomic import sweep_temp_files
+from mp_engine.atomic import atomic_write, sweep_temp_files
 from mp_engine.clock import now_iso, parse_iso
 from mp_engine.config import Config
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
@@ -48,7 +48,7 @@ from mp_engine.process import kill_stale_group, pid_alive
 from mp_engine.result import COMPLETED, ERROR, Outcome, write_result
 from mp_engine.state import IDLE, Halt, SessionState, StateStore, Status
 from mp_engine.steps import Budget, StepContext
-from mp_engine.workspace import Workspace
+from mp_engine.workspace import EVENTS_FILE, Workspace
 
 if TYPE_CHECKING:
     from mp_engine.supervisor import Supervisor
@@ -101,6 +101,20 @@ class Engine:
 
     # -- lifecycle -------------------------------------------------------------------
 
+    def _move_legacy_event_log(self) -> None:
+        """Versions before 0.2 kept the event log at SYSTEM/events.jsonl (and committed it):
+        move it to SYSTEM/.engine/, where git never touches it."""
+        old, new = self.ws.legacy_events_file, self.ws.events_file
+        if not old.is_file() or old.is_symlink():
+            return
+        if new.exists():  # something wrote the new log first (`init`, a CLI): old lines go first
+            atomic_write(new, old.read_bytes() + new.read_bytes())
+            old.unlink()
+        else:
+            new.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(old, new)
+        self.events.emit("event_log_moved", path=self.ws.rel(new), was=self.ws.rel(old))
+
     def start(self, *, daemon: bool = True) -> None:
         """Prepare the workspace and announce the engine (ONLINE, or ERROR if halted)."""
         self.ws.check()
@@ -118,6 +132,7 @@ class Engine:
         }
         try:
             with self.lock.hold("engine start"):
+                self._move_legacy_event_log()
                 if self.sync is not None:
                     self.sync.startup()
                 state = self.state.read()
@@ -150,6 +165,7 @@ class Engine:
 
     def tick(self) -> TickResult:
         """One full pass; see the module docstring."""
+        self.events.tee = None  # set again by whatever run this pass claims or resumes
         if not self.ws.inbox_dir.is_dir():
             self.ws.inbox_dir.mkdir(parents=True, exist_ok=True)
             self.events.emit("inbox_recreated", path=self.ws.rel(self.ws.inbox_dir))
@@ -255,6 +271,7 @@ class Engine:
         # recovery finds no readable ledger, clears the run pointer, removes the unfilled
         # run and claims the MP again from the inbox.
         run = reserve_run(self.ws, mp.mp_id)
+        self.events.tee = run.dir / EVENTS_FILE
         self.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="MP claimed")
         ledger = fill_run(run, mp_id=mp.mp_id, data=data, mp_sha256=mp.sha256, executor=executor.name)
         run.make_durable()
@@ -343,6 +360,7 @@ class Engine:
             sha256_hex(data) if data is not None else (_sha_of_path(entry.path) if entry.kind is EntryKind.FILE else "")
         )
         run, ledger = create_run(self.ws, mp_id=mp_id, data=data, mp_sha256=sha, executor="none")
+        self.events.tee = run.dir / EVENTS_FILE
         now = now_iso()
         outcome = Outcome(
             status=ERROR,
@@ -366,6 +384,7 @@ class Engine:
     def _resume(self, run: RunArchive) -> TickResult:
         """Finish or resume a run that a crash or a stop left open (FR-EVT-WF-RECOVERY)."""
         ledger = run.ledger()
+        self.events.tee = run.dir / EVENTS_FILE
         if ledger.model.status == "finishing":
             self.events.emit(
                 "recovery",
@@ -455,6 +474,7 @@ class Engine:
         if outcome.status == COMPLETED:
             self.events.emit("mp_completed", mp=outcome.mp_id, run=run.run_id, duration=outcome.duration)
             self.events.sync()  # the MP's events are durable with its result (one fsync)
+            self.events.tee = None  # the run's own copy is complete: it travels with the commit
             if self.sync is not None and (
                 failed := self._after_sync(self.sync.publish(outcome.commit_summary, run.run_id))
             ):
@@ -471,6 +491,7 @@ class Engine:
         )
         self.events.emit("halted", mp=outcome.mp_id, approve_with=f"Approves: {outcome.halt_token}")
         self.events.sync()
+        self.events.tee = None
         if self.sync is not None and (
             failed := self._after_sync(self.sync.publish(outcome.commit_summary, run.run_id))
         ):
@@ -537,6 +558,7 @@ class Engine:
         now = now_iso()
         mp_id = out.problem_mp or (self.state.read().last_result or {}).get("mp_id")
         run, ledger = create_run(self.ws, mp_id=mp_id, data=None, mp_sha256="", executor="none")
+        self.events.tee = run.dir / EVENTS_FILE
         outcome = Outcome(
             status=ERROR,
             mp_id=mp_id or "UNPARSED",

@@ -1,7 +1,9 @@
-"""The event log: the flight recorder under `SYSTEM/events.jsonl`.
+"""The event log: the host's flight recorder, `SYSTEM/.engine/events.jsonl`.
 
 Every state transition and every stage's notable moment is appended as one JSON line
-with a timestamp, durably (O_APPEND + fsync), and mirrored to the structured log.
+with a timestamp (O_APPEND; fsynced when an MP ends), and mirrored to the structured log.
+While a run is active each line also goes to the run's own `events.jsonl` (`tee`), which
+travels by git with the run; the host's log never does.
 
 The daemon rotates the log at a size bound (`[engine] events_max_bytes`): under the
 writer's lock and an flock shared by every process on the workspace, the file is renamed to
@@ -47,6 +49,11 @@ class EventLog:
         # loss, and the engine calls it once per finished MP and on shutdown. True: fsync
         # each line.
         self.durable = False
+        # While a run is active the engine points this at the run's own `events.jsonl` in
+        # its archive, and every line is appended there too: that copy travels by git with
+        # the run, bounded by the run, while this log stays on the host (committing it made
+        # every commit and push grow with the log, up to its rotation bound).
+        self.tee: Path | None = None
 
     def rotate_at(self, max_bytes: int, keep: int, archive_dir: Path) -> None:
         """Rotate into `archive_dir` before a line would take the file past `max_bytes`."""
@@ -102,6 +109,11 @@ class EventLog:
             except FileNotFoundError:  # SYSTEM/ removed under a running engine: recreate it
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 append_durable(self.path, line, durable=self.durable)
+            if self.tee is not None:
+                try:
+                    append_durable(self.tee, line, durable=False)
+                except FileNotFoundError:  # the run directory is gone (removed by hand)
+                    self.tee = None
         log.info(event, **{k: v for k, v in json.loads(line).items() if k not in ("ts", "event")})
         for listener in list(self.listeners):
             try:

@@ -56,8 +56,11 @@ OBJECT_ID_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 BLOCKED_BRANCH = "mp-engine/blocked/{branch}"
 RUNS_PREFIX = f"{SYSTEM_DIR}/{RUNS_DIR}/"
 # The files the protocol owns; staged whenever they changed.
-PROTOCOL_FILES = (STATE_FILE, f"{SYSTEM_DIR}/{RESULT_FILE}", f"{SYSTEM_DIR}/{EVENTS_FILE}")
-NEVER_STAGE = (".git/", f"{SYSTEM_DIR}/{LOCAL_DIR}/", CONFIG_FILE)
+PROTOCOL_FILES = (STATE_FILE, f"{SYSTEM_DIR}/{RESULT_FILE}")
+# The host's event log stays local: committed, it made every commit and push grow with it
+# (to its 10 MiB rotation bound). Each run's events travel in `SYSTEM/runs/<run>/`.
+EVENT_LOG = f"{SYSTEM_DIR}/{EVENTS_FILE}"
+NEVER_STAGE = (".git/", f"{SYSTEM_DIR}/{LOCAL_DIR}/", CONFIG_FILE, EVENT_LOG)
 UNREACHABLE_RE = re.compile(
     r"Could not read from remote|does not appear to be a git repository|Connection refused|unable to access|"
     r"Could not resolve host|timed out|Timeout|unable to connect|Connection reset|No route to host|"
@@ -406,6 +409,7 @@ class GitSync:
                     f"{self.cfg.branch!r}. Run `git -C {self.ws.root} checkout {self.cfg.branch}`."
                 )
             self._ensure_remote(s)
+            self._untrack_event_log(s)
             if s.rev(PROCESSED_REF) is None and (tracking := s.rev(self.tracking)):
                 s.set_refs({PROCESSED_REF: tracking})
             data = self._load()
@@ -419,6 +423,34 @@ class GitSync:
                 self.events.emit("git_recovered", what="uncommitted protocol files committed")
             elif not leftovers:  # `_commit` records the dirty set; without a commit, do it here
                 self._remember(self._load(), self._select(changes, None)[1])
+
+    def _untrack_event_log(self, s: GitSession) -> None:
+        """Workspaces made before 0.2 track SYSTEM/events.jsonl (the engine has moved the
+        file to SYSTEM/.engine/): commit its removal, once. Left for the next start when
+        the operator has something staged (a plain commit would take it too)."""
+        if s.status("ls-files", "--error-unmatch", "--", EVENT_LOG)[0] != 0:
+            return
+        staged = [p for p in s.run("diff", "--cached", "--name-only", "-z").split("\0") if p]
+        if staged:
+            self.events.emit(
+                "sync_failed",
+                stage="untrack the old event log",
+                error=f"left for the next start: other changes are staged ({', '.join(staged[:5])})",
+            )
+            return
+        s.run("rm", "--cached", "--quiet", "--", EVENT_LOG)
+        paths = [EVENT_LOG]
+        ignore = self.ws.system_dir / ".gitignore"
+        text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+        if f"/{EVENTS_FILE}" not in text.split():  # a stale copy a merge brings back stays out of status
+            atomic_write(ignore, (text.rstrip("\n") + "\n" if text.strip() else "") + f"/{EVENTS_FILE}\n")
+            s.run("--literal-pathspecs", "add", "--", f"{SYSTEM_DIR}/.gitignore")
+            paths.append(f"{SYSTEM_DIR}/.gitignore")
+        message = "mp-engine: the event log stays on the host; each run's events travel in its archive"
+        code, out, err = s.status(*_identity(s), "commit", "--quiet", "--no-verify", "-m", message)
+        if code != 0 and "nothing to commit" not in out + err:
+            raise SyncError(f"`git commit` failed ({code}): {(err or out).strip()}")
+        self.events.emit("git_recovered", what="old event log untracked", paths=paths)
 
     def _ensure_remote(self, s: GitSession) -> None:
         names = {r.name: r for r in s.repo.remotes}
@@ -832,11 +864,7 @@ class GitSync:
                     data["baselines"][run_id] = {"since_ns": self._now_ctime_ns(), "dirty": data.get("dirty", {})}
                     self._save(data, durable=False)
                 if self.cfg.commit_running:
-                    paths = [
-                        p
-                        for p in (STATE_FILE, f"{SYSTEM_DIR}/{EVENTS_FILE}", f"{RUNS_PREFIX}{run_id}")
-                        if (self.ws.root / p).exists()
-                    ]
+                    paths = [p for p in (STATE_FILE, f"{RUNS_PREFIX}{run_id}") if (self.ws.root / p).exists()]
                     foreign = self._foreign_staged(s, paths)
                     if self._commit_paths(s, f"{mp_id}: RUNNING", paths, foreign_staged=bool(foreign)):
                         self._push(s, out)

@@ -27,7 +27,10 @@ EVENTS_FILE = "events.jsonl"
 RUNS_DIR = "runs"
 LOCAL_DIR = ".engine"  # machine-local runtime files (lock, owner); never committed
 
-SYSTEM_GITIGNORE = f"# machine-local runtime files of mp-engine (lock, lock owner)\n{LOCAL_DIR}/\n"
+SYSTEM_GITIGNORE = (
+    f"# machine-local runtime files of mp-engine (lock, lock owner, the event log)\n{LOCAL_DIR}/\n"
+    f"# where versions before 0.2 kept the event log (only here: runs/*/events.jsonl travel)\n/{EVENTS_FILE}\n"
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,13 @@ class Workspace:
 
     @property
     def events_file(self) -> Path:
+        """The host's event log, beside its rotated files; never committed (each run's own
+        events travel in its archive, `runs/<run>/events.jsonl`)."""
+        return self.local_dir / EVENTS_FILE
+
+    @property
+    def legacy_events_file(self) -> Path:
+        """Where versions before 0.2 kept the event log (and committed it)."""
         return self.system_dir / EVENTS_FILE
 
     @property

@@ -116,7 +116,7 @@ def test_unrebaseable_conflict_aborts_leaves_a_clean_tree_and_ends_in_error(chan
     engine = make_engine(ws)
     result = sync_tick(engine)
     assert result.action == "error"
-    assert git(ws.root, "status", "--porcelain", "--untracked-files=no") in ("", "M SYSTEM/events.jsonl")
+    assert git(ws.root, "status", "--porcelain", "--untracked-files=no") == ""
     assert not (ws.root / ".git" / "rebase-merge").exists()
     state = read_state(ws)
     assert state["status"] == "ERROR" and state["halt"]
@@ -452,3 +452,49 @@ def test_a_path_that_looks_like_a_pattern_is_staged_as_a_path(channel):
     assert remote_file(bare, ":(glob)x") == "magic\n"
     assert remote_file(bare, "notes.txt") is None
     assert "?? notes.txt" in git(ws.root, "status", "--porcelain")
+
+
+def test_the_event_log_stays_on_the_host_and_each_runs_events_travel_in_its_archive(channel):
+    """Committing SYSTEM/events.jsonl made every commit and push grow with the log (a 5 MiB
+    log took a trivial MP from 172 to 430 ms). It is ignored now; a run's own events are
+    copied into its archive and travel with it."""
+    bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    for n in (1, 2):
+        push_mp(orch, f"# MP-8.{n} Trivial\n\n```bash\ntrue\n```\n")
+        assert sync_tick(engine).action == "completed"
+    assert remote_file(bare, "SYSTEM/events.jsonl") is None
+    assert git(bare, "log", "--format=%s", "main", "--", "SYSTEM/events.jsonl") == ""
+    assert ws.events_file.exists() and events(ws, "sync_pushed")  # the host keeps its log
+    run_id = read_state(ws)["last_result"]["run_id"]
+    copy = [json.loads(line) for line in remote_file(bare, f"SYSTEM/runs/{run_id}/events.jsonl").splitlines()]
+    names = [e["event"] for e in copy]
+    assert names[0] == "state_changed" and "mp_claimed" in names and "mp_completed" in names
+    assert "sync_pushed" in names  # the RUNNING push, recorded before the result commit
+    assert {e.get("mp") for e in copy if "mp" in e} == {"MP-8.2"}  # only this run's events
+    assert git(ws.root, "status", "--porcelain") == ""
+
+
+def test_a_workspace_that_tracked_the_event_log_stops_tracking_it_at_start(channel):
+    """Versions before 0.2 kept the log at SYSTEM/events.jsonl and committed it. The engine
+    moves it into SYSTEM/.engine/ (history kept) and commits its removal once, even when
+    the removal has to be rebased over an MP the orchestrator pushed meanwhile."""
+    bare, _url, ws, orch = channel
+    (ws.system_dir / ".gitignore").write_text(
+        "# machine-local runtime files of mp-engine (lock, lock owner)\n.engine/\n"
+    )
+    ws.legacy_events_file.write_text('{"ts": "2026-01-01T00:00:00.000Z", "event": "engine_started"}\n')
+    git(ws.root, "add", "-f", "SYSTEM/events.jsonl", "SYSTEM/.gitignore")
+    git(ws.root, "commit", "-qm", "old engine commit")
+    git(ws.root, "push", "-q", "origin", "HEAD:main")
+    push_mp(orch, HELLO)  # on top of the old commit: the engine's removal must be rebased
+
+    engine = make_engine(ws)
+    assert sync_tick(engine).action == "completed"
+    assert "mp-engine: the event log stays on the host; each run's events travel in its archive" in remote_log(bare)
+    assert remote_file(bare, "SYSTEM/events.jsonl") is None
+    assert "/events.jsonl" in remote_file(bare, "SYSTEM/.gitignore").split()
+    lines = ws.events_file.read_text().splitlines()
+    assert json.loads(lines[0])["event"] == "engine_started" and len(lines) > 1  # moved, kept, still written
+    assert events(ws, "event_log_moved") and events(ws, "git_recovered")[-1]["what"] == "old event log untracked"
+    assert git(ws.root, "status", "--porcelain") == ""
