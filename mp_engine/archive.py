@@ -25,7 +25,7 @@ from pathlib import Path
 from mp_engine.atomic import TEMP_MARKER, make_durable
 from mp_engine.clock import compact_stamp
 from mp_engine.ledger import Ledger
-from mp_engine.workspace import INBOX_FILE, Workspace
+from mp_engine.workspace import EVENTS_FILE, INBOX_FILE, Workspace
 
 LEDGER = "ledger.json"
 
@@ -137,9 +137,9 @@ def sweep_unfilled_runs(ws: Workspace) -> list[Path]:
             continue
         except (OSError, ValueError):
             pass
-        try:  # only what `fill_run` writes: anything else is an archive to keep
+        try:  # only what a claim writes before its ledger: anything else is an archive to keep
             names = {p.name for p in d.iterdir()}
-            unfilled = names <= {"steps", INBOX_FILE, LEDGER} and not any((d / "steps").glob("*"))
+            unfilled = names <= {"steps", INBOX_FILE, LEDGER, EVENTS_FILE} and not any((d / "steps").glob("*"))
         except OSError:
             continue
         if unfilled:

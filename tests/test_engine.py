@@ -349,6 +349,7 @@ def test_a_claim_that_crashed_before_its_archive_was_written_is_claimed_again(en
 
     drop(ws, OK_MP)
     run = reserve_run(ws, "MP-1.4")
+    (run.dir / "events.jsonl").write_text('{"event": "state_changed"}\n')  # the run's copy starts at once
     if left != "nothing":
         (run.dir / "steps").mkdir()
         run.mp_copy.write_bytes(ws.inbox_file.read_bytes())
