@@ -32,7 +32,7 @@ BENCHES = {
     "poll": ("bench.poll:run", 30, 8),
     "idle": ("bench.idle:run", 60, 15),  # seconds of idle per mode
     "memory": ("bench.memory:run", 1000, 150),  # MPs
-    "bigrepo": ("bench.gitcost:run_big", 10, 4),
+    "bigrepo": ("bench.gitcost:run_big", 20, 4),  # 50,000-file MPs are slow and noisy: more samples
     "throughput": ("bench.memory:run_throughput", 1000, 150),  # reuses the memory run's MPs
     "startup": ("bench.startup:run", 20, 8),
     "agent": ("bench.agentloop:run", 30, 10),

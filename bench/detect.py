@@ -79,29 +79,37 @@ BASH_LOOP = textwrap.dedent(
 )
 
 
-def _measure(root: Path, how: str, reps: int, tag: str) -> Stat:
-    """Drop `reps` MPs into `root`'s inbox; time close/rename -> RUNNING for each."""
-    watcher = StateWatcher(root / "SESSION_STATE.json")
+def _drop_once(root: Path, watcher: StateWatcher, how: str, mp_id: str) -> float:
+    """Drop one MP into `root`'s inbox; seconds from close/rename to RUNNING."""
     inbox = root / "Claude_Inbox" / "incoming_microproject.txt"
-    samples = []
+    mark = watcher.mark()
+    t0 = write_mp(inbox, mp_text(mp_id), how)
+    t1 = watcher.wait(mark, lambda d: d.get("status") == "RUNNING" and d.get("current") == mp_id)
+    watcher.wait(mark, lambda d: d.get("last_completed") == mp_id and d.get("status") == "ONLINE")
+    deadline = time.monotonic() + 30
+    while inbox.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    # The next MP arrives at an idle system: let the one that finished close its ledger
+    # and events (the same pause for every system measured).
+    time.sleep(0.05)
+    return t1 - t0
+
+
+def _measure(roots: dict[str, Path], how: str, reps: int) -> dict[str, Stat]:
+    """Round-robin over the systems (all running, the others idle): one drop each per
+    round, so the machine's drift hits every system alike. Two warm-up rounds."""
+    watchers = {name: StateWatcher(root / "SESSION_STATE.json") for name, root in roots.items()}
+    samples: dict[str, list[float]] = {name: [] for name in roots}
     try:
-        for i in range(reps + 2):  # two warm-up drops
-            mp_id = f"MP-{tag}{i}.0"
-            mark = watcher.mark()
-            t0 = write_mp(inbox, mp_text(mp_id), how)
-            t1 = watcher.wait(mark, lambda d, m=mp_id: d.get("status") == "RUNNING" and d.get("current") == m)
-            watcher.wait(mark, lambda d, m=mp_id: d.get("last_completed") == m and d.get("status") == "ONLINE")
-            deadline = time.monotonic() + 30
-            while inbox.exists() and time.monotonic() < deadline:
-                time.sleep(0.001)
-            # The next MP arrives at an idle daemon: let the one that finished close its
-            # ledger and events (the same pause for every system measured).
-            time.sleep(0.05)
-            if i >= 2:
-                samples.append(t1 - t0)
+        for i in range(reps + 2):
+            for n, (name, root) in enumerate(roots.items()):
+                elapsed = _drop_once(root, watchers[name], how, f"MP-{n}{i}.0")
+                if i >= 2:
+                    samples[name].append(elapsed)
     finally:
-        watcher.close()
-    return Stat.of(samples).scaled(1000)
+        for w in watchers.values():
+            w.close()
+    return {name: Stat.of(v).scaled(1000) for name, v in samples.items()}
 
 
 def _wait_state(root: Path, status: str, timeout: float = 30) -> None:
@@ -123,37 +131,41 @@ def run(reps: int) -> list:
         env = engine_env(base)
         results: dict[str, dict[str, Stat]] = {}
         for how in ("direct", "rename"):
-            # the floor process
-            floor_root = base / f"floor-{how}"
-            (floor_root / "Claude_Inbox").mkdir(parents=True)
-            floor = subprocess.Popen([PYTHON, "-c", FLOOR, str(floor_root), str(Path(__file__).parent.parent)])
+            roots: dict[str, Path] = {}
+            procs: list[subprocess.Popen] = []
+            daemon = None
             try:
-                _wait_state(floor_root, "ONLINE")
-                floor_stat = _measure(floor_root, how, reps, "9")
-            finally:
-                floor.kill()
-                floor.wait()
-            # the daemon
-            ws = init_workspace(base / f"ws-{how}", env)
-            daemon = Daemon(ws, env, base / f"daemon-{how}.log")
-            try:
+                # the floor process
+                roots["floor"] = base / f"floor-{how}"
+                (roots["floor"] / "Claude_Inbox").mkdir(parents=True)
+                procs.append(
+                    subprocess.Popen(
+                        [PYTHON, "-c", FLOOR, str(roots["floor"]), str(Path(__file__).parent.parent)],
+                        start_new_session=True,
+                    )
+                )
+                _wait_state(roots["floor"], "ONLINE")
+                # the daemon
+                roots["engine"] = init_workspace(base / f"ws-{how}", env)
+                daemon = Daemon(roots["engine"], env, base / f"daemon-{how}.log")
                 daemon.wait_online()
-                engine_stat = _measure(ws, how, reps, "1")
-            finally:
-                daemon.stop()
-            results[how] = {"floor": floor_stat, "engine": engine_stat}
-            # the bash loop
-            if have("inotifywait") and have("jq"):
-                bash_root = base / f"bash-{how}"
-                (bash_root / "Claude_Inbox").mkdir(parents=True)
-                loop = subprocess.Popen(["bash", "-c", BASH_LOOP, "bash", str(bash_root)], start_new_session=True)
-                try:
-                    _wait_state(bash_root, "ONLINE")
+                # the bash loop
+                if have("inotifywait") and have("jq"):
+                    roots["bash"] = base / f"bash-{how}"
+                    (roots["bash"] / "Claude_Inbox").mkdir(parents=True)
+                    procs.append(
+                        subprocess.Popen(["bash", "-c", BASH_LOOP, "bash", str(roots["bash"])], start_new_session=True)
+                    )
+                    _wait_state(roots["bash"], "ONLINE")
                     time.sleep(0.3)  # inotifywait prints nothing when its watch is set up
-                    results[how]["bash"] = _measure(bash_root, how, reps, "5")
-                finally:
-                    subprocess.run(["pkill", "-KILL", "-s", str(loop.pid)], check=False)
-                    loop.wait()
+                results[how] = _measure(roots, how, reps)
+            finally:
+                if daemon is not None:
+                    daemon.stop()
+                for proc in procs:
+                    subprocess.run(["pkill", "-KILL", "-s", str(proc.pid)], check=False)
+                    proc.kill()
+                    proc.wait()
         for how, res in results.items():
             rows.append(
                 ratio_row(
