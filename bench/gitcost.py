@@ -106,6 +106,8 @@ class EngineSide:
             line = json.dumps({"ts": "2026-01-01T00:00:00.000Z", "event": "step_finished", "mp": "MP-0.0"}) + "\n"
             with open(self.root_ws().events_file, "a", encoding="utf-8") as f:
                 f.write(line * (event_log_mb * 1024 * 1024 // len(line)))
+                f.flush()
+                os.fsync(f.fileno())  # no writeback of the fresh 5 MiB competing with the samples
 
     def root_ws(self):
         from mp_engine.workspace import Workspace
