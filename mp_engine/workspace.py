@@ -25,7 +25,7 @@ STATE_FILE = "SESSION_STATE.json"
 RESULT_FILE = "RESULT_last.md"
 EVENTS_FILE = "events.jsonl"
 RUNS_DIR = "runs"
-LOCAL_DIR = ".engine"  # machine-local runtime files (lock, owner); never committed
+LOCAL_DIR = ".engine"  # machine-local runtime files (lock, owner, event log); never committed
 
 SYSTEM_GITIGNORE = (
     f"# machine-local runtime files of mp-engine (lock, lock owner, the event log)\n{LOCAL_DIR}/\n"
