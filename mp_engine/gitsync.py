@@ -186,14 +186,17 @@ class GitSession:
         so no git is spawned. Not fsynced: a stale value after a power loss is an older
         ancestor, which the rewrite check and the next push handle. A ref that a running
         git holds locked goes through `git update-ref`, which waits or reports it."""
-        common = Path(self.repo.common_dir)
+        for ref, sha in refs.items():
+            if not OBJECT_ID_RE.fullmatch(sha) or not REF_NAME_RE.fullmatch(ref) or ref == "HEAD":
+                raise SyncError(f"refusing to set {ref!r} to {sha!r}: not a ref and an object id")
+        if not self._files_backend:  # reftable: only git writes refs
+            self.update_refs(refs)
+            return
         slow: dict[str, str] = {}
         for ref, sha in refs.items():
             if self.rev(ref) == sha:  # e.g. the tracking ref, which `git push` already moved
                 continue
-            if not OBJECT_ID_RE.fullmatch(sha) or not REF_NAME_RE.fullmatch(ref) or ref == "HEAD":
-                raise SyncError(f"refusing to set {ref!r} to {sha!r}: not a ref and an object id")
-            path = common / ref
+            path = self._common_dir / ref
             lock = path.with_name(path.name + ".lock")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

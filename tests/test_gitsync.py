@@ -412,6 +412,14 @@ def test_a_ref_locked_by_another_git_is_reported_not_overwritten(channel):
         assert git(ws.root, "rev-parse", ref) == head
         with pytest.raises(SyncError, match="not a ref"):
             s.set_refs({ref: "HEAD\nupdate refs/heads/main 0000"})
+        # A reftable repository (git 2.45+, not installable here): refs only through git.
+        s._files_backend = False
+        git(ws.root, "commit", "-q", "--allow-empty", "-m", "another")
+        newer = git(ws.root, "rev-parse", "HEAD")
+        s.set_refs({ref: newer})
+        assert s.rev(ref) == newer == git(ws.root, "rev-parse", ref)
+        with pytest.raises(SyncError, match="not a ref"):
+            s.set_refs({ref: "HEAD\nupdate refs/heads/main 0000"})
     finally:
         s.close()
 
