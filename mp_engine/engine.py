@@ -44,7 +44,7 @@ from mp_engine.inbox import CLAIMED_PREFIX, Entry, EntryKind, Inbox
 from mp_engine.ledger import Ledger, read_artifact
 from mp_engine.lock import WorkspaceLock
 from mp_engine.mpfile import MicroProject, parse, parse_header_line, sha256_hex
-from mp_engine.process import kill_stale_group, pid_alive
+from mp_engine.process import kill_marked_groups, kill_stale_group, pid_alive
 from mp_engine.result import COMPLETED, ERROR, Outcome, write_result
 from mp_engine.state import IDLE, Halt, SessionState, StateStore, Status
 from mp_engine.steps import Budget, StepContext
@@ -398,6 +398,8 @@ class Engine:
             return self._finalize(run, ledger)
         rec = ledger.recover(run.steps_dir, reason="engine restarted with this run unfinished")
         killed = [pid for pgid, started in rec.stale_groups for pid in kill_stale_group(pgid, started)]
+        for step_id in rec.unrecorded:  # spawned, but the engine died before recording the group
+            killed += kill_marked_groups([f"MP_RUN_DIR={run.dir}", f"MP_STEP={step_id}"])
         self.events.emit(
             "recovery",
             run=run.run_id,

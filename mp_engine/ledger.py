@@ -82,6 +82,7 @@ class Recovery:
     steps_recovered: list[str] = field(default_factory=list)
     steps_to_retry: list[str] = field(default_factory=list)
     stale_groups: list[tuple[int, int | None]] = field(default_factory=list)
+    unrecorded: list[str] = field(default_factory=list)  # in progress, group not yet recorded
 
 
 class Ledger:
@@ -203,6 +204,8 @@ class Ledger:
                 continue
             if step.pgid is not None:
                 rec.stale_groups.append((step.pgid, step.proc_start))
+            else:
+                rec.unrecorded.append(step.step_id)
             artifact = read_artifact(artifact_dir, step)
             if artifact is not None:
                 step.status = StepStatus.COMPLETED if artifact.get("ok") else StepStatus.FAILED

@@ -108,6 +108,44 @@ def kill_stale_group(pgid: int, started: int | None) -> list[int]:
     return killed
 
 
+def kill_marked_groups(markers: Sequence[str]) -> list[int]:
+    """SIGKILL every process group with a member whose environment holds all of `markers`
+    (`MP_RUN_DIR=<run dir>` and `MP_STEP=<step id>`, which a command step gets); return the
+    pids.
+
+    An engine killed after spawning a step but before recording its group
+    (`Ledger.spawned`) leaves no pgid; the environment still names the run and the step.
+    Only same-user processes are readable, and the caller's own group is never touched.
+    Needs /proc (Linux)."""
+    if not Path("/proc/self/environ").exists():
+        return []
+    needles = [b"\0" + m.encode() + b"\0" for m in markers]
+    own = os.getpgrp()
+    groups = set()
+    pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        padded = b"\0" + env + b"\0"
+        if all(n in padded for n in needles):
+            info = proc_stat(pid)
+            if info and info[0] != own:
+                groups.add(info[0])
+    killed = []
+    for pid in pids:
+        info = proc_stat(pid)
+        if info and info[0] in groups:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+    return killed
+
+
 def _signal_group(pgid: int, sig: int) -> bool:
     try:
         os.killpg(pgid, sig)

@@ -14,7 +14,7 @@ from mp_engine.engine import Engine
 from mp_engine.state import Status
 from mp_engine.workspace import Workspace
 
-from .conftest import dead_pid, drop, events, read_state, result_field
+from .conftest import dead_pid, drop, events, read_state, result_field, wait_for
 
 OK_MP = """# MP-1.4 Greet
 Timeout: 60
@@ -371,3 +371,34 @@ def test_a_claim_that_crashed_before_its_archive_was_written_is_claimed_again(en
     new = RunArchive(ws.runs_dir / state["last_result"]["run_id"])  # may reuse the freed name
     assert new.ledger().model.status == "closed" and new.mp_copy.read_text() == OK_MP
     assert not ws.inbox_file.exists()
+
+
+class _EngineDied(BaseException):
+    """Stands for SIGKILL: nothing after it runs (not caught as an Exception)."""
+
+
+def test_a_step_spawned_but_not_yet_recorded_is_killed_on_restart(engine, ws, monkeypatch):
+    """The engine dies right after spawning a step, before `Ledger.spawned` recorded its
+    process group: the ledger says in progress with no pgid. The restart finds the group
+    by the run and step in its environment and kills it before the step runs again."""
+    from mp_engine.ledger import Ledger
+    from mp_engine.process import proc_stat
+
+    def die(self, step, pgid, proc_start):
+        die.pid = pgid
+        raise _EngineDied
+
+    monkeypatch.setattr(Ledger, "spawned", die)
+    drop(ws, "# MP-3.3 Orphan\nStep-Timeout: 2\n\n```bash\nsleep 300\n```\n")
+    with pytest.raises(_EngineDied):
+        engine.tick()
+    orphan = die.pid
+    assert proc_stat(orphan) is not None  # still running, in its own group
+    monkeypatch.undo()
+
+    restarted = Engine(ws, load_config(ws.root))
+    res = restarted.tick()
+    rec = events(ws, "recovery")[-1]
+    assert orphan in (rec.get("killed_pids") or []), rec
+    assert res.action == "error" and result_field(ws, "Error-Kind") == "timeout"  # re-run, bounded
+    wait_for(lambda: proc_stat(orphan) is None or proc_stat(orphan)[0] != orphan, what="the orphan to be gone")

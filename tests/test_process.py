@@ -130,3 +130,45 @@ def test_exit_waiter_returns_at_the_exit_and_reaps(mechanism):
         if proc.returncode is None:
             proc.kill()
             proc.wait()
+
+
+def test_groups_left_by_a_run_are_found_by_their_environment_and_killed(tmp_path):
+    """An engine killed between spawning a step and recording its group leaves no pgid in
+    the ledger; recovery finds the group by the run and step every command step carries in
+    its environment, children included, and leaves other runs and steps alone."""
+    from mp_engine.process import kill_marked_groups
+
+    if not os.path.exists("/proc/self/environ"):
+        pytest.skip("needs /proc")
+    env = dict(os.environ)
+    ours = subprocess.Popen(
+        ["sh", "-c", "sleep 300 & exec sleep 300"],
+        env={**env, "MP_RUN_DIR": str(tmp_path / "run-a"), "MP_STEP": "step-002"},
+        start_new_session=True,
+    )
+    other = subprocess.Popen(
+        ["sleep", "300"],
+        env={**env, "MP_RUN_DIR": str(tmp_path / "run-a-2"), "MP_STEP": "step-002"},
+        start_new_session=True,
+    )
+    done_step = subprocess.Popen(  # an earlier, completed step's background server: kept
+        ["sleep", "300"],
+        env={**env, "MP_RUN_DIR": str(tmp_path / "run-a"), "MP_STEP": "step-001"},
+        start_new_session=True,
+    )
+    try:
+        wait_for(
+            lambda: (
+                len([p for p in os.listdir("/proc") if p.isdigit() and (proc_stat(int(p)) or (0,))[0] == ours.pid]) == 2
+            )
+        )
+        killed = kill_marked_groups([f"MP_RUN_DIR={tmp_path / 'run-a'}", "MP_STEP=step-002"])
+        assert ours.pid in killed and len(killed) == 2  # the leader and its background child
+        assert ours.wait(timeout=30) == -9
+        assert other.poll() is None  # a different run (a longer path, same prefix) is untouched
+        assert done_step.poll() is None  # and so is another step of the same run
+    finally:
+        for p in (ours, other, done_step):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
