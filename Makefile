@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: run test setup clean bench
+.PHONY: run test lint setup clean bench
 
 run: $(STAMP)
 	$(BIN)/mp-engine run --root .
@@ -15,11 +15,16 @@ run: $(STAMP)
 # pytest exits 5 when it collects no tests. This suite always has tests, so 5 means
 # discovery broke (wrong directory, import error in conftest); fail loudly instead of
 # letting CI go green on zero tests.
-test: $(STAMP)
+test: $(STAMP) lint
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then \
 		echo "make test: pytest collected no tests (exit 5); expected the suite under tests/" >&2; exit 1; \
 	fi; exit $$rc
+
+# ruff, then the layer contracts in pyproject.toml (import-linter): part of `make test`.
+lint: $(STAMP)
+	$(BIN)/ruff check mp_engine tests bench
+	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench.common import Row, table  # noqa: E402
-from mp_engine import logs  # noqa: E402
+from mp_engine.record import logs  # noqa: E402
 
 # name -> ("module:function", full reps, quick reps); run in this order
 BENCHES = {

@@ -13,7 +13,7 @@ from bench.common import Row
 
 
 def run(reps: int) -> list[Row]:
-    if importlib.util.find_spec("mp_engine.executors.agent") is None:
+    if importlib.util.find_spec("mp_engine.agent.executor") is None:
         return [
             Row(
                 "9. agent-loop overhead per iteration",

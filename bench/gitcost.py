@@ -24,7 +24,7 @@ from bench.common import PYTHON, Stat, engine_env, git, git_env, info_row, make_
 
 INBOX = "Claude_Inbox/incoming_microproject.txt"
 EVENT_LOG_MB = 5  # half the default rotation bound: where a weeks-old host log sits
-# The engine's status invocation (mp_engine.gitsync.GitSync.STATUS_ARGS), for the scan floor.
+# The engine's status invocation (mp_engine.sync.attribution.STATUS_ARGS), for the scan floor.
 GitSync_STATUS_ARGS = (
     "-c",
     "core.untrackedCache=true",
@@ -84,8 +84,8 @@ class EngineSide:
 
         from mp_engine.config import load_config
         from mp_engine.engine import Engine
-        from mp_engine.gitsync import GitSync
-        from mp_engine.redact import Redactor
+        from mp_engine.sync.channel import GitChannel
+        from mp_engine.sync.redact import Redactor
 
         self.root = base / name
         env = engine_env(base)
@@ -99,7 +99,7 @@ class EngineSide:
         config = load_config(self.root)
         redact = Redactor.from_config(config)
         self.engine = Engine(
-            self.root_ws(), config, redact=redact, sync=GitSync(self.root_ws(), config.git, redact=redact)
+            self.root_ws(), config, redact=redact, sync=GitChannel(self.root_ws(), config.git, redact=redact)
         )
         self.engine.start(daemon=False)
         if event_log_mb:  # weeks of events: the host's log near its rotation bound

@@ -1,7 +1,7 @@
 """3. Remote poll cost and push -> RUNNING latency.
 
 - Cost: wall and CPU time (the engine's own plus its git children) of one idle poll
-  cycle, `GitSync.poll()` with nothing new, against one `git ls-remote` of the branch.
+  cycle, `GitChannel.poll()` with nothing new, against one `git ls-remote` of the branch.
 - Latency: the real daemon with `[git] poll_interval = 1`; the orchestrator pushes an MP
   and we time until SESSION_STATE.json on disk says RUNNING. The bound is the poll
   interval plus one pull (fetch + merge, measured by hand in the same run).

@@ -7,11 +7,14 @@ new one, never a torn file, and a power cut after return cannot undo the rename.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 from pathlib import Path
 from typing import Any
+
+from mp_engine.pids import pid_alive
 
 TEMP_MARKER = ".mpe-tmp-"
 
@@ -100,8 +103,6 @@ def _writer_alive(name: str) -> bool:
     pid_text = name.rsplit(TEMP_MARKER, 1)[1].split("-", 1)[0]
     if not pid_text.isdigit():
         return False
-    from mp_engine.process import pid_alive
-
     pid = int(pid_text)
     return pid != os.getpid() and pid_alive(pid)
 
@@ -118,3 +119,27 @@ def sweep_temp_files(directory: Path) -> list[Path]:
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes, streamed; "" if it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return ""
+    return h.hexdigest()
+
+
+def read_tail(path: str | os.PathLike[str], cap: int) -> str:
+    """The last `cap` bytes of a file as text ("" if it does not exist)."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > cap:
+                f.seek(size - cap)
+            return f.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""

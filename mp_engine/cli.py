@@ -1,53 +1,28 @@
-"""The command line: one function per subcommand, one place that maps errors to exit codes.
+"""The command line: click wiring, `main(argv)`, and the one place that maps errors to
+exit codes (the table itself is `exitcodes.ExitCode`; README.md lists it).
 
-Exit codes (also in README.md):
-  0  success, or nothing to do
-  1  the MP ended in ERROR (`once`), or the MP file is invalid (`check`)
-  2  usage, configuration or workspace error (nothing was started)
-  3  `once`: an MP is waiting but the engine is halted on a failed MP
-  4  `once`/`approve`: another engine held the workspace lock past the lock timeout
-  5  `once`: stopped by a signal before the MP finished; it resumes on the next start
-  6  `send`: an MP is still pending in the remote's inbox (use --force to replace it)
-  7  `send --wait`: no result before --timeout (the MP stays sent)
-  8  `send`: git failed (clone, fetch or push); the message says why
-  9  `run`: the main loop stalled past [watch] stall_limit; the service manager restarts it
-Also: `doctor` exits 1 when a check fails.
+Each subcommand's body is `commands/<name>.py`. They are imported inside the click
+functions so that `--help`, `status` and `check` do not import the daemon, watchdog or
+the agent loop they do not use (bench figure 8).
 """
 
 from __future__ import annotations
 
-import json
-import signal
 import sys
-import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from mp_engine import __version__, logs
-from mp_engine.config import Config, load_config
-from mp_engine.errors import ConfigError, InvalidMPError, LockTimeout, MpEngineError, StateError, WorkspaceError
-from mp_engine.mpfile import parse, require_executable
-from mp_engine.workspace import Workspace, init_workspace
+from mp_engine import __version__
+from mp_engine.errors import ConfigError, LockTimeout, MpEngineError, StateError, WorkspaceError
+from mp_engine.exitcodes import ExitCode
+from mp_engine.record import logs
 
-if TYPE_CHECKING:
-    from mp_engine.engine import Engine
 
-EXIT_OK, EXIT_MP_ERROR, EXIT_USAGE, EXIT_HALTED, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5
+def _err(message: str) -> None:
+    click.echo(message, err=True)
 
-ONCE_EXIT = {
-    "completed": EXIT_OK,
-    "idle": EXIT_OK,
-    "waiting": EXIT_OK,
-    "error": EXIT_MP_ERROR,
-    "halted": EXIT_HALTED,
-    "busy": EXIT_BUSY,
-    "interrupted": EXIT_INTERRUPTED,
-    "failed": EXIT_MP_ERROR,
-}
 
 root_option = click.option(
     "--root",
@@ -59,58 +34,6 @@ root_option = click.option(
 )
 
 
-def _load(root: Path) -> tuple[Workspace, Config]:
-    ws = Workspace.at(root)
-    ws.check()
-    return ws, load_config(ws.root)
-
-
-def _channel(ws: Workspace, config: Config) -> dict:
-    """The redactor, and the git sync when [git] is enabled (docs/GIT.md)."""
-    from mp_engine.gitsync import GitSync
-    from mp_engine.redact import Redactor
-
-    redact = Redactor.from_config(config)
-    return {"redact": redact, "sync": GitSync(ws, config.git, redact=redact) if config.git.enabled else None}
-
-
-def _install_signal_handlers(engine: Engine) -> list[threading.Thread]:
-    """First SIGTERM/SIGINT: finish the current step and stop. Second: stop now.
-
-    The handler touches no lock: it counts the signal and hands the rest to a short-lived
-    thread, which sets the engine's events and writes the event. A handler runs in the main
-    thread between two bytecodes, possibly inside `Event.wait()` while that holds the
-    event's internal lock (after `with self._cond:`, before the wait releases it); calling
-    `Event.set()` there deadlocks the main thread on a lock it holds itself. The same goes
-    for the event log's lock. The caller joins the returned threads before exiting, so no
-    log line is cut off at exit.
-    """
-    emitters: list[threading.Thread] = []
-    received = [0]
-
-    def relay(name: str, urgent: bool) -> None:
-        if urgent:
-            engine.stop_now.set()
-        engine.stop.set()
-        engine.wake.set()
-        engine.events.emit("stop_requested", signal=name, mode="now" if urgent else "after current step")
-
-    def handler(signum: int, _frame: object) -> None:
-        received[0] += 1
-        emitter = threading.Thread(
-            target=relay, args=(signal.Signals(signum).name, received[0] > 1), name="mp-engine-signal", daemon=True
-        )
-        emitters.append(emitter)
-        emitter.start()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return emitters
-
-
-def _join(emitters: list[threading.Thread]) -> None:
-    for emitter in list(emitters):
-        emitter.join(timeout=2.0)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -146,20 +69,9 @@ def init(directory: Path, remote: str | None, branch: str) -> int:
       mp-engine init ~/mp-workspace
       mp-engine init --remote git@github.com:me/mp-channel.git ~/mp-workspace
     """
-    if remote:
-        from mp_engine.gitsync import setup_remote
+    from mp_engine.commands.init import init as cmd  # lazy: see the module docstring
 
-        for line in setup_remote(directory, remote, branch):
-            click.echo(line)
-        return EXIT_OK
-    ws, created = init_workspace(directory)
-    if created:
-        click.echo(f"initialised mp-engine workspace {ws.root}")
-        for path in created:
-            click.echo(f"  created {path}")
-    else:
-        click.echo(f"{ws.root} is already an mp-engine workspace; nothing changed")
-    return EXIT_OK
+    return cmd(directory, remote, branch, click.echo)
 
 
 @cli.command()
@@ -174,21 +86,9 @@ def run(root: Path) -> int:
     Example:
       mp-engine run --root ~/mp-workspace
     """
-    from mp_engine.engine import Engine
-    from mp_engine.supervisor import Supervisor
+    from mp_engine.commands.run import run as cmd  # lazy: see the module docstring
 
-    ws, config = _load(root)
-    engine = Engine(ws, config, **_channel(ws, config))
-    # systemd notify + watchdog, the stall limit, log rotation and metrics (supervisor.py)
-    supervisor = Supervisor(engine, config).install()
-    emitters = _install_signal_handlers(engine)
-    try:
-        supervisor.start_metrics()
-        engine.run()
-    finally:
-        supervisor.uninstall()
-        _join(emitters)
-    return EXIT_OK
+    return cmd(root)
 
 
 @cli.command()
@@ -200,34 +100,9 @@ def once(root: Path) -> int:
     Exit codes: 0 completed or nothing to do, 1 the MP ended in ERROR, 2 usage or config
     error, 3 halted (an MP waits for approval), 4 workspace busy, 5 interrupted.
     """
-    from mp_engine.engine import Engine
+    from mp_engine.commands.once import once as cmd  # lazy: see the module docstring
 
-    ws, config = _load(root)
-    engine = Engine(ws, config, **_channel(ws, config))
-    emitters = _install_signal_handlers(engine)
-    engine.start(daemon=False)
-    try:
-        result = engine.tick()
-        # A file dropped just now is not "complete" until it settles; one pass waits for
-        # that window rather than reporting nothing to do.
-        # An agent run waiting out a rate or usage limit (run_id set) may wait for hours: report it instead.
-        while (
-            result.action == "waiting"
-            and result.wait_until is not None
-            and result.run_id is None
-            and not engine.stop.is_set()
-        ):
-            engine.stop.wait(max(0.0, result.wait_until - time.monotonic()))
-            result = engine.tick()
-    finally:
-        engine.shutdown()
-        _join(emitters)
-    click.echo(
-        f"{result.action}"
-        + (f" {result.mp_id}" if result.mp_id else "")
-        + (f": {result.detail}" if result.detail else "")
-    )
-    return ONCE_EXIT.get(result.action, EXIT_MP_ERROR)
+    return cmd(root, click.echo)
 
 
 @cli.command()
@@ -241,12 +116,9 @@ def status(root: Path, as_json: bool) -> int:
       mp-engine status --root ~/mp-workspace
       mp-engine status --json | jq .summary
     """
-    from mp_engine.status import render_status, status_report
+    from mp_engine.commands.status import status as cmd  # lazy: see the module docstring
 
-    ws, config = _load(root)
-    report = status_report(ws, config)
-    click.echo(json.dumps(report, indent=2) if as_json else render_status(report, color=sys.stdout.isatty()))
-    return EXIT_OK
+    return cmd(root, as_json, click.echo, color=sys.stdout.isatty())
 
 
 @cli.command()
@@ -260,14 +132,9 @@ def history(root: Path, limit: int, as_json: bool) -> int:
     Example:
       mp-engine history -n 5
     """
-    from mp_engine.history import history as runs
-    from mp_engine.history import render_history
+    from mp_engine.commands.history import history_command as cmd  # lazy: see the module docstring
 
-    ws = Workspace.at(root)
-    ws.check()
-    entries = runs(ws, limit)
-    click.echo(json.dumps(entries, indent=2) if as_json else render_history(entries))
-    return EXIT_OK
+    return cmd(root, limit, as_json, click.echo)
 
 
 @cli.command("logs")
@@ -283,28 +150,9 @@ def logs_command(root: Path, lines: int, follow: bool, raw: bool) -> int:
       mp-engine logs -n 50
       mp-engine logs -f
     """
-    from mp_engine import tail
+    from mp_engine.commands.logs import logs as cmd  # lazy: see the module docstring
 
-    ws, config = _load(root)
-    show = (lambda line: click.echo(line)) if raw else (lambda line: click.echo(tail.render_event(line)))
-    older = tail.rotated_files(ws.events_file, ws.local_dir, config.engine.events_keep)
-    start = tail.position(ws.events_file)  # before reading: a line written meanwhile is followed, not lost
-    for line in tail.last_lines(ws.events_file, lines, older, upto=start[1] if start else None):
-        show(line)
-    if follow:
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
-        sys.stdout.flush()
-        tail.follow(
-            ws.events_file,
-            lambda line: (show(line), sys.stdout.flush()),
-            stop,
-            start,
-            archive_dir=ws.local_dir,
-            keep=config.engine.events_keep,
-        )
-    return EXIT_OK
+    return cmd(root, lines, follow, raw, click.echo)
 
 
 @cli.command()
@@ -318,18 +166,10 @@ def doctor(root: Path) -> int:
     Example:
       mp-engine doctor --root ~/mp-workspace
     """
-    from mp_engine.doctor import FAIL, OK, WARN, run_checks
+    from mp_engine.commands.doctor import doctor as cmd  # lazy: see the module docstring
 
-    checks = run_checks(root)
-    colours = {OK: "green", WARN: "yellow", FAIL: "red"}
-    tty = sys.stdout.isatty()
-    for c in checks:
-        line = c.line()
-        click.echo(click.style(line, fg=colours[c.level]) if tty and c.level != OK else line)
-    failed = sum(c.level == FAIL for c in checks)
-    warned = sum(c.level == WARN for c in checks)
-    click.echo(f"{len(checks)} checks: {failed} failed, {warned} warnings")
-    return EXIT_MP_ERROR if failed else EXIT_OK
+    style = (lambda line, fg: click.style(line, fg=fg)) if sys.stdout.isatty() else None
+    return cmd(root, click.echo, style)
 
 
 @cli.group()
@@ -354,25 +194,9 @@ def service_install(root: Path, user_scope: bool, manager: str | None, run_as: s
       sudo .venv/bin/mp-engine service install --root /var/lib/mp-engine/workspace
       mp-engine service install --launchd --root ~/mp-workspace --dry-run
     """
-    from mp_engine import service as svc
+    from mp_engine.commands.service import service_install as cmd  # lazy: see the module docstring
 
-    ws, config = _load(root)
-    manager = manager or svc.detect_manager()
-    rendered = svc.render(ws, config, manager=manager, user_scope=user_scope, run_as=run_as)
-    if dry_run:
-        click.echo(f"# {rendered.path} ({rendered.manager} {rendered.scope} service; --dry-run: not written)")
-        click.echo(rendered.text, nl=not rendered.text.endswith("\n"))
-    else:
-        what = svc.install(rendered)
-        click.echo(f"{what} {rendered.path}")
-    for note in rendered.notes:  # on stderr: --dry-run's stdout is the file and the commands only
-        click.echo(f"note: {note}", err=True)
-    if manager == "launchd" and user_scope:
-        click.echo("note: a launchd agent always runs as you; --user changes nothing here", err=True)
-    click.echo("then run:" if not dry_run else "# to enable it, after writing it:")
-    for command in rendered.commands:
-        click.echo(f"  {command}")
-    return EXIT_OK
+    return cmd(root, user_scope, manager, run_as, dry_run, click.echo, _err)
 
 
 @cli.command()
@@ -386,47 +210,9 @@ def check(file: Path, as_json: bool, max_bytes: int) -> int:
     Example:
       mp-engine check examples/hello.md
     """
-    try:
-        mp = parse(file.read_bytes(), max_bytes=max_bytes)
-        if (mp.executor or "shell") == "shell":
-            require_executable(mp)
-        else:
-            from mp_engine.agent.decompose import decompose
-            from mp_engine.executors.agent import AgentExecutor
+    from mp_engine.commands.check import check as cmd  # lazy: see the module docstring
 
-            AgentExecutor().validate(mp)
-            micro_tasks = decompose(mp).summary(mp)
-    except InvalidMPError as e:
-        click.echo(f"{file}: invalid MP: {e.reason}" + (f" (line {e.line})" if e.line else ""), err=True)
-        click.echo(f"fix: {e.fix}", err=True)
-        return EXIT_MP_ERROR
-    summary = mp.summary()
-    if mp.executor == "agent":
-        summary["micro_tasks"] = micro_tasks
-    if as_json:
-        click.echo(json.dumps(summary, indent=2))
-        return EXIT_OK
-    click.echo(f"{mp.mp_id}: {mp.title or '(no title)'}")
-    for key, value in mp.headers.items():
-        click.echo(f"  {key}: {value}")
-    click.echo(f"  sha256: {mp.sha256}")
-    click.echo(f"steps ({len(mp.steps)}):")
-    for s in summary["steps"]:
-        click.echo(f"  {s['id']}  line {s['line']:<4} {s['what']}")
-    click.echo(f"checks ({len(mp.checks)}):")
-    for c in summary["checks"]:
-        click.echo(f"  {c['id']}  line {c['line']:<4} {c['what']}")
-    if mp.executor == "agent":  # the decomposition rule: docs/AGENT.md
-        click.echo(f"micro-tasks ({len(micro_tasks)}), each accepted by its checks:")
-        for t in micro_tasks:
-            click.echo(f"  {t['id']}  line {t['line']:<4} {t['title']}  [{', '.join(t['checks']) or 'no checks'}]")
-        if mp.steps:
-            click.echo(
-                "note: the agent executor does not run the fenced blocks above; they are part of the instructions"
-            )
-    for note in mp.notes:
-        click.echo(f"note: {note}")
-    return EXIT_OK
+    return cmd(file, as_json, max_bytes, click.echo, _err)
 
 
 @cli.command()
@@ -448,18 +234,10 @@ def send(file: Path, repo: str, branch: str, wait: bool, timeout: float, poll: f
     Example:
       mp-engine send examples/hello.md --repo git@github.com:me/mp-channel.git --wait
     """
-    from mp_engine.send import send_mp
+    from mp_engine.commands.send import send_mp  # lazy: see the module docstring
 
     return send_mp(
-        file,
-        repo,
-        branch=branch,
-        wait=wait,
-        timeout=timeout,
-        poll=poll,
-        force=force,
-        echo=click.echo,
-        err=lambda m: click.echo(m, err=True),
+        file, repo, branch=branch, wait=wait, timeout=timeout, poll=poll, force=force, echo=click.echo, err=_err
     )
 
 
@@ -467,14 +245,9 @@ def send(file: Path, repo: str, branch: str, wait: bool, timeout: float, poll: f
 @root_option
 def approve(root: Path) -> int:
     """Lift an ERROR halt so the engine takes new MPs again."""
-    from mp_engine.engine import Engine
+    from mp_engine.commands.approve import approve as cmd  # lazy: see the module docstring
 
-    ws, config = _load(root)
-    approved = Engine(ws, config).approve(via="cli")
-    click.echo(
-        f"approved: the halt on {approved} is lifted" if approved else "the engine is not halted; nothing to approve"
-    )
-    return EXIT_OK
+    return cmd(root, click.echo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -485,19 +258,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except click.ClickException as e:
         e.show()
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except click.Abort:
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except (ConfigError, WorkspaceError, StateError) as e:
         click.echo(f"mp-engine: {e}", err=True)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except LockTimeout as e:
         click.echo(f"mp-engine: {e}", err=True)
-        return EXIT_BUSY
+        return ExitCode.BUSY
     except MpEngineError as e:
         click.echo(f"mp-engine: {e}", err=True)
-        return EXIT_MP_ERROR
-    return rv if isinstance(rv, int) else EXIT_OK
+        return ExitCode.MP_ERROR
+    return int(rv) if isinstance(rv, int) else ExitCode.OK
 
 
 if __name__ == "__main__":  # pragma: no cover

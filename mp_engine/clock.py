@@ -18,3 +18,10 @@ def compact_stamp() -> str:
 def parse_iso(value: str) -> datetime:
     """Parse a timestamp written by `now_iso` (or any ISO 8601 string with a zone)."""
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def seconds_until(iso: str | None) -> float:
+    """Seconds from now until the ISO timestamp `iso` (0 if absent or past)."""
+    if not iso:
+        return 0.0
+    return max(0.0, (parse_iso(iso) - datetime.now(UTC)).total_seconds())

@@ -206,3 +206,18 @@ def init_workspace(root: Path | str) -> tuple[Workspace, list[str]]:
         created.append(ws.rel(ws.state_file))
     ws.local_dir.mkdir(exist_ok=True)
     return ws, created
+
+
+def move_legacy_event_log(ws: Workspace, emit) -> None:
+    """Versions before 0.2 kept the event log at SYSTEM/events.jsonl (and committed it):
+    move it to SYSTEM/.engine/, where git never touches it. `emit(event, **fields)`."""
+    old, new = ws.legacy_events_file, ws.events_file
+    if not old.is_file() or old.is_symlink():
+        return
+    if new.exists():  # something wrote the new log first (`init`, a CLI): old lines go first
+        atomic_write(new, old.read_bytes() + new.read_bytes())
+        old.unlink()
+    else:
+        new.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(old, new)
+    emit("event_log_moved", path=ws.rel(new), was=ws.rel(old))

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mp_engine.archive import RunArchive
+from mp_engine.record.archive import RunArchive
 from mp_engine.workspace import Workspace
-
-from .gitutil import toml_value
+from tests.gitutil import toml_value
 
 FAKE = Path(__file__).resolve().parent / "fake_agents"
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
-from mp_engine.gitsync import GitSync, enable_git_config, setup_remote
-from mp_engine.redact import Redactor
+from mp_engine.sync.channel import GitChannel
+from mp_engine.sync.redact import Redactor
+from mp_engine.sync.setup import enable_git_config, setup_remote
 from mp_engine.workspace import Workspace
 
 HELLO = """# MP-0.1 Hello over git
@@ -84,7 +85,7 @@ def toml_value(v: object) -> str:
 def make_engine(ws: Workspace) -> Engine:
     config = load_config(ws.root)
     redact = Redactor.from_config(config)
-    engine = Engine(ws, config, redact=redact, sync=GitSync(ws, config.git, redact=redact))
+    engine = Engine(ws, config, redact=redact, sync=GitChannel(ws, config.git, redact=redact))
     engine.start(daemon=False)
     return engine
 

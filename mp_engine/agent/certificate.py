@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mp_engine.diagnosis import Diagnosis
+from mp_engine.record.diagnosis import Diagnosis
 
 EXACT, TIMEOUT, DIVERGED, BLOCKED, BACKPRESSURE, NEED_INFO = (
     "EXACT",

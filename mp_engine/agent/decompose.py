@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from mp_engine.errors import InvalidMPError
-from mp_engine.mpfile import FENCE_OPEN_RE, HEADING_RE, Block, MicroProject
+from mp_engine.inbox.mpfile import FENCE_OPEN_RE, HEADING_RE, Block, MicroProject
 
 ITEM_RE = re.compile(r"^(?:\d+[.)]|[-*+])[ \t]+(\S.*)$")
 CHECK_TAG_RE = re.compile(r"^#[ \t]*(MT-\d{3})\b", re.I)

@@ -27,7 +27,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mp_engine.errors import ProcessError
-from mp_engine.process import ProcessResult, run_process
+from mp_engine.execute.process import ProcessResult, run_process
 
 USAGE_RE = re.compile(
     r"usage limit|rate[ -]limit|quota (?:exceeded|reached)|hit your (?:usage )?limit|limit reached|"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mp_engine.agent.decompose import MicroTask, Plan
-from mp_engine.mpfile import Block, MicroProject
-from mp_engine.result import fenced
+from mp_engine.inbox.mpfile import Block, MicroProject
+from mp_engine.record.result import fenced
 
 
 @dataclass

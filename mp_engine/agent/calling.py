@@ -1,0 +1,172 @@
+"""The agent call of one iteration: spawn the level's CLI (retrying transient outages),
+classify how it ended, and record a call that cannot work (auth, not found, outage)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mp_engine.agent import certificate as cert
+from mp_engine.agent.chain import describe, render_argv
+from mp_engine.agent.evidence import IterationEvidence
+from mp_engine.agent.invoke import Call, classify, run_agent
+from mp_engine.agent.loopstate import LoopState
+from mp_engine.atomic import atomic_write_json, read_tail
+from mp_engine.config import AgentLevel
+from mp_engine.execute.process import scrub_env
+from mp_engine.pids import proc_stat
+from mp_engine.record.ledger import LedgerStep, write_artifact
+from mp_engine.record.result import read_capped
+
+OUTPUT_READ_CAP = 1024 * 1024
+
+
+class CallMixin:
+    """Part of `AgentRun` (loop.py): uses its ctx, cfg, levels, mp, ws, run_dir, limiter, budget."""
+
+    def call(
+        self, state: LoopState, level: AgentLevel, step: LedgerStep, ev: IterationEvidence, mt_id: str, iteration: int
+    ) -> Call:
+        """Call the agent (retrying transient outages), unless this iteration's call
+        already finished before a crash: then its recorded outcome is used."""
+        call_file = ev.path("call.json")
+        try:
+            done = json.loads(call_file.read_text(encoding="utf-8"))
+            if done.get("idempotency_key") == step.idempotency_key:
+                return Call.from_dict(done["call"])
+        except (FileNotFoundError, ValueError):
+            pass
+        prompt_file = ev.path("prompt.md")
+        values = {
+            "prompt": prompt_file.read_text(encoding="utf-8"),
+            "prompt_file": str(prompt_file),
+            "workspace": str(self.ws.root),
+            "mt_id": mt_id,
+        }
+        argv = render_argv(level, values)
+        env = scrub_env(
+            level.env_allow,
+            extra={
+                "MP_ID": self.mp.mp_id,
+                "MP_MT": mt_id,
+                "MP_ITERATION": str(iteration),
+                "MP_LEVEL": str(state.level),
+                "MP_WORKSPACE": str(self.ws.root),
+                "MP_RUN_DIR": str(self.run_dir),
+                "MP_PROMPT_FILE": str(prompt_file),
+            },
+        )
+
+        def spawned(pid: int) -> None:
+            info = proc_stat(pid)
+            self.ctx.ledger.spawned(step, pid, info[1] if info else None)
+
+        retries = 0
+        while True:
+            _rotate(ev.path("stdout.txt"), ev.path("stderr.txt"))
+            self.limiter.record(time.time())
+            res = run_agent(
+                argv,
+                cwd=self.ws.root,
+                env=env,
+                timeout=max(0.1, min(level.timeout, self.budget.remaining())),
+                idle_timeout=level.idle_timeout,
+                stdout_path=ev.path("stdout.txt"),
+                stderr_path=ev.path("stderr.txt"),
+                stdin_path=prompt_file if level.stdin else None,
+                stop_now=self.ctx.stop_now,
+                kill_grace=self.ctx.config.execution.kill_grace,
+                on_spawn=spawned,
+            )
+            text = read_tail(ev.path("stdout.txt"), 64 * 1024) + "\n" + read_tail(ev.path("stderr.txt"), 64 * 1024)
+            call = classify(
+                res,
+                text,
+                status_seen="---LOOPR_STATUS---" in text,
+                now=datetime.now(UTC),
+                fallback_wait=self.cfg.usage_limit_wait,
+            )
+            if call.kind != "transient" or retries >= self.cfg.transient_retries:
+                break
+            delay = self.cfg.transient_backoff * (2**retries)
+            retries += 1
+            self.ctx.events.emit(
+                "agent_call_retry",
+                mp=self.mp.mp_id,
+                mt=mt_id,
+                iteration=iteration,
+                level=state.level,
+                detail=call.detail,
+                retry=retries,
+                delay=delay,
+            )
+            if self.ctx.stop.wait(delay) or self.ctx.stop_now.is_set():
+                return Call("interrupted", detail="stopped while waiting to retry")
+        if call.kind not in ("interrupted", "usage_limit"):
+            atomic_write_json(
+                call_file, {"idempotency_key": step.idempotency_key, "call": call.to_dict()}, durable=False
+            )
+        return call
+
+    def read_output(self, ev: IterationEvidence) -> str:
+        out, _ = read_capped(ev.path("stdout.txt"), OUTPUT_READ_CAP)
+        err, _ = read_capped(ev.path("stderr.txt"), OUTPUT_READ_CAP // 4)
+        return out + "\n" + err
+
+    def fatal(self, state: LoopState, step: LedgerStep, ev: IterationEvidence, call: Call, level: AgentLevel) -> None:
+        """The agent CLI cannot work (not installed, not logged in, provider down)."""
+        task = state.task
+        assert task is not None
+        cmd = level.argv[0] if level.argv else level.name
+        reason, detail, fix = {
+            "not_found": (
+                "agent_not_found",
+                f"The agent CLI of {describe(self.levels, state.level)} could not run: {call.detail}.",
+                f"Install `{cmd}` on the engine host (on the daemon's PATH) or correct the argv of level "
+                f"{level.name!r} in `[agent] levels`, then send the MP again with `Approves: {self.mp.mp_id}`.",
+            ),
+            "auth": (
+                "agent_auth",
+                f"The agent CLI of {describe(self.levels, state.level)} is not authenticated: {call.detail}.",
+                f"Log `{cmd}` in as the engine's user (or pass its API key variable through the level's "
+                f"`env_allow`), then send the MP again with `Approves: {self.mp.mp_id}`.",
+            ),
+            "transient": (
+                "agent_unavailable",
+                f"The agent's provider stayed unavailable after {self.cfg.transient_retries} retries: {call.detail}.",
+                f"Wait until the provider is back (its status page), then send the MP again with `Approves: {self.mp.mp_id}`.",
+            ),
+        }[call.kind]
+        record = {
+            "ok": False,
+            "gate": False,
+            "duration": call.duration,
+            "mt": task.mt_id,
+            "iteration": state.next_iteration,
+            "level": state.level,
+            "call": call.to_dict(),
+            "evidence": ev.rel,
+            "fatal": {"reason": reason, "detail": detail, "fix": fix},
+        }
+        ev.add(ev.path("stdout.txt"))
+        ev.add(ev.path("stderr.txt"))
+        ev.write_manifest()
+        ref = write_artifact(self.ctx.run.steps_dir, step, record, durable=False)
+        self.ctx.ledger.finish(step, ok=False, output_ref=ref, error=detail)
+        self.checkpoint()
+        self.budget.charge(call.duration)
+        state.end(cert.BLOCKED, reason, detail)
+        self.fatal_fix = fix
+
+
+def _rotate(*paths: Path) -> None:
+    """Keep an earlier attempt's output beside the new one (run_process appends)."""
+    for p in paths:
+        if p.exists():
+            n = 1
+            while (target := p.with_name(f"{p.stem}.attempt{n}{p.suffix}")).exists():
+                n += 1
+            os.replace(p, target)

@@ -1,0 +1,25 @@
+"""The agent executor: `Executor: agent` MPs run through the loop in loop.py."""
+
+from __future__ import annotations
+
+from mp_engine.agent.decompose import decompose
+from mp_engine.agent.loop import AgentRun
+from mp_engine.errors import InvalidMPError
+from mp_engine.execute.base import ExecResult
+from mp_engine.execute.steps import StepContext
+from mp_engine.inbox.mpfile import MicroProject
+
+
+class AgentExecutor:
+    name = "agent"
+
+    def validate(self, mp: MicroProject) -> None:
+        if not decompose(mp).tasks:
+            raise InvalidMPError(
+                "the agent MP has no instructions: nothing but the header and checks",
+                "Write what the agent should do under the title, as a paragraph or a numbered list.",
+                mp_id=mp.mp_id,
+            )
+
+    def run(self, ctx: StepContext) -> ExecResult:
+        return AgentRun(ctx).run()

@@ -1,0 +1,334 @@
+"""The agent loop: drive a coding-agent CLI through a bounded, verified loop.
+
+One iteration (docs/AGENT.md): guard (stop, budget, limits), prepare a fresh prompt from
+artifacts, call the level's CLI (calling.py), parse its untrusted claims, run the MP's
+checks ourselves, record the evidence (recording.py), then let `LoopState` decide
+(micro-task done, escalate, breaker, ...). Pauses and the end are in ending.py.
+Each iteration is one ledger step `MT-001_iter-002` whose idempotency key hashes the MT
+id, iteration, level and prompt; its artifact is the iteration record, so an iteration
+that finished is never run again, and the state after a restart is the replay of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from mp_engine.agent import certificate as cert
+from mp_engine.agent import learnings, prompt
+from mp_engine.agent.breakers import CallLimiter
+from mp_engine.agent.calling import CallMixin
+from mp_engine.agent.chain import runnable
+from mp_engine.agent.claims import parse_claims
+from mp_engine.agent.decompose import MicroTask, Plan, decompose
+from mp_engine.agent.ending import EndMixin, iso_utc
+from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
+from mp_engine.agent.loopstate import Effect, LoopState
+from mp_engine.agent.progress import BASELINE_FILE, Progress
+from mp_engine.agent.recording import CheckRun, IterationCheck, RecordMixin, iter_check
+from mp_engine.atomic import atomic_write_json, read_tail
+from mp_engine.config import AgentLevel
+from mp_engine.execute.base import ExecResult
+from mp_engine.execute.steps import Budget, StepContext, run_block
+from mp_engine.record.ledger import LedgerStep, StepStatus, idempotency_key, read_artifact
+
+STOP_FILE = "STOP"
+
+
+class AgentRun(CallMixin, RecordMixin, EndMixin):
+    """One MP's loop; rebuilt from the run archive on every (re-)entry."""
+
+    def __init__(self, ctx: StepContext):
+        self.cfg = ctx.config.agent
+        self.levels = self.cfg.levels
+        self.mp = ctx.mp
+        self.plan: Plan = decompose(ctx.mp)
+        if "Timeout" in ctx.mp.headers:
+            total, source = float(ctx.mp.headers["Timeout"]), "the MP's `Timeout:`"
+        else:
+            total, source = self.cfg.wall_budget, "`[agent] wall_budget`"
+        self.budget = Budget(total, source, ctx.budget.used)
+        self.ctx = replace(ctx, budget=self.budget)
+        # Checks of an iteration whose agent call finished run to the end on a first stop
+        # signal (the iteration is "the current step"); a second signal still kills them.
+        self.checks_ctx = replace(self.ctx, stop=threading.Event())
+        self.ws = ctx.ws
+        self.run_dir = ctx.run.dir
+        self.run_rel = ctx.ws.rel(ctx.run.dir)
+        self.worktree = Worktree(ctx.ws.root)
+        self.limiter = CallLimiter(ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
+        self.learnings_path = self.run_dir / "agent" / "learnings.md"
+        self.last_checks: list[tuple[IterationCheck, LedgerStep | None]] = []
+        self.fatal_fix: str | None = None  # the proposed fix when the agent CLI cannot work
+
+    # -- events ------------------------------------------------------------------------
+
+    def emit(self, name: str, event_id: str, **fields: Any) -> None:
+        self.ctx.events.emit(name, id=event_id, mp=self.mp.mp_id, run=self.ctx.run.run_id, **fields)
+
+    def where(self, state: LoopState) -> dict[str, Any]:
+        task = state.task
+        return {"mt": task.mt_id if task else None, "iteration": state.next_iteration, "level": state.level}
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def run(self) -> ExecResult:
+        if not runnable(self.levels):
+            return self.need_info("no_levels", "No agent is configured: `[agent] levels` in mp-engine.toml is empty.")
+        if not self.mp.checks and self.cfg.require_checks:
+            return self.need_info(
+                "no_checks",
+                "The MP has no Validate checks, and `[agent] require_checks` is on: without checks "
+                "nothing could prove the agent's work, and its word alone never suffices.",
+            )
+        progress = Progress.load(self.run_dir)
+        fresh = progress is None
+        if progress is None:
+            base = self.worktree.snapshot()
+            (self.run_dir / "agent").mkdir(exist_ok=True)
+            atomic_write_json(self.run_dir / BASELINE_FILE, {"head": base.head, "files": base.files}, durable=False)
+            progress = Progress.create(
+                self.run_dir,
+                mp_id=self.mp.mp_id,
+                run_id=self.ctx.run.run_id,
+                policy=self.cfg.model_dump(mode="json"),
+                tasks=self.plan.summary(self.mp),
+                base={"head": base.head, "digest": base.digest},
+            )
+        else:
+            raw = json.loads((self.run_dir / BASELINE_FILE).read_text(encoding="utf-8"))
+            base = Snapshot(raw["head"], raw["files"])
+        self.progress = progress
+        self.base = base
+        state = LoopState(self.cfg, self.plan, progress.data["base"]["digest"])
+        self.replay(state)
+        if fresh:
+            self.emit(
+                "micro_task_loop_started",
+                "FR-EVT-MT-001",
+                **self.where(state),
+                micro_tasks=[t.mt_id for t in self.plan.tasks],
+                levels=[lv.name for lv in self.levels],
+            )
+        else:
+            self.report_resume(state)
+        # Per-iteration writes skip fsync; `checkpoint()` makes each finished iteration
+        # durable at once (a power loss costs at most the running iteration).
+        self.ctx.ledger.durable, self.ctx.ledger.deferred = False, True
+        try:
+            while state.final is None:
+                paused = self.iterate(state)
+                if paused is not None:
+                    return paused
+            return self.finish(state)
+        finally:
+            self.ctx.ledger.durable, self.ctx.ledger.deferred = True, False
+            self.ctx.events.sync()
+            self.ctx.ledger.save(durable=True)
+
+    def replay(self, state: LoopState) -> None:
+        """Rebuild the loop state from the iteration records in the ledger."""
+        for step in self.ctx.ledger.model.steps:
+            if state.final is not None:
+                return
+            if step.kind != "agent" or step.status not in (StepStatus.COMPLETED, StepStatus.FAILED):
+                continue
+            rec = read_artifact(self.ctx.run.steps_dir, step)
+            if rec is None or "mt" not in rec:
+                continue
+            if rec.get("fatal"):
+                state.end(cert.BLOCKED, rec["fatal"]["reason"], rec["fatal"]["detail"])
+                self.fatal_fix = rec["fatal"]["fix"]
+            else:
+                state.apply(rec)
+            self.remember_checks(rec)
+
+    def report_resume(self, state: LoopState) -> None:
+        """After a pause or a crash: say where the loop resumes (FR-EVT-MT-008, WF-RECOVERY)."""
+        pause = self.progress.resumed()
+        if pause is not None:
+            self.emit("micro_task_resumed", "FR-EVT-MT-008", **self.where(state), after=pause.get("kind"))
+        recoveries = self.ctx.ledger.model.recoveries
+        seen = self.progress.data.get("recoveries_seen", 0)
+        for rec in recoveries[seen:]:
+            self.emit(
+                "workflow_recovery",
+                "FR-EVT-WF-RECOVERY",
+                **self.where(state),
+                resume_point=self.step_id(state) if state.task else None,
+                steps_recovered=rec["steps_recovered"],
+                steps_to_retry=rec["steps_to_retry"],
+                reason=rec["reason"],
+            )
+        self.progress.data["recoveries_seen"] = len(recoveries)
+        for i, task in enumerate(state.tasks):  # a crash may have come between success and candidate
+            if task.status == "completed" and (task.final_level or 0) > 0:
+                self.distill(state, i, emit=False)
+        self.progress.save()
+
+    def step_id(self, state: LoopState) -> str:
+        assert state.task is not None
+        return f"{state.task.mt_id}_iter-{state.next_iteration:03d}"
+
+    # -- one iteration -----------------------------------------------------------------
+
+    def iterate(self, state: LoopState) -> ExecResult | None:
+        """Run one iteration; return an ExecResult only to pause (stop, wait)."""
+        paused = self.guard(state)
+        if paused is not None or state.final is not None:
+            return paused
+        task = self.plan.tasks[state.mt_index]
+        level: AgentLevel = self.levels[state.level]
+        iteration = state.next_iteration
+        step, ev = self.prepare(state, task, level)
+        call = self.call(state, level, step, ev, task.mt_id, iteration)
+        if call.kind == "interrupted":
+            self.release(step)
+            return self.pause(state, "stop", "a second stop signal killed the agent call; the iteration is retried")
+        if call.kind == "usage_limit":
+            self.release(step)
+            assert call.resume_at is not None
+            return self.wait(state, "usage_limit", call.detail or "the provider's usage limit", call.resume_at)
+        if call.kind in ("auth", "not_found", "transient"):
+            self.fatal(state, step, ev, call, level)
+            return None
+        claims = parse_claims(self.read_output(ev), self.progress.nonce)
+        checks = self.run_checks(task.index, step.step_id)
+        if checks is None:
+            self.release(step)
+            return self.pause(state, "stop", "a second stop signal interrupted the checks; the iteration is retried")
+        record = self.record(state, level, step, ev, call, claims, checks)
+        self.act(state, state.apply(record))
+        # No publish here: the next iteration publishes as it starts, and the end of the
+        # loop or a pause publishes too.
+        return None
+
+    def guard(self, state: LoopState) -> ExecResult | None:
+        """Before an iteration: a stop pauses; SYSTEM/STOP, the budget and the iteration cap
+        end the loop (`state.final`); the hourly call limit waits."""
+        ctx, cfg = self.ctx, self.cfg
+        task = self.plan.tasks[state.mt_index]
+        if ctx.stop.is_set() or ctx.stop_now.is_set():
+            return self.pause(state, "stop", "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts")
+        if (self.ws.system_dir / STOP_FILE).exists():
+            state.end(
+                cert.BACKPRESSURE,
+                "stop_file",
+                f"SYSTEM/{STOP_FILE} was found before {task.mt_id} iteration {state.next_iteration}; "
+                "the loop stopped as asked.",
+            )
+        elif self.budget.remaining() <= 0:
+            state.end(
+                cert.TIMEOUT,
+                "wall_budget",
+                f"The {self.budget.total:g} s budget ({self.budget.source}) was spent before {task.mt_id} passed.",
+            )
+        elif state.total >= cfg.max_iterations:
+            state.end(
+                cert.TIMEOUT,
+                "max_iterations",
+                f"All {cfg.max_iterations} iterations (`[agent] max_iterations`) were spent before {task.mt_id} passed.",
+            )
+        elif (slot := self.limiter.next_slot(time.time())) is not None:
+            why = f"{cfg.calls_per_hour} agent calls in the last hour (`[agent] calls_per_hour`)"
+            return self.wait(state, "rate_limit", why, iso_utc(slot))
+        return None
+
+    def prepare(self, state: LoopState, task: MicroTask, level: AgentLevel) -> tuple[LedgerStep, IterationEvidence]:
+        """The iteration's prompt (the same one again on a retry), its ledger step keyed by
+        the prompt's hash, and FR-EVT-MT-002."""
+        ctx = self.ctx
+        iteration = state.next_iteration
+        step_id = self.step_id(state)
+        ev = IterationEvidence(self.run_dir, task.mt_id, iteration)
+        prompt_path = ev.path("prompt.md")
+        if ctx.ledger.step(step_id) is not None and prompt_path.exists():  # a retry: the same prompt, the same key
+            text = prompt_path.read_text(encoding="utf-8")
+            ev.add(prompt_path, text.encode("utf-8"))
+        else:
+            text = self.build_prompt(state, task.index, iteration, level)
+            ev.write("prompt.md", text)
+        key = idempotency_key(task.mt_id, str(iteration), str(state.level), hashlib.sha256(text.encode()).hexdigest())
+        step = ctx.ledger.ensure_step(step_id, "agent", key)
+        step.idempotency_key = key
+        ctx.ledger.start(step)
+        self.publish(state, live=True)
+        self.emit(
+            "micro_task_iteration_started", "FR-EVT-MT-002", mt=task.mt_id, iteration=iteration, level=state.level, agent=level.name
+        )
+        return step, ev
+
+    def run_checks(self, mt_index: int, step_id: str) -> list[CheckRun] | None:
+        """The engine's own verdict: every check of the micro-task, run by the engine.
+        None when a second stop signal interrupted them."""
+        checks = []
+        for block in self.plan.checks_for(self.mp, mt_index):
+            chk = iter_check(block, step_id)
+            run = run_block(self.checks_ctx, chk)
+            if run.interrupted:
+                return None
+            checks.append((chk, run.ok, run.report.exit_code))
+        return checks
+
+    def build_prompt(self, state: LoopState, mt_index: int, iteration: int, level: AgentLevel) -> str:
+        task = self.plan.tasks[mt_index]
+        checks = self.plan.checks_for(self.mp, mt_index)
+        ts = state.tasks[mt_index]
+        previous = ts.records[-1] if ts.records else None
+        tails: dict[str, str] = {}
+        if previous is not None:
+            cap = self.cfg.output_tail_bytes
+            for c in previous["checks"]:
+                if not c["ok"]:
+                    parts = []
+                    for suffix in ("stdout", "stderr"):
+                        path = self.ctx.run.steps_dir / f"{c['step']}.{suffix}"
+                        parts.append(read_tail(path, cap))
+                    tails[c["id"]] = "\n".join(p for p in parts if p)[-cap:]
+        last = state.level + 1 >= len(self.levels)  # nowhere to escalate to
+        return prompt.build(
+            mp=self.mp,
+            plan=self.plan,
+            task=task,
+            iteration=iteration,
+            level=state.level,
+            level_name=level.name,
+            nonce=self.progress.nonce,
+            workspace=str(self.ws.root),
+            checks=checks,
+            previous=previous,
+            tails=tails,
+            learnings=learnings.read(self.learnings_path),
+            budget=prompt.Budget(
+                iterations_left=self.cfg.max_iterations - state.total,
+                max_iterations=self.cfg.max_iterations,
+                seconds_left=self.budget.remaining(),
+                seconds_total=self.budget.total,
+                fails_before_escalation=None if last else self.cfg.fail_threshold - state.fails_at_level,
+            ),
+        )
+
+    def checkpoint(self) -> None:
+        """Make the finished iteration's ledger entry durable (one fsync, not one per file).
+
+        Everything else of the iteration (record, evidence, events) is written without
+        fsync: it survives `kill -9`. After a power loss, an iteration whose record did not
+        reach the disk has no artifact, so recovery runs it again (same prompt, same key)."""
+        self.ctx.ledger.save(durable=True)
+
+    def release(self, step: LedgerStep) -> None:
+        """Put a started iteration back to pending: it runs again, with the same prompt."""
+        step.status = StepStatus.PENDING
+        step.pgid = step.proc_start = None
+        self.ctx.ledger.save()
+
+    def act(self, state: LoopState, effects: list[Effect]) -> None:
+        for e in effects:
+            if e.kind == "event":
+                self.emit(e.name, e.event_id, **e.fields)
+            elif e.kind == "distill":
+                self.distill(state, e.fields["mt_index"], emit=True)

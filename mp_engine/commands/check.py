@@ -1,0 +1,55 @@
+"""`mp-engine check FILE`: parse an MP without running it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from mp_engine.agent.decompose import decompose
+from mp_engine.agent.executor import AgentExecutor
+from mp_engine.errors import InvalidMPError
+from mp_engine.exitcodes import ExitCode
+from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
+
+
+def check(file: Path, as_json: bool, max_bytes: int, echo: Callable[[str], None], err: Callable[[str], None]) -> ExitCode:
+    micro_tasks: list[dict] = []
+    try:
+        mp = parse(file.read_bytes(), max_bytes=max_bytes)
+        if (mp.executor or "shell") == "shell":
+            require_executable(mp)
+        else:
+            AgentExecutor().validate(mp)
+            micro_tasks = decompose(mp).summary(mp)
+    except InvalidMPError as e:
+        err(f"{file}: invalid MP: {e.reason}" + (f" (line {e.line})" if e.line else ""))
+        err(f"fix: {e.fix}")
+        return ExitCode.MP_ERROR
+    summary = mp.summary()
+    if mp.executor == "agent":
+        summary["micro_tasks"] = micro_tasks
+    if as_json:
+        echo(json.dumps(summary, indent=2))
+    else:
+        for line in render(mp, summary, micro_tasks):
+            echo(line)
+    return ExitCode.OK
+
+
+def render(mp: MicroProject, summary: dict, micro_tasks: list[dict]) -> list[str]:
+    lines = [f"{mp.mp_id}: {mp.title or '(no title)'}"]
+    lines += [f"  {key}: {value}" for key, value in mp.headers.items()]
+    lines.append(f"  sha256: {mp.sha256}")
+    lines.append(f"steps ({len(mp.steps)}):")
+    lines += [f"  {s['id']}  line {s['line']:<4} {s['what']}" for s in summary["steps"]]
+    lines.append(f"checks ({len(mp.checks)}):")
+    lines += [f"  {c['id']}  line {c['line']:<4} {c['what']}" for c in summary["checks"]]
+    if mp.executor == "agent":  # the decomposition rule: docs/AGENT.md
+        lines.append(f"micro-tasks ({len(micro_tasks)}), each accepted by its checks:")
+        for t in micro_tasks:
+            lines.append(f"  {t['id']}  line {t['line']:<4} {t['title']}  [{', '.join(t['checks']) or 'no checks'}]")
+        if mp.steps:
+            lines.append("note: the agent executor does not run the fenced blocks above; they are part of the instructions")
+    lines += [f"note: {note}" for note in mp.notes]
+    return lines

@@ -1,0 +1,87 @@
+"""`mp-engine history`: past MPs from the run archive, newest first."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mp_engine.atomic import TEMP_MARKER
+from mp_engine.exitcodes import ExitCode
+from mp_engine.workspace import Workspace
+
+
+def history(ws: Workspace, limit: int | None = None) -> list[dict[str, Any]]:
+    """One entry per run directory (newest first): id, title, status, certificate, duration, time."""
+    try:
+        dirs = sorted((d for d in ws.runs_dir.iterdir() if d.is_dir() and TEMP_MARKER not in d.name), reverse=True)
+    except FileNotFoundError:
+        return []
+    out = []
+    for d in dirs:
+        if limit is not None and len(out) >= limit:
+            break
+        entry: dict[str, Any] = {"run_id": d.name}
+        try:
+            res = json.loads((d / "result.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            res = None
+        if res is not None:
+            cert = (res.get("extra") or {}).get("certificate")
+            entry.update(
+                mp_id=res.get("mp_id"),
+                title=res.get("title") or "",
+                status=res.get("status"),
+                certificate=cert.get("type") if isinstance(cert, dict) else None,
+                duration=res.get("duration"),
+                finished_at=res.get("finished_at"),
+                started_at=res.get("started_at"),
+            )
+        else:  # no result yet: an open run (running, checkpointed or waiting)
+            try:
+                ledger = json.loads((d / "ledger.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                ledger = {}
+            entry.update(
+                mp_id=ledger.get("mp_id"),
+                title="",
+                status="OPEN" if ledger.get("status") != "closed" else "CLOSED",
+                certificate=None,
+                duration=None,
+                finished_at=None,
+                started_at=ledger.get("created_at"),
+            )
+        out.append(entry)
+    return out
+
+
+def render_history(entries: list[dict[str, Any]]) -> str:
+    if not entries:
+        return "no MPs in the run archive yet"
+    rows = [("MP", "TITLE", "STATUS", "CERT", "DURATION", "FINISHED (UTC)", "RUN")]
+    for e in entries:
+        duration = "-" if e.get("duration") is None else f"{float(e['duration']):.1f}s"
+        when = (e.get("finished_at") or e.get("started_at") or "-").replace("T", " ")[:19]
+        title = e.get("title") or ""
+        rows.append(
+            (
+                e.get("mp_id") or "?",
+                title if len(title) <= 40 else title[:39] + "…",
+                e.get("status") or "?",
+                e.get("certificate") or "-",
+                duration,
+                when,
+                e["run_id"],
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows)
+
+
+def history_command(root: Path, limit: int, as_json: bool, echo: Callable[[str], None]) -> ExitCode:
+    ws = Workspace.at(root)
+    ws.check()
+    entries = history(ws, limit)
+    echo(json.dumps(entries, indent=2) if as_json else render_history(entries))
+    return ExitCode.OK

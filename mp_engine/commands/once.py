@@ -1,0 +1,49 @@
+"""`mp-engine once`: exactly one pass; the exit code says what it did."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mp_engine.commands import load
+from mp_engine.daemon.loop import install_signal_handlers, join
+from mp_engine.engine import Engine
+from mp_engine.exitcodes import ExitCode
+
+ONCE_EXIT = {
+    "completed": ExitCode.OK,
+    "idle": ExitCode.OK,
+    "waiting": ExitCode.OK,
+    "error": ExitCode.MP_ERROR,
+    "halted": ExitCode.HALTED,
+    "busy": ExitCode.BUSY,
+    "interrupted": ExitCode.INTERRUPTED,
+    "failed": ExitCode.MP_ERROR,
+}
+
+
+def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
+    ws, config = load(root)
+    engine = Engine.build(ws, config)
+    emitters = install_signal_handlers(engine, threading.Event())
+    engine.start(daemon=False)
+    try:
+        result = engine.tick()
+        # A file dropped just now is not "complete" until it settles; one pass waits for
+        # that window rather than reporting nothing to do. An agent run waiting out a rate
+        # or usage limit (run_id set) may wait for hours: report it instead.
+        while (
+            result.action == "waiting"
+            and result.wait_until is not None
+            and result.run_id is None
+            and not engine.stop.is_set()
+        ):
+            engine.stop.wait(max(0.0, result.wait_until - time.monotonic()))
+            result = engine.tick()
+    finally:
+        engine.shutdown()
+        join(emitters)
+    echo(result.action + (f" {result.mp_id}" if result.mp_id else "") + (f": {result.detail}" if result.detail else ""))
+    return ONCE_EXIT.get(result.action, ExitCode.MP_ERROR)

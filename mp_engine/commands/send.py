@@ -1,0 +1,213 @@
+"""The orchestrator's side of the channel: `mp-engine send FILE --repo URL_OR_PATH`.
+
+Validate the MP (as `check` does), put it in the inbox of a working clone, commit, push;
+with `--wait`, poll the remote until the engine pushes the result for exactly these bytes
+(`MP-SHA256:` in RESULT_last.md), print it, and exit by its status.
+
+Exit codes (docs/GIT.md):
+  0  sent (without --wait), or the result is COMPLETED
+  1  the MP is invalid (nothing sent), or the result is ERROR
+  6  an MP is still pending in the remote's inbox (use --force to replace it)
+  7  --wait timed out before the result arrived (the MP stays sent)
+  8  git failed: clone, fetch or push (the message says which and why)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+
+from mp_engine.errors import InvalidMPError, SyncError
+from mp_engine.exitcodes import ExitCode
+from mp_engine.gitcmd import git
+from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
+from mp_engine.sync.push import PushRejected, push_checked
+from mp_engine.sync.session import GitSession
+from mp_engine.sync.signatures import INBOX_PATH
+from mp_engine.workspace import RESULT_FILE, SYSTEM_DIR
+
+EXIT_COMPLETED, EXIT_ERROR = ExitCode.OK, ExitCode.MP_ERROR
+EXIT_PENDING, EXIT_TIMEOUT, EXIT_GIT = ExitCode.PENDING, ExitCode.SEND_TIMEOUT, ExitCode.GIT
+RESULT_PATH = f"{SYSTEM_DIR}/{RESULT_FILE}"
+GIT_TIMEOUT = 120.0
+
+
+class Sender:
+    def __init__(self, repo: str, branch: str, echo: Callable[[str], None], err: Callable[[str], None]):
+        self.repo_arg = repo
+        self.branch = branch
+        self.echo = echo
+        self.err = err
+        self.tracking = f"refs/remotes/origin/{branch}"
+
+    # -- the working clone -----------------------------------------------------------
+
+    def working_clone(self) -> Path:
+        """The clone to commit in: REPO itself if it is a working tree, else a cached clone."""
+        path = Path(self.repo_arg).expanduser()
+        if path.is_dir() and (path / ".git").exists():
+            return path.resolve()
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mp-engine" / "send"
+        dest = cache / hashlib.sha256(self.repo_arg.encode()).hexdigest()[:16]
+        if not (dest / ".git").exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            git(dest.parent, "clone", "--quiet", self.repo_arg, str(dest), timeout=GIT_TIMEOUT)
+        return dest
+
+    def refresh(self, s: GitSession, *, own_clone: bool) -> str:
+        """Fetch the branch and move the clone onto it; return the remote tip."""
+        s.run("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.branch}:{self.tracking}")
+        tip = s.rev(self.tracking)
+        if tip is None:
+            raise SyncError(
+                f"the remote has no branch {self.branch!r}. Set up the engine first: "
+                f"`mp-engine init --remote {self.repo_arg} --branch {self.branch}` on the engine host."
+            )
+        if own_clone:
+            s.run("checkout", "--quiet", "-B", self.branch, tip)
+            s.run("reset", "--quiet", "--hard", tip)
+        else:
+            s.run("checkout", "--quiet", self.branch)
+            s.run("merge", "--ff-only", "--quiet", tip)
+        return tip
+
+    # -- sending ---------------------------------------------------------------------
+
+    def send(self, data: bytes, mp: MicroProject, force: bool) -> tuple[Path, str] | int:
+        clone = self.working_clone()
+        own = clone != Path(self.repo_arg).expanduser().resolve()
+        s = GitSession(clone, GIT_TIMEOUT)
+        try:
+            sent: str | None = None
+            for attempt in Retrying(
+                stop=stop_after_attempt(5),
+                wait=wait_exponential_jitter(multiplier=0.1, max=3, jitter=0.3),
+                retry=retry_if_exception_type(PushRejected),
+                reraise=True,
+            ):
+                with attempt:
+                    tip = self.refresh(s, own_clone=own)
+                    pending = s.blob(tip, INBOX_PATH)
+                    if pending is not None and not force:
+                        self.err(
+                            f"the remote's inbox still holds an MP ({_mp_line(pending)}) the engine has not taken. "
+                            "Wait for its result, or replace it with --force."
+                        )
+                        return EXIT_PENDING
+                    target = clone / INBOX_PATH
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                    s.run("add", "--", INBOX_PATH)
+                    title = f" {mp.title}" if mp.title else ""
+                    s.run("commit", "--quiet", "-m", f"{mp.mp_id}: send{title}", "--", INBOX_PATH)
+                    sent = s.rev("HEAD")
+                    try:
+                        push_checked(s, "origin", self.branch, GIT_TIMEOUT)
+                    except PushRejected:
+                        s.run("reset", "--quiet", "--hard", tip)  # drop our commit; redo on the new tip
+                        raise
+            assert sent is not None
+            s.run("update-ref", self.tracking, sent)
+            return clone, sent
+        finally:
+            s.close()
+
+    # -- waiting ---------------------------------------------------------------------
+
+    def wait(self, clone: Path, sent: str, sha: str, timeout: float, poll: float, stop: threading.Event) -> int:
+        deadline = time.monotonic() + timeout
+        last_tip = sent
+        while True:
+            s = GitSession(clone, GIT_TIMEOUT)
+            try:
+                out = s.run("ls-remote", "--heads", "origin", f"refs/heads/{self.branch}")
+                tip = out.split("\t", 1)[0] if out else ""
+                if tip and tip != last_tip:
+                    s.run("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.branch}:{self.tracking}")
+                    last_tip = tip
+                    found = self._find_result(s, sent, sha)
+                    if found is not None:
+                        self.echo(found.rstrip("\n"))
+                        return EXIT_COMPLETED if _field(found, "Status") == "COMPLETED" else EXIT_ERROR
+            except SyncError as e:  # the remote may be away for a while; keep waiting
+                self.err(f"still waiting: {e}")
+            finally:
+                s.close()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.err(
+                    f"no result for the MP sent in {sent[:12]} after {timeout:g} s; it stays sent. "
+                    "Check `mp-engine status` on the engine host (is it running, halted or unable to push?)."
+                )
+                return EXIT_TIMEOUT
+            if stop.wait(min(poll, left)):
+                return EXIT_TIMEOUT
+
+    def _find_result(self, s: GitSession, sent: str, sha: str) -> str | None:
+        if not s.is_ancestor(sent, self.tracking):
+            return None
+        commits = s.run("log", "--reverse", "--format=%H", f"{sent}..{self.tracking}", "--", RESULT_PATH).split()
+        for c in commits:
+            blob = s.blob(c, RESULT_PATH)
+            if blob is None:
+                continue
+            text = blob.decode("utf-8", errors="replace")
+            if _field(text, "MP-SHA256") == sha:
+                return text
+        return None
+
+
+def _field(text: str, key: str) -> str | None:
+    for line in text.splitlines():
+        if line.startswith(f"{key}: "):
+            return line.split(": ", 1)[1].strip()
+    return None
+
+
+def _mp_line(data: bytes) -> str:
+    first = next((ln for ln in data.decode("utf-8", errors="replace").splitlines() if ln.strip()), "")
+    return first.lstrip("# ").strip()[:80] or "unreadable"
+
+
+def send_mp(
+    file: Path,
+    repo: str,
+    *,
+    branch: str = "main",
+    wait: bool = False,
+    timeout: float = 600.0,
+    poll: float = 2.0,
+    force: bool = False,
+    echo: Callable[[str], None] = print,
+    err: Callable[[str], None] = print,
+    stop: threading.Event | None = None,
+) -> int:
+    """The whole `send` command; returns its exit code (see the module docstring)."""
+    data = file.read_bytes()
+    try:
+        mp = parse(data)
+        if (mp.executor or "shell") == "shell":
+            require_executable(mp)
+    except InvalidMPError as e:
+        err(f"{file}: invalid MP: {e.reason}" + (f" (line {e.line})" if e.line else ""))
+        err(f"fix: {e.fix}")
+        return EXIT_ERROR
+    sender = Sender(repo, branch, echo, err)
+    try:
+        sent = sender.send(data, mp, force)
+        if isinstance(sent, int):
+            return sent
+        clone, commit = sent
+        echo(f"sent {mp.mp_id} in {commit[:12]} to {repo} ({branch})")
+        if not wait:
+            return EXIT_COMPLETED
+        return sender.wait(clone, commit, mp.sha256, timeout, poll, stop or threading.Event())
+    except SyncError as e:
+        err(f"mp-engine send: {e}")
+        return EXIT_GIT

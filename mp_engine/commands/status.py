@@ -1,0 +1,221 @@
+"""Status: what the engine is doing, assembled from the workspace (never from memory).
+
+`status_report` is the data of `mp-engine status --json`; `render_status` lays it out for a
+person; `status_line` is the one line systemd shows (`STATUS=` in supervisor.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mp_engine.agent.progress import load_report, render_lines
+from mp_engine.commands import load
+from mp_engine.config import Config
+from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
+from mp_engine.errors import InvalidMPError
+from mp_engine.exitcodes import ExitCode
+from mp_engine.inbox.intake import EntryKind, Inbox
+from mp_engine.inbox.mpfile import parse
+from mp_engine.lock import WorkspaceLock
+from mp_engine.record.events import EventLog
+from mp_engine.record.state import StateStore, Status
+from mp_engine.sync.channel import GitChannel
+from mp_engine.workspace import Workspace
+
+# Events whose newest one is "the last error" in `status`.
+ERROR_EVENTS = {
+    "mp_failed": "summary",
+    "tick_failed": "error",
+    "sync_failed": "error",
+    "sync_unreachable": "error",
+    "sync_blocked": "summary",
+    "sync_conflict": "paths",
+    "engine_stalled": "detail",
+    "watcher_fallback": "error",
+}
+TAIL_BYTES = 256 * 1024  # how much of the event log `status` reads for the last error
+STATUS_COLOURS = {"ONLINE": "green", "RUNNING": "cyan", "ERROR": "red", "OFFLINE": "yellow"}
+
+
+
+
+
+
+
+
+def run_result(ws: Workspace, run_id: str | None) -> dict[str, Any] | None:
+    """A finished run's result.json (title, status, duration, certificate), if readable."""
+    if not run_id:
+        return None
+    try:
+        return json.loads((ws.runs_dir / run_id / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def last_error(events_file: Path) -> dict[str, Any] | None:
+    """The newest error-like event in the tail of the event log."""
+    try:
+        with open(events_file, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            tail = f.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for raw in reversed(tail):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        key = ERROR_EVENTS.get(rec.get("event"))
+        if key:
+            return {"ts": rec.get("ts"), "event": rec["event"], "message": str(rec.get(key, "")), "mp": rec.get("mp")}
+    return None
+
+
+
+
+def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
+    """State, the pending MP, the halt and how to lift it, and who holds the lock."""
+    state = StateStore(ws.state_file, EventLog(ws.events_file)).read()
+    report: dict[str, Any] = {"root": str(ws.root), "state": state.to_json()}
+    entry = Inbox(ws, config.engine.settle_seconds).lstat_entry()
+    if entry is not None:
+        pending: dict[str, Any] = {"path": ws.rel(entry.path), "kind": entry.kind.value, "bytes": entry.sig.size}
+        if entry.kind is EntryKind.FILE and entry.sig.size <= config.engine.max_mp_bytes:
+            try:
+                mp = parse(entry.path.read_bytes(), max_bytes=config.engine.max_mp_bytes)
+                pending.update(mp_id=mp.mp_id, title=mp.title, approves=mp.approves)
+            except (InvalidMPError, OSError) as e:
+                pending["invalid"] = str(e)
+        report["pending"] = pending
+    if state.halt is not None:
+        halt = state.halt
+        report["halt"] = {
+            **halt.model_dump(),
+            "lift_with": [f"an MP whose header has `Approves: {halt.mp_id}`", "`mp-engine approve` on this host"],
+        }
+        pending = report.get("pending")
+        if pending and pending.get("approves") not in (halt.mp_id, halt.run_id):
+            pending["held"] = f"waits: the engine is halted on {halt.mp_id} and this MP does not approve it"
+    if state.run_id:  # a live agent run: MT, iteration, level, residual, budget (docs/AGENT.md)
+        if (agent := load_report(ws.runs_dir / state.run_id)) is not None:
+            report["agent"] = agent
+    owner = WorkspaceLock(ws.lock_file, 1).owner()
+    if owner:
+        report["lock_holder"] = owner
+    if config.git.enabled:
+        report["git"] = GitChannel(ws, config.git).report()
+        at = read_last_sync_ok(ws.local_dir)
+        report["last_sync"] = {"at": at, "ago": ago(at) if at else "never (since this engine started)"}
+    report["summary"] = status_line(ws, state)
+    if state.run_id and (step := current_step(ws, state.run_id)):
+        report["step"] = step
+    last = state.last_result
+    if last:
+        res = run_result(ws, last.get("run_id")) or {}
+        cert = (res.get("extra") or {}).get("certificate")
+        report["last_mp"] = {
+            **last,
+            "title": res.get("title"),
+            "duration": res.get("duration"),
+            "certificate": cert.get("type") if isinstance(cert, dict) else None,
+            "ago": ago(last.get("finished_at")),
+        }
+    if (err := last_error(ws.events_file)) is not None:
+        report["last_error"] = err
+    return report
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "?"
+    value = float(value)
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, sec = divmod(int(value), 60)
+    return f"{minutes} min {sec} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def render_status(report: dict[str, Any], *, color: bool = False) -> str:
+    """The person's view; `color` (a TTY) colours the state, the halt and the last error."""
+
+    def paint(text: str, fg: str, bold: bool = False) -> str:
+        return click.style(text, fg=fg, bold=bold) if color else text
+
+    s = report["state"]
+    halted = bool(report.get("halt"))
+    state_word = paint(s["status"], STATUS_COLOURS.get(s["status"], "white"), bold=True)
+    lines = [
+        f"mp-engine workspace {report['root']}",
+        f"  status:          {state_word}" + (paint("  (halted)", "red", bold=True) if halted else ""),
+    ]
+    if report.get("summary"):
+        lines.append(f"  doing:           {report['summary']}")
+    current = s["current"]
+    if report.get("step"):
+        st = report["step"]
+        current += f", step {st['number']}/{st['of']} ({st['id']})"
+    lines += [
+        f"  current:         {current}",
+        f"  last completed:  {s['last_completed'] or '-'}",
+        f"  last updated:    {s['last_updated']}",
+    ]
+    if s.get("last_result"):
+        r = report.get("last_mp") or s["last_result"]
+        colour = "green" if r["status"] == Status.ONLINE or r["status"] == "COMPLETED" else "red"
+        extra = f", {_seconds(r['duration'])}" if r.get("duration") is not None else ""
+        extra += f", certificate {r['certificate']}" if r.get("certificate") else ""
+        extra += f", {r['ago']}" if r.get("ago") else ""
+        title = f" {r['title']}" if r.get("title") else ""
+        lines.append(
+            f"  last result:     {r['mp_id']}{title} {paint(r['status'], colour, bold=True)}{extra} "
+            f"(run {r['run_id']}, SYSTEM/RESULT_last.md)"
+        )
+    if s.get("run_id"):
+        lines.append(f"  open run:        {s['run_id']}")
+    if report.get("agent") or s.get("waiting"):
+        lines += render_lines(report.get("agent"), s.get("waiting"))
+    if report.get("halt"):
+        h = report["halt"]
+        lines.append(f"  halted on:       {paint(h['mp_id'], 'red', bold=True)}: {h['reason']} (since {h['since']})")
+        lines.append(f"  to continue:     send {h['lift_with'][0]}, or run {h['lift_with'][1]}")
+    p = report.get("pending")
+    if p:
+        what = p.get("mp_id") or p["kind"]
+        extra = f"  [{p['held']}]" if p.get("held") else (f"  [invalid: {p['invalid']}]" if p.get("invalid") else "")
+        lines.append(f"  inbox:           {what} ({p['bytes']} bytes){extra}")
+    else:
+        lines.append("  inbox:           empty")
+    if report.get("git"):
+        g = report["git"]
+        line = f"  git:             {g['remote']} {g['branch']}, {g.get('unpushed', '?')} unpushed commit(s)"
+        if g.get("blocked"):
+            line += f"  [blocked: {g['blocked'].get('kind')} at {str(g['blocked'].get('remote'))[:12]}]"
+        if g.get("error"):
+            line += f"  [{g['error']}]"
+        lines.append(line)
+    if report.get("last_sync"):
+        lines.append(f"  last sync:       {report['last_sync']['ago']}")
+    if report.get("lock_holder"):
+        o = report["lock_holder"]
+        lines.append(
+            f"  lock held by:    pid {o.get('pid')} on {o.get('host')} for {o.get('purpose')} since {o.get('since')}"
+        )
+    if report.get("last_error"):
+        e = report["last_error"]
+        lines.append(f"  last error:      {paint(e['event'], 'red')} {ago(e['ts'])}: {e['message'][:300]}")
+    return "\n".join(lines)
+
+
+def status(root: Path, as_json: bool, echo: Callable[[str], None], color: bool) -> ExitCode:
+    ws, config = load(root)
+    report = status_report(ws, config)
+    echo(json.dumps(report, indent=2) if as_json else render_status(report, color=color))
+    return ExitCode.OK

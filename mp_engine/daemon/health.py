@@ -1,0 +1,107 @@
+"""Health as the daemon sees it and reports it: sync failures and the last good sync, and
+one line that says what the engine does (systemd's STATUS=, `mp-engine status`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from mp_engine.agent.progress import load_report
+from mp_engine.atomic import atomic_write
+from mp_engine.clock import now_iso, parse_iso
+from mp_engine.errors import InvalidMPError
+from mp_engine.inbox.mpfile import parse
+from mp_engine.record.archive import RunArchive
+from mp_engine.record.state import SessionState
+from mp_engine.workspace import Workspace
+
+log = structlog.get_logger("mp_engine.health")
+SYNC_OK_FILE = "last_sync_ok"  # in SYSTEM/.engine/: when a sync last succeeded (for status)
+SYNC_FAILURES = ("sync_failed", "sync_unreachable", "sync_push_deferred", "sync_conflict", "sync_refused")
+
+
+def read_last_sync_ok(local_dir: Path) -> str | None:
+    try:
+        return (local_dir / SYNC_OK_FILE).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def record_sync_ok(local_dir: Path) -> None:
+    try:
+        atomic_write(local_dir / SYNC_OK_FILE, now_iso() + "\n", durable=False)
+    except OSError as e:
+        log.warning("could not record the last successful sync", error=str(e))
+
+
+def ago(iso: str | None, now: datetime | None = None) -> str:
+    """How long ago, coarsely: "just now", "3 min ago", "2 h ago", "5 d ago" (STATUS=
+    then changes once a minute, not on every pass)."""
+    if not iso:
+        return "never"
+    try:
+        seconds = ((now or datetime.now(UTC)) - parse_iso(iso)).total_seconds()
+    except ValueError:
+        return iso
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"
+
+
+@lru_cache(maxsize=8)
+def _block_ids(mp_copy: str, _mtime_ns: int) -> tuple[str, ...]:
+    data = Path(mp_copy).read_bytes()
+    mp = parse(data, max_bytes=len(data) + 1)
+    return tuple(b.step_id for b in (*mp.steps, *mp.checks))
+
+
+def current_step(ws: Workspace, run_id: str) -> dict[str, Any] | None:
+    """The block a run is on, `{"id", "number", "of"}`, from its MP copy and ledger."""
+    run = RunArchive(ws.runs_dir / run_id)
+    try:
+        ids = _block_ids(str(run.mp_copy), os.stat(run.mp_copy).st_mtime_ns)
+        steps = json.loads(run.ledger_path.read_text(encoding="utf-8")).get("steps") or []
+    except (OSError, ValueError, InvalidMPError):
+        return None
+    if not ids:
+        return None
+    live = next((st["step_id"] for st in steps if st.get("status") == "in_progress"), None)
+    if live in ids:
+        number = ids.index(live) + 1
+    else:
+        done = sum(1 for st in steps if st.get("status") in ("completed", "failed"))
+        number = min(done + 1, len(ids))
+        live = ids[number - 1]
+    return {"id": live, "number": number, "of": len(ids)}
+
+
+def status_line(ws: Workspace, state: SessionState, now: datetime | None = None) -> str:
+    """One line for a person: "idle, last MP-1.4 COMPLETED 3 min ago", "running MP-1.5
+    step 2/4", "running MP-1.5 MT-002 iteration 3 level 1", "halted: MP-1.5 ERROR awaiting approval"."""
+    if state.halt is not None:
+        return f"halted: {state.halt.mp_id} ERROR awaiting approval ({state.halt.reason})"[:200]
+    if state.run_id:
+        mp = state.current
+        if state.waiting:
+            return f"waiting {mp}: {state.waiting.get('kind')} until {state.waiting.get('resume_at')}"
+        agent = load_report(ws.runs_dir / state.run_id)
+        if agent is not None:
+            c = agent["current"]
+            if c.get("active_mt"):
+                return f"running {mp} {c['active_mt']} iteration {c.get('iteration') or 1} level {c.get('level') or 0}"
+            return f"running {mp} (agent)"
+        step = current_step(ws, state.run_id)
+        return f"running {mp} step {step['number']}/{step['of']}" if step else f"running {mp}"
+    last = state.last_result
+    if last:
+        return f"idle, last {last['mp_id']} {last['status']} {ago(last.get('finished_at'), now)}"
+    return "idle, no MP run yet"

@@ -1,0 +1,154 @@
+"""The daemon: `run()` repeats `Engine.tick()` until a stop, waking on a watcher event, a
+timer, or a signal. One pass is the engine's; everything around it is here (huey's
+consumer: `loop()` is one pass, `run()` only repeats it)."""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import threading
+import time
+
+import structlog
+
+from mp_engine.context import TickResult
+from mp_engine.daemon.supervisor import Supervisor
+from mp_engine.engine import Engine
+from mp_engine.errors import MpEngineError
+from mp_engine.inbox.watchers import ObserverWatcher, WatchTarget, make_watcher
+
+log = structlog.get_logger("mp_engine.daemon")
+
+
+class Daemon:
+    def __init__(self, engine: Engine, supervisor: Supervisor | None = None):
+        self.engine = engine
+        self.supervisor = supervisor
+        self.wake = threading.Event()
+        self._last_trim = 0.0
+
+    def watch_target(self) -> WatchTarget:
+        e = self.engine
+        return WatchTarget(
+            inbox_dir=e.ws.inbox_dir,
+            inbox_file=e.ws.inbox_file,
+            wake=self.wake.set,
+            note_complete=e.inbox.note_complete,
+            emit=e.events.emit,
+            polling_interval=e.config.watch.polling_interval,
+        )
+
+    def run(self, watcher: ObserverWatcher | None = None) -> None:
+        """Run until the engine's `stop` is set: tick, then sleep until an event, a timer
+        or a stop. Always ends with the engine's shutdown (OFFLINE)."""
+        engine, sup, cfg = self.engine, self.supervisor, self.engine.config
+        engine.start(daemon=True)
+        watcher = watcher or make_watcher(cfg.watch.mode, self.watch_target())
+        watcher.start()
+        if sup is not None:
+            sup.loop_started(watcher)
+        next_health = time.monotonic() + cfg.watch.health_interval
+        try:
+            while not engine.stop.is_set():
+                self.wake.clear()
+                result = self.safe_tick()
+                if sup is not None:  # READY, STATUS, WATCHDOG: only a pass that ended proves liveness
+                    sup.after_tick(result)
+                if engine.stop.is_set():
+                    break
+                now = time.monotonic()
+                if now >= next_health:
+                    watcher.ensure_healthy()
+                    next_health = now + cfg.watch.health_interval
+                self.wake.wait(self.sleep_for(result, now, next_health))
+        finally:
+            if sup is not None:
+                sup.stopping()
+            watcher.stop()
+            engine.shutdown()
+
+    def sleep_for(self, result: TickResult, now: float, next_health: float) -> float:
+        """How long the loop may sleep after a pass: until the next timer of any kind."""
+        cfg = self.engine.config
+        timeout = min(cfg.engine.poll_interval, max(0.0, next_health - now))
+        if result.wait_until is not None:
+            timeout = min(timeout, max(0.0, result.wait_until - now))
+        timeout = min(timeout, max(0.0, self.engine.sync.next_poll_at() - now))  # [git] poll_interval
+        if result.action == "busy":
+            timeout = max(timeout, 0.5)
+        if self.supervisor is not None:  # wake in time for the next watchdog ping
+            timeout = min(timeout, self.supervisor.max_wait())
+        return timeout
+
+    def safe_tick(self) -> TickResult:
+        """`tick()`, but an unexpected failure is logged and the daemon lives on."""
+        engine = self.engine
+        retry_at = time.monotonic() + engine.config.engine.poll_interval
+        try:
+            result = engine.tick()
+        except MpEngineError as e:
+            engine.events.emit("tick_failed", error=str(e))
+            return TickResult("failed", detail=str(e), wait_until=retry_at)
+        except Exception as e:
+            log.exception("tick crashed")
+            engine.events.emit("tick_failed", error=f"{type(e).__name__}: {e}")
+            return TickResult("failed", detail=str(e), wait_until=retry_at)
+        if result.action in ("completed", "error"):
+            self.trim_heap()
+        return result
+
+    def trim_heap(self, min_interval: float = 5.0) -> None:
+        """Give freed heap memory back to the OS (glibc `malloc_trim`), at most every
+        `min_interval` seconds: glibc otherwise keeps freed memory mapped, and a daemon that
+        runs for weeks keeps its high-water mark (bench/RESULTS.md, figure 5)."""
+        now = time.monotonic()
+        if now - self._last_trim < min_interval:
+            return
+        self._last_trim = now
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
+            pass
+
+    def install_signal_handlers(self) -> list[threading.Thread]:
+        """First SIGTERM/SIGINT: finish the current step and stop. Second: stop now."""
+        return install_signal_handlers(self.engine, self.wake)
+
+
+def install_signal_handlers(engine: Engine, wake: threading.Event) -> list[threading.Thread]:
+    """First SIGTERM/SIGINT: finish the current step and stop. Second: stop now.
+
+    The handler touches no lock: it counts the signal and hands the rest to a short-lived
+    thread, which sets the engine's events and writes the event. A handler runs in the main
+    thread between two bytecodes, possibly inside `Event.wait()` while that holds the
+    event's internal lock (after `with self._cond:`, before the wait releases it); calling
+    `Event.set()` there deadlocks the main thread on a lock it holds itself. The same goes
+    for the event log's lock. The caller joins the returned threads before exiting, so no
+    log line is cut off at exit.
+    """
+    emitters: list[threading.Thread] = []
+    received = [0]
+
+    def relay(name: str, urgent: bool) -> None:
+        if urgent:
+            engine.stop_now.set()
+        engine.stop.set()
+        wake.set()
+        engine.events.emit("stop_requested", signal=name, mode="now" if urgent else "after current step")
+
+    def handler(signum: int, _frame: object) -> None:
+        received[0] += 1
+        emitter = threading.Thread(
+            target=relay, args=(signal.Signals(signum).name, received[0] > 1), name="mp-engine-signal", daemon=True
+        )
+        emitters.append(emitter)
+        emitter.start()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return emitters
+
+
+def join(emitters: list[threading.Thread]) -> None:
+    for emitter in list(emitters):
+        emitter.join(timeout=2.0)

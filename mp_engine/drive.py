@@ -1,0 +1,90 @@
+"""Driving a claimed run: its budget, its executor, and the outcome it records.
+
+An executor returns completed, failed, interrupted (a stop signal: the run stays open
+and resumes on the next start) or waiting (an agent run waits out a usage limit)."""
+
+from __future__ import annotations
+
+import time
+
+import structlog
+
+from mp_engine.clock import now_iso, parse_iso, seconds_until
+from mp_engine.context import EngineContext, TickResult
+from mp_engine.execute import ExecResult, Executor
+from mp_engine.execute.steps import Budget, StepContext
+from mp_engine.finalize import finalize
+from mp_engine.inbox.mpfile import MicroProject
+from mp_engine.record import diagnosis as diag
+from mp_engine.record.archive import RunArchive
+from mp_engine.record.ledger import Ledger, read_artifact
+from mp_engine.record.result import COMPLETED, ERROR, Outcome
+
+log = structlog.get_logger("mp_engine.drive")
+
+
+def budget(ctx: EngineContext, mp: MicroProject, run: RunArchive, ledger: Ledger) -> Budget:
+    """The MP's time budget (`Timeout:` or `[execution] mp_timeout`), less what its
+    finished steps already used (a resumed run does not start from zero)."""
+    if "Timeout" in mp.headers:
+        total, source = float(mp.headers["Timeout"]), "Timeout"
+    else:
+        total, source = ctx.config.execution.mp_timeout, "mp_timeout"
+    used = sum((read_artifact(run.steps_dir, s) or {}).get("duration") or 0.0 for s in ledger.model.steps)
+    return Budget(total, source, used)
+
+
+def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject, executor: Executor) -> TickResult:
+    step_ctx = StepContext(
+        ws=ctx.ws,
+        config=ctx.config,
+        run=run,
+        ledger=ledger,
+        mp=mp,
+        events=ctx.events,
+        stop=ctx.stop,
+        stop_now=ctx.stop_now,
+        budget=budget(ctx, mp, run, ledger),
+    )
+    try:
+        res = executor.run(step_ctx)
+    except Exception as e:  # a bug must still end in a result, not a dead daemon
+        log.exception("executor crashed", mp=mp.mp_id)
+        res = ExecResult(status="failed", diagnosis=diag.engine_error(e))
+    if res.status == "waiting":
+        waiting = res.extra["waiting"]
+        ctx.state.update(waiting=waiting, reason=f"waiting: {waiting['kind']} until {waiting['resume_at']}")
+        ctx.events.emit("mp_waiting", mp=mp.mp_id, run=run.run_id, **waiting)
+        return TickResult(
+            "waiting",
+            mp_id=mp.mp_id,
+            run_id=run.run_id,
+            wait_until=time.monotonic() + seconds_until(waiting["resume_at"]),
+            detail=f"{waiting['kind']}: resumes at {waiting['resume_at']}",
+        )
+    if res.status == "interrupted":
+        resume_point = next((s.step_id for s in ledger.model.steps if s.status.value != "completed"), None)
+        ctx.events.emit("mp_checkpointed", mp=mp.mp_id, run=run.run_id, resume_point=resume_point)
+        return TickResult("interrupted", mp_id=mp.mp_id, run_id=run.run_id)
+    outcome = Outcome(
+        status=COMPLETED if res.status == "completed" else ERROR,
+        mp_id=mp.mp_id,
+        title=mp.title,
+        run_id=run.run_id,
+        mp_sha256=mp.sha256,
+        started_at=ledger.model.created_at,
+        finished_at=now_iso(),
+        executor=executor.name,
+        steps=res.steps,
+        checks=res.checks,
+        diagnosis=res.diagnosis,
+        error_output=res.error_output,
+        error_output_ref=res.error_output_ref,
+        notes=list(mp.notes),
+        extra=res.extra,
+    )
+    outcome.duration = (parse_iso(outcome.finished_at) - parse_iso(outcome.started_at)).total_seconds()
+    if outcome.status == ERROR:
+        outcome.halt_token = mp.mp_id
+    ledger.set_outcome(outcome.to_dict())
+    return finalize(ctx, run, ledger)

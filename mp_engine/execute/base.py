@@ -1,0 +1,33 @@
+"""The executor interface."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from mp_engine.execute.steps import StepContext
+from mp_engine.inbox.mpfile import MicroProject
+from mp_engine.record.diagnosis import Diagnosis
+from mp_engine.record.result import StepReport
+
+
+@dataclass
+class ExecResult:
+    # "waiting": paused until extra["waiting"]["resume_at"] (agent rate/usage limits); the run stays open
+    status: Literal["completed", "failed", "interrupted", "waiting"]
+    steps: list[StepReport] = field(default_factory=list)
+    checks: list[StepReport] = field(default_factory=list)
+    diagnosis: Diagnosis | None = None
+    error_output: str = ""
+    error_output_ref: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Executor(Protocol):
+    name: str
+
+    def validate(self, mp: MicroProject) -> None:
+        """Raise `InvalidMPError` if this executor cannot run the MP at all."""
+
+    def run(self, ctx: StepContext) -> ExecResult:
+        """Carry out the MP; return when it completed, failed or was interrupted."""

@@ -1,0 +1,285 @@
+"""Child processes: started in their own process group with a scrubbed environment,
+output streamed to files, and stopped as a whole group on timeout, idle or shutdown.
+
+Output goes to files rather than pipes, so a chatty child can never deadlock us, the
+run archive keeps every byte, and a crash of the engine loses nothing already written.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mp_engine.errors import ProcessError
+from mp_engine.pids import proc_stat
+
+BASE_ENV = ("PATH", "HOME", "LANG")
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# Called on every turn of `run_process`'s wait loop (every 50 ms) by the thread that waits
+# for the child: the daemon's service supervisor sets it, so a long step keeps the engine's
+# liveness (systemd's watchdog, the stall limit) fed while a wedged loop does not. Set with
+# `set_heartbeat`; None (the default) costs nothing.
+_heartbeat: Callable[[], None] | None = None
+
+
+def set_heartbeat(fn: Callable[[], None] | None) -> None:
+    """Install (or with None remove) the wait-loop heartbeat; see `_heartbeat`."""
+    global _heartbeat
+    _heartbeat = fn
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    exit_code: int | None  # None when the process was killed by a signal
+    signal: int | None
+    duration: float
+    pid: int
+    timed_out: bool = False
+    idle_timed_out: bool = False
+    interrupted: bool = False  # stopped because the engine is shutting down now
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not (self.timed_out or self.idle_timed_out or self.interrupted)
+
+
+def scrub_env(
+    allow: Iterable[str] = (), extra: Mapping[str, str] | None = None, source: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """An environment holding only PATH, HOME, LANG, the names in `allow`, and `extra`."""
+    source = os.environ if source is None else source
+    env = {name: source[name] for name in (*BASE_ENV, *allow) if name in source}
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.update(extra or {})
+    return env
+
+
+def kill_stale_group(pgid: int, started: int | None) -> list[int]:
+    """SIGKILL what survives of a process group an earlier engine started; return the pids.
+
+    A dead engine's step keeps running in its own session. Only processes whose group is
+    `pgid` and that started no earlier than the recorded leader are touched, so a reused
+    pid is never killed. Needs /proc (Linux); elsewhere nothing is killed.
+    """
+    if started is None or not Path("/proc/self/stat").exists():
+        return []
+    killed = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        info = proc_stat(int(name))
+        if info and info[0] == pgid and info[1] >= started:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+                killed.append(int(name))
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def kill_marked_groups(markers: Sequence[str]) -> list[int]:
+    """SIGKILL every process group with a member whose environment holds all of `markers`
+    (`MP_RUN_DIR=<run dir>` and `MP_STEP=<step id>`, which a command step gets); return the
+    pids.
+
+    An engine killed after spawning a step but before recording its group
+    (`Ledger.spawned`) leaves no pgid; the environment still names the run and the step.
+    Only same-user processes are readable, and the caller's own group is never touched.
+    Needs /proc (Linux)."""
+    if not Path("/proc/self/environ").exists():
+        return []
+    needles = [b"\0" + m.encode() + b"\0" for m in markers]
+    own = os.getpgrp()
+    groups = set()
+    pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        padded = b"\0" + env + b"\0"
+        if all(n in padded for n in needles):
+            info = proc_stat(pid)
+            if info and info[0] != own:
+                groups.add(info[0])
+    killed = []
+    for pid in pids:
+        info = proc_stat(pid)
+        if info and info[0] in groups:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def stop_group(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM the child's whole group, then SIGKILL whatever is left after `grace`."""
+    pgid = proc.pid
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader so a zombie does not look alive
+        if not _signal_group(pgid, 0):
+            break
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+    proc.wait()
+
+
+def _total_size(paths: Sequence[Path]) -> int:
+    total = 0
+    for p in paths:
+        try:
+            total += p.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total
+
+
+class ExitWaiter:
+    """Wait for a child's exit with a timeout, woken by the exit itself.
+
+    `Popen.wait(timeout)` polls with sleeps that double up to 50 ms, so a step that exits
+    after 2 ms is noticed after ~7 ms. A pidfd (Linux 5.3+) or a kqueue NOTE_EXIT
+    (macOS, BSD) becomes ready the moment the child exits; elsewhere this falls back to
+    `Popen.wait(timeout)`."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self._close: Callable[[], None] = lambda: None
+        self._ready: Callable[[float], bool] | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                fd = os.pidfd_open(proc.pid)
+            except OSError:  # an old kernel, or seccomp: fall back
+                fd = -1
+            if fd >= 0:
+                poller = select.poll()
+                poller.register(fd, select.POLLIN)
+                self._ready = lambda timeout: bool(poller.poll(timeout * 1000))
+                self._close = lambda: os.close(fd)
+                return
+        if hasattr(select, "kqueue"):
+            kq = select.kqueue()
+            event = select.kevent(
+                proc.pid,
+                filter=select.KQ_FILTER_PROC,
+                flags=select.KQ_EV_ADD | select.KQ_EV_ONESHOT,
+                fflags=select.KQ_NOTE_EXIT,
+            )
+            try:
+                kq.control([event], 0, 0)
+            except OSError:  # ESRCH: it has already exited
+                kq.close()
+                self._ready = lambda timeout: True
+                return
+            self._ready = lambda timeout: bool(kq.control(None, 1, timeout))
+            self._close = kq.close
+
+    def wait(self, timeout: float) -> bool:
+        """True once the child has exited (and is reaped), False after `timeout` seconds."""
+        if self._ready is None:
+            try:
+                self.proc.wait(timeout=timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        if not self._ready(timeout):
+            return False
+        self.proc.wait()  # it has exited: reaping does not block
+        return True
+
+    def close(self) -> None:
+        self._close()
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    stop_now: threading.Event | None = None,
+    idle_timeout: float | None = None,
+    kill_grace: float = 5.0,
+    stdin_path: Path | None = None,
+    on_spawn: Callable[[int], None] | None = None,
+) -> ProcessResult:
+    """Run `argv` to completion or until a limit; never raises for the child's failures."""
+    start = time.monotonic()
+    with open(stdout_path, "ab") as out, open(stderr_path, "ab") as err:
+        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as e:
+            raise ProcessError(f"could not start {argv[0]!r}: {e.strerror or e}") from e
+        finally:
+            if stdin_path:
+                stdin.close()
+    if on_spawn:
+        on_spawn(proc.pid)
+    deadline = start + timeout
+    outputs = (stdout_path, stderr_path)
+    last_size, last_activity = 0, start
+    timed_out = idle = interrupted = False
+    waiter = ExitWaiter(proc)
+    try:
+        while not waiter.wait(0.05):
+            if _heartbeat is not None:
+                _heartbeat()
+            now = time.monotonic()
+            if stop_now is not None and stop_now.is_set():
+                interrupted = True
+            elif now >= deadline:
+                timed_out = True
+            elif idle_timeout is not None:
+                size = _total_size(outputs)
+                if size != last_size:
+                    last_size, last_activity = size, now
+                elif now - last_activity >= idle_timeout:
+                    idle = True
+            if timed_out or idle or interrupted:
+                stop_group(proc, kill_grace)
+                break
+    finally:
+        waiter.close()
+    rc = proc.returncode
+    return ProcessResult(
+        exit_code=rc if rc >= 0 else None,
+        signal=-rc if rc < 0 else None,
+        duration=time.monotonic() - start,
+        pid=proc.pid,
+        timed_out=timed_out,
+        idle_timed_out=idle,
+        interrupted=interrupted,
+    )

@@ -1,0 +1,36 @@
+"""The shell executor: run the MP's blocks in document order, then its checks.
+
+Stops at the first failure (MP-1.3: "On any error: STOP immediately"); blocks after it are
+reported as not run.
+"""
+
+from __future__ import annotations
+
+from mp_engine.execute.base import ExecResult
+from mp_engine.execute.steps import StepContext, error_output, report_for, run_block
+from mp_engine.inbox.mpfile import MicroProject, require_executable
+
+
+class ShellExecutor:
+    name = "shell"
+
+    def validate(self, mp: MicroProject) -> None:
+        require_executable(mp)
+
+    def run(self, ctx: StepContext) -> ExecResult:
+        result = ExecResult(status="completed")
+        sequences = ((result.steps, ctx.mp.steps), (result.checks, ctx.mp.checks))
+        for reports, blocks in sequences:
+            for block in blocks:
+                if result.status != "completed":
+                    reports.append(report_for(ctx, block, None))
+                    continue
+                run = run_block(ctx, block)
+                reports.append(run.report)
+                if run.interrupted:
+                    result.status = "interrupted"
+                elif not run.ok:
+                    result.status = "failed"
+                    result.diagnosis = run.diagnosis
+                    result.error_output, result.error_output_ref = error_output(ctx, block)
+        return result

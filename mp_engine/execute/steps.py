@@ -1,0 +1,306 @@
+"""Steps: run one block of an MP (command, file or check) into the run archive.
+
+Each block is a ledger step. Before it starts, the ledger marks it in progress; when it
+ends, its output artifact is written atomically and then the ledger marks it completed or
+failed. A step that the ledger already records as finished is never run again: its report
+is rebuilt from the artifact on disk. That is all crash recovery needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from mp_engine.atomic import atomic_write
+from mp_engine.config import Config
+from mp_engine.errors import ConfinementError, ProcessError
+from mp_engine.execute.process import proc_stat, run_process, scrub_env
+from mp_engine.inbox.mpfile import Block, MicroProject
+from mp_engine.record import diagnosis as diag
+from mp_engine.record.archive import RunArchive
+from mp_engine.record.diagnosis import Diagnosis
+from mp_engine.record.events import EventLog
+from mp_engine.record.ledger import Ledger, LedgerStep, StepStatus, idempotency_key, read_artifact, write_artifact
+from mp_engine.record.result import StepReport, read_capped
+from mp_engine.workspace import Workspace
+
+
+class Budget:
+    """The MP's time budget, charged with the duration of every step that ran."""
+
+    def __init__(self, total: float, source: str, used: float = 0.0):
+        self.total = total
+        self.source = source  # "Timeout" header or "mp_timeout" config
+        self.used = used
+
+    def remaining(self) -> float:
+        return self.total - self.used
+
+    def charge(self, seconds: float) -> None:
+        self.used += seconds
+
+
+@dataclass
+class StepContext:
+    """What running a block needs; one per run."""
+
+    ws: Workspace
+    config: Config
+    run: RunArchive
+    ledger: Ledger
+    mp: MicroProject
+    events: EventLog
+    stop: threading.Event  # finish the current step, then stop
+    stop_now: threading.Event  # stop the current step now
+    budget: Budget
+
+    @property
+    def step_timeout(self) -> float:
+        return float(self.mp.headers.get("Step-Timeout", self.config.execution.step_timeout))
+
+
+@dataclass
+class BlockRun:
+    report: StepReport
+    ok: bool
+    diagnosis: Diagnosis | None = None
+    interrupted: bool = False  # stopped by shutdown before or while running; resumable
+
+
+def block_key(mp: MicroProject, block: Block) -> str:
+    return idempotency_key(mp.sha256, block.step_id, block.kind, block.path or "", block.body)
+
+
+def _paths(ctx: StepContext, block: Block) -> tuple[Path, Path]:
+    d = ctx.run.steps_dir
+    return d / f"{block.step_id}.stdout", d / f"{block.step_id}.stderr"
+
+
+def report_for(ctx: StepContext, block: Block, step: LedgerStep | None) -> StepReport:
+    """The report of a block, built from what is on disk (never from memory)."""
+    report = StepReport(step_id=block.step_id, kind=block.kind, what=block.describe(), line=block.line)
+    if step is None:
+        return report
+    report.attempts = step.attempts
+    if step.interrupted:
+        report.note = "interrupted by an engine stop or crash; run again on recovery"
+    artifact = (
+        read_artifact(ctx.run.steps_dir, step) if step.status in (StepStatus.COMPLETED, StepStatus.FAILED) else None
+    )
+    if artifact is None:
+        return report
+    report.status = "ok" if artifact.get("ok") else "failed"
+    report.exit_code = artifact.get("exit_code")
+    report.duration = artifact.get("duration")
+    if artifact.get("message"):
+        report.note = artifact["message"]
+    cap = ctx.config.execution.output_cap_bytes
+    out_path, err_path = _paths(ctx, block)
+    for name, path in (("stdout", out_path), ("stderr", err_path)):
+        text, omitted = read_capped(path, cap)
+        setattr(report, name, text)
+        if path.exists():
+            setattr(report, f"{name}_ref", f"steps/{path.name}")
+    return report
+
+
+def error_output(ctx: StepContext, block: Block, cap: int = 1024 * 1024) -> tuple[str, str | None]:
+    """The failed block's whole error output (both streams), capped at `cap` bytes."""
+    out_path, err_path = _paths(ctx, block)
+    err, _ = read_capped(err_path, cap)
+    out, _ = read_capped(out_path, cap)
+    if err and out:
+        return f"--- stderr ---\n{err.rstrip()}\n--- stdout ---\n{out.rstrip()}\n", f"steps/{err_path.name}"
+    if err:
+        return err, f"steps/{err_path.name}"
+    return out, (f"steps/{out_path.name}" if out else None)
+
+
+def run_block(ctx: StepContext, block: Block) -> BlockRun:
+    """Run `block` unless the ledger says it already finished; record everything."""
+    step = ctx.ledger.ensure_step(block.step_id, block.kind, block_key(ctx.mp, block))
+    if step.status in (StepStatus.COMPLETED, StepStatus.FAILED):
+        artifact = read_artifact(ctx.run.steps_dir, step) or {}
+        d = Diagnosis.from_dict(artifact["diagnosis"]) if artifact.get("diagnosis") else None
+        return BlockRun(report_for(ctx, block, step), ok=step.status is StepStatus.COMPLETED, diagnosis=d)
+    if ctx.stop.is_set() or ctx.stop_now.is_set():
+        return BlockRun(report_for(ctx, block, step), ok=False, interrupted=True)
+    label = "check" if block.kind == "check" else "step"
+    if step.interrupted and ctx.config.recovery.interrupted_step == "report":
+        d = diag.interrupted(block.step_id, label, block.index, ctx.mp.mp_id)
+        return _record_failure(ctx, block, step, d, message="not re-run: [recovery] interrupted_step = report")
+    if ctx.budget.remaining() <= 0:
+        d = diag.mp_timeout_before(block.step_id, label, block.index, ctx.budget.total, ctx.mp.mp_id)
+        return _record_failure(ctx, block, step, d, message="MP time budget exhausted")
+
+    ctx.ledger.start(step)
+    ctx.events.emit(
+        "step_started", mp=ctx.mp.mp_id, run=ctx.run.run_id, step=block.step_id, kind=block.kind, attempt=step.attempts
+    )
+    if block.kind == "file":
+        result = _write_file(ctx, block, step)
+    else:
+        result = _run_command(ctx, block, step, label)
+    if not result.interrupted:
+        ctx.events.emit(
+            "step_finished",
+            mp=ctx.mp.mp_id,
+            run=ctx.run.run_id,
+            step=block.step_id,
+            ok=result.ok,
+            exit_code=result.report.exit_code,
+            duration=result.report.duration,
+            error_kind=result.diagnosis.kind if result.diagnosis else None,
+        )
+    return result
+
+
+def _record_failure(ctx: StepContext, block: Block, step: LedgerStep, d: Diagnosis, *, message: str) -> BlockRun:
+    """Fail a step that never ran (or whose run is refused), with an artifact."""
+    if step.status is not StepStatus.IN_PROGRESS:
+        ctx.ledger.start(step)
+    ref = write_artifact(
+        ctx.run.steps_dir,
+        step,
+        {"ok": False, "exit_code": None, "duration": 0.0, "message": message, "diagnosis": d.to_dict()},
+        durable=ctx.ledger.durable,
+    )
+    ctx.ledger.finish(step, ok=False, output_ref=ref, error=d.summary)
+    return BlockRun(report_for(ctx, block, step), ok=False, diagnosis=d)
+
+
+def _write_file(ctx: StepContext, block: Block, step: LedgerStep) -> BlockRun:
+    started = time.monotonic()
+    assert block.path is not None
+    try:
+        target = ctx.ws.confine(block.path)
+    except ConfinementError as e:
+        d = diag.file_refused(block.step_id, block.index, block.line, block.path, str(e), ctx.mp.mp_id)
+        return _record_failure(ctx, block, step, d, message=f"refused: {e}")
+    data = block.body.encode("utf-8")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        ctx.ws.confine(block.path)  # re-check: creating parents must not have crossed a link
+        atomic_write(target, data)
+    except (OSError, ConfinementError) as e:
+        d = diag.file_write_failed(
+            block.step_id, block.index, block.line, block.path, getattr(e, "strerror", None) or str(e), ctx.mp.mp_id
+        )
+        return _record_failure(ctx, block, step, d, message=f"write failed: {e}")
+    duration = time.monotonic() - started
+    message = f"wrote {len(data)} bytes to {ctx.ws.rel(target)} (sha256 {hashlib.sha256(data).hexdigest()[:16]})"
+    ref = write_artifact(
+        ctx.run.steps_dir,
+        step,
+        {"ok": True, "exit_code": None, "duration": duration, "message": message, "path": ctx.ws.rel(target)},
+        durable=ctx.ledger.durable,
+    )
+    ctx.ledger.finish(step, ok=True, output_ref=ref)
+    ctx.budget.charge(duration)
+    return BlockRun(report_for(ctx, block, step), ok=True)
+
+
+def _rotate_outputs(paths: tuple[Path, Path], attempt: int) -> None:
+    """Keep the partial output of an interrupted attempt beside the new one."""
+    for p in paths:
+        if p.exists() and attempt > 1:
+            os.replace(p, p.with_name(f"{p.stem}.attempt{attempt - 1}{p.suffix}"))
+
+
+def _write_script(path: Path, text: str) -> None:
+    """The script a command block runs, kept in the run archive. Written again only when
+    its text differs (a retry, or a check run by every agent iteration, reuses it); not
+    fsynced, since every attempt rewrites a script it cannot read back whole."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    atomic_write(path, text, durable=False)
+
+
+def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -> BlockRun:
+    out_path, err_path = _paths(ctx, block)
+    _rotate_outputs((out_path, err_path), step.attempts)
+    script = ctx.run.steps_dir / f"{block.script_name}.{block.lang}"
+    _write_script(script, block.body + "\n")
+    if block.lang == "sh":
+        argv = ["/bin/sh", "-e", str(script)]
+    else:
+        argv = [ctx.config.execution.shell, "--noprofile", "--norc", "-e", "-o", "pipefail", str(script)]
+    remaining = ctx.budget.remaining()
+    timeout, source = ctx.step_timeout, "Step-Timeout"
+    if remaining < timeout:
+        timeout, source = remaining, "Timeout"
+    env = scrub_env(
+        ctx.config.execution.env_allow,
+        extra={
+            "MP_ID": ctx.mp.mp_id,
+            "MP_STEP": block.step_id,
+            "MP_WORKSPACE": str(ctx.ws.root),
+            "MP_RUN_DIR": str(ctx.run.dir),
+        },
+    )
+
+    def spawned(pid: int) -> None:
+        info = proc_stat(pid)
+        ctx.ledger.spawned(step, pid, info[1] if info else None)
+
+    try:
+        res = run_process(
+            argv,
+            cwd=ctx.ws.root,
+            env=env,
+            timeout=timeout,
+            stdout_path=out_path,
+            stderr_path=err_path,
+            stop_now=ctx.stop_now,
+            kill_grace=ctx.config.execution.kill_grace,
+            on_spawn=spawned,
+        )
+    except ProcessError as e:
+        d = diag.start_failed(block.step_id, label, block.index, block.line, str(e), ctx.mp.mp_id)
+        return _record_failure(ctx, block, step, d, message=str(e))
+    ctx.budget.charge(res.duration)
+    if res.interrupted:
+        # Left in progress on purpose: recovery decides (rerun or report) on restart.
+        return BlockRun(report_for(ctx, block, step), ok=False, interrupted=True)
+    d = None
+    if not res.ok:
+        err_text, _ = read_capped(err_path, 64 * 1024)
+        out_text, _ = read_capped(out_path, 16 * 1024)
+        d = diag.classify_process(
+            label=label,
+            number=block.index,
+            step_id=block.step_id,
+            line=block.line,
+            command=block.body,
+            exit_code=res.exit_code,
+            signal=res.signal,
+            timed_out=res.timed_out,
+            timeout=timeout,
+            timeout_source=source,
+            stderr=err_text,
+            stdout=out_text,
+            mp_id=ctx.mp.mp_id,
+        )
+    ref = write_artifact(
+        ctx.run.steps_dir,
+        step,
+        {
+            "ok": res.ok,
+            "exit_code": res.exit_code,
+            "signal": res.signal,
+            "duration": res.duration,
+            "timed_out": res.timed_out,
+            "timeout": timeout,
+            "diagnosis": d.to_dict() if d else None,
+        },
+        durable=ctx.ledger.durable,
+    )
+    ctx.ledger.finish(step, ok=res.ok, output_ref=ref, error=d.summary if d else None)
+    return BlockRun(report_for(ctx, block, step), ok=res.ok, diagnosis=d)

@@ -1,0 +1,177 @@
+"""The end of a run: publish its recorded outcome (result, inbox cleared, state, ledger
+closed, commit and push). Idempotent, so a crash anywhere in it is finished next tick.
+
+`record_error_run()` is the one way to end an MP that was refused or failed before it
+started (an invalid MP, a signature refusal, a sync problem, an unreadable archive).
+"""
+
+from __future__ import annotations
+
+import os
+
+from mp_engine.atomic import sha256_file
+from mp_engine.clock import now_iso
+from mp_engine.context import EngineContext, TickResult
+from mp_engine.inbox.intake import CLAIMED_PREFIX
+from mp_engine.record.archive import RunArchive, create_run
+from mp_engine.record.diagnosis import Diagnosis
+from mp_engine.record.ledger import Ledger
+from mp_engine.record.result import COMPLETED, ERROR, Outcome, write_result
+from mp_engine.record.state import IDLE, Halt, Status
+from mp_engine.sync.pull import SyncOutcome
+from mp_engine.workspace import EVENTS_FILE
+
+
+def record_error_run(
+    ctx: EngineContext,
+    *,
+    mp_id: str | None,
+    diagnosis: Diagnosis,
+    data: bytes | None = None,
+    sha256: str = "",
+    inbox_entry: str = "untouched",
+    into: RunArchive | None = None,
+) -> tuple[RunArchive, Ledger]:
+    """A run whose recorded outcome is ERROR with `diagnosis` (finalize publishes it): a new
+    one, or `into`, an open run that cannot go on. `inbox_entry`: "delete" the MP we
+    refused, "archive" a bad entry, or leave it "untouched"."""
+    now = now_iso()
+    if into is None:
+        run, ledger = create_run(ctx.ws, mp_id=mp_id, data=data, mp_sha256=sha256, executor="none")
+        ledger.model.inbox_entry = inbox_entry
+        started, executor = now, "none"
+    else:
+        run, ledger = into, into.ledger()
+        sha256, started, executor = ledger.model.mp_sha256, ledger.model.created_at, "shell"
+    ctx.events.tee = run.dir / EVENTS_FILE
+    outcome = Outcome(
+        status=ERROR,
+        mp_id=mp_id or "UNPARSED",
+        title="",
+        run_id=run.run_id,
+        mp_sha256=sha256,
+        started_at=started,
+        finished_at=now,
+        executor=executor,
+        diagnosis=diagnosis,
+        halt_token=mp_id or run.run_id,
+    )
+    if into is None and inbox_entry == "archive":
+        outcome.notes.append(f"The inbox entry was moved to {ctx.ws.rel(run.moved_entry)}.")
+    ledger.set_outcome(outcome.to_dict())
+    return run, ledger
+
+
+def after_sync(ctx: EngineContext, out: SyncOutcome) -> TickResult | None:
+    """Act on a sync point: pulled files are complete; a sync problem is an ERROR result."""
+    if out.integrated:
+        ctx.inbox.note_complete()  # git wrote the inbox file whole, under our lock
+    if out.problem is None:
+        return None
+    mp_id = out.problem_mp or (ctx.state.read().last_result or {}).get("mp_id")
+    run, ledger = record_error_run(ctx, mp_id=mp_id, diagnosis=out.problem)
+    ctx.events.emit("sync_blocked", run=run.run_id, kind=out.problem.kind, summary=out.problem.summary)
+    return finalize(ctx, run, ledger)
+
+
+def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
+    """Publish a recorded outcome: result, inbox cleared, state, ledger closed, push."""
+    assert ledger.model.outcome is not None
+    outcome = Outcome.from_dict(ledger.model.outcome)
+    write_result(ctx.ws, run, outcome, redact=ctx.redact)
+    last_result = {
+        "mp_id": outcome.mp_id,
+        "status": outcome.status,
+        "run_id": run.run_id,
+        "finished_at": outcome.finished_at,
+    }
+    clear_inbox(ctx, run, ledger)  # before the state says done: an orchestrator may then drop the next MP
+    if outcome.status == COMPLETED:
+        ctx.state.update(
+            last_completed=outcome.mp_id,
+            current=IDLE,
+            status=Status.ONLINE,
+            run_id=None,
+            last_result=last_result,
+            reason=outcome.commit_summary,
+        )
+    else:
+        assert outcome.diagnosis is not None
+        halt = Halt(
+            mp_id=outcome.halt_token or outcome.mp_id, run_id=run.run_id, reason=outcome.diagnosis.summary, since=now_iso()
+        )
+        ctx.state.update(
+            current=outcome.mp_id,
+            status=Status.ERROR,
+            run_id=None,
+            halt=halt,
+            last_result=last_result,
+            reason=outcome.commit_summary,
+        )
+    ledger.close()
+    if outcome.status == COMPLETED:
+        ctx.events.emit("mp_completed", mp=outcome.mp_id, run=run.run_id, duration=outcome.duration)
+        result = TickResult("completed", mp_id=outcome.mp_id, run_id=run.run_id)
+    else:
+        assert outcome.diagnosis is not None
+        d = outcome.diagnosis
+        ctx.events.emit("mp_failed", mp=outcome.mp_id, run=run.run_id, kind=d.kind, summary=d.summary, fix=d.fix)
+        ctx.events.emit("halted", mp=outcome.mp_id, approve_with=f"Approves: {outcome.halt_token}")
+        result = TickResult("error", mp_id=outcome.mp_id, run_id=run.run_id, detail=d.summary)
+    ctx.events.sync()  # the MP's events are durable with its result (one fsync)
+    ctx.events.tee = None  # the run's own copy is complete: it travels with the commit
+    failed = after_sync(ctx, ctx.channel.publish(outcome.commit_summary, run.run_id))
+    return failed or result
+
+
+def clear_inbox(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> None:
+    """Take this run's MP out of the inbox, leaving any newer MP that replaced it.
+
+    The entry is first renamed aside (inside the inbox, so watchers see a paired move,
+    not a lone IN_MOVED_FROM that watchdog holds back for 0.5 s) and only then compared,
+    so a newer MP renamed in between a check and a delete is never the one deleted.
+    Idempotent: a crash at any point is finished by the next `finalize`.
+    """
+    ws = ctx.ws
+    if ledger.model.inbox_entry == "untouched" or os.path.lexists(run.moved_entry):
+        return
+    aside = ws.inbox_dir / f"{CLAIMED_PREFIX}{run.run_id}"
+    if not os.path.lexists(aside):
+        if ctx.inbox.lstat_entry() is None:
+            return
+        try:
+            os.rename(ws.inbox_file, aside)
+        except FileNotFoundError:
+            return
+    regular = os.path.isfile(aside) and not os.path.islink(aside)
+    archive = ledger.model.inbox_entry == "archive"
+    # Ours: the bad entry this run was about (archive), or a file with the bytes we ran.
+    if (archive and not regular) or (regular and sha256_file(aside) == ledger.model.mp_sha256):
+        ctx.inbox.forget()
+        if archive:
+            os.rename(aside, run.moved_entry)
+        else:
+            os.unlink(aside)  # the MP itself is archived as mp.txt
+        return
+    # A different MP arrived during the run: put it back, never over an even newer one.
+    try:
+        if regular:
+            os.link(aside, ws.inbox_file, follow_symlinks=False)  # fails if the slot is taken
+        elif os.path.lexists(ws.inbox_file):  # a directory or link cannot be hard-linked
+            raise FileExistsError(ws.inbox_file)
+        else:
+            os.rename(aside, ws.inbox_file)
+    except FileExistsError:
+        os.rename(aside, run.moved_entry)
+        ctx.events.emit(
+            "inbox_superseded",
+            run=run.run_id,
+            kept=ws.rel(run.moved_entry),
+            detail="two newer MPs arrived during the run; the newest is in the inbox, the other is kept here",
+        )
+        return
+    if os.path.lexists(aside):
+        os.unlink(aside)
+    ctx.events.emit(
+        "inbox_replaced", run=run.run_id, detail="a different MP arrived during the run; it stays in the inbox"
+    )

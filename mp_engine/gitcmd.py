@@ -1,0 +1,119 @@
+"""The one git runner: every git process mp-engine starts goes through `git()`.
+
+Shaped after pre-commit's `cmd_output`: a non-interactive environment, a timeout that
+kills the child, and a failure (`GitFailed`) that carries the command, the exit code,
+stdout and stderr. The channel (sync/), the agent's evidence, `doctor` and `send` use it.
+
+It lives beside `atomic.py` rather than in `sync/`: the agent loop and the commands run
+git too, and `agent/` must not import `sync/` (pyproject.toml, import-linter contracts).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from mp_engine.errors import RemoteUnreachable, SyncError
+
+UNREACHABLE_RE = re.compile(
+    r"Could not read from remote|does not appear to be a git repository|Connection refused|unable to access|"
+    r"Could not resolve host|timed out|Timeout|unable to connect|Connection reset|No route to host|"
+    r"Network is unreachable|repository .* not found|Permission denied|Host key verification failed",
+    re.I,
+)
+DEFAULT_TIMEOUT = 120.0
+TIMED_OUT = 124  # the exit code a timed-out git call reports (as timeout(1) does)
+
+
+def noninteractive_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Variables that make every git call fail fast instead of asking for a credential."""
+    environ = dict(os.environ) if environ is None else environ
+    ssh = environ.get("GIT_SSH_COMMAND") or "ssh"
+    return {
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "",  # empty: git skips core.askPass and SSH_ASKPASS too
+        "SSH_ASKPASS_REQUIRE": "never",
+        "GCM_INTERACTIVE": "never",
+        "GIT_SSH_COMMAND": f"{ssh} -o BatchMode=yes -o ConnectTimeout=15",
+        "GIT_LITERAL_PATHSPECS": "1",
+        "GIT_EDITOR": "true",
+        "LC_ALL": "C",
+    }
+
+
+@dataclass(frozen=True)
+class GitResult:
+    """What one git process did."""
+
+    args: tuple[str, ...]
+    code: int
+    out: str
+    err: str
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+
+class GitFailed(SyncError):
+    """`git ARGS` exited non-zero (or timed out); carries the evidence."""
+
+    def __init__(self, result: GitResult, message: str | None = None):
+        self.result = result
+        super().__init__(message or describe_failure(result))
+
+
+def describe_failure(r: GitResult) -> str:
+    return f"`git {' '.join(r.args)}` failed (exit {r.code}): {(r.err or r.out).strip()}"
+
+
+def git(
+    cwd: str | os.PathLike[str],
+    *args: str,
+    check: bool = True,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    input: str | bytes | None = None,
+    text: bool = True,
+) -> GitResult:
+    """Run `git ARGS` in `cwd`. With `check`, a non-zero exit raises `GitFailed`, or
+    `RemoteUnreachable` when git could not reach the remote (the engine keeps its commits
+    and retries). A timeout kills git and counts as exit 124."""
+    env = {**os.environ, **noninteractive_env()}
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            text=text,
+            errors="replace" if text else None,
+            env=env,
+            timeout=timeout,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+        result = GitResult(tuple(args), proc.returncode, proc.stdout, proc.stderr if text else proc.stderr.decode())
+    except subprocess.TimeoutExpired:
+        result = GitResult(tuple(args), TIMED_OUT, "", f"timed out after {timeout:g} s (git.timeout)")
+    except OSError as e:  # git itself is missing, or cwd vanished
+        result = GitResult(tuple(args), 127, "", f"could not start git in {cwd}: {e.strerror or e}")
+    if check and not result.ok:
+        raise failure(result)
+    return result
+
+
+def failure(r: GitResult) -> SyncError:
+    """The error for a failed git call: `RemoteUnreachable` when the remote could not be
+    reached (results stay committed locally), `GitFailed` otherwise."""
+    if UNREACHABLE_RE.search(r.err):
+        return RemoteUnreachable(
+            f"`git {' '.join(r.args)}` could not reach the remote (exit {r.code}): {r.err.strip()}. "
+            "Results stay committed locally and are pushed when it is back; check the URL and the network."
+        )
+    return GitFailed(r)
+
+
+def is_work_tree(path: Path) -> bool:
+    return git(path, "rev-parse", "--is-inside-work-tree", check=False, timeout=10).out.strip() == "true"

@@ -1,0 +1,30 @@
+"""Questions about other processes on this host, answered from the kernel."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def pid_alive(pid: object) -> bool:
+    """True if a process with this pid exists (one of another user counts too)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def proc_stat(pid: int) -> tuple[int, int] | None:
+    """(process group, start time in clock ticks) of `pid` from /proc, or None."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    # fields[0] is field 3 (state); pgrp is field 5, starttime field 22.
+    return int(fields[2]), int(fields[19])

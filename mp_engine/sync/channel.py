@@ -1,0 +1,172 @@
+"""The git channel: the facade the engine calls at its four sync points (docs/GIT.md).
+
+  - `poll()`       when due: `git ls-remote` (cheap); fetch, verify and integrate only
+                   when the branch moved; push whatever is still unpushed;
+  - `running()`    right after RUNNING is written: remember the run's baseline, commit, push;
+  - `publish()`    when the MP ended: commit protocol files + what the MP changed, push;
+  - `refusal_for()` before an MP is claimed: the signature verdict of the pull that
+                   brought it.
+`LocalChannel` (local.py) is the same interface with git off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from mp_engine.config import GitConfig
+from mp_engine.errors import InvalidMPError, RemoteUnreachable, SyncError
+from mp_engine.record.events import EventLog
+from mp_engine.sync import attribution, commit, pull, push, recovery
+from mp_engine.sync.context import SyncContext
+from mp_engine.sync.pull import SyncOutcome
+from mp_engine.sync.session import GitSession
+from mp_engine.sync.signatures import checked_signers_file
+from mp_engine.workspace import STATE_FILE, Workspace
+
+
+class GitChannel:
+    """The git layer of one workspace; see the module docstring."""
+
+    enabled = True
+
+    def __init__(self, ws: Workspace, cfg: GitConfig, *, redact: Callable[[str], str] | None = None):
+        self.c = SyncContext(ws, cfg, redact=redact)
+        self.cfg = cfg
+        self.ws = ws
+        self._next_poll = 0.0
+        self._session: GitSession | None = None
+        self._remote_checked = False
+        self.allowed_signers = checked_signers_file(ws.root, cfg)
+
+    def bind(self, events: EventLog) -> None:
+        """Share the engine's event log (one writer, one redactor)."""
+        self.c.events = events
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the remote could not be reached at the last attempt, or None."""
+        return self.c.unreachable
+
+    @contextmanager
+    def session(self) -> Iterator[GitSession]:
+        """The open repository, kept across sync points. A session that saw an unexpected
+        error is dropped and the next sync point opens a fresh one."""
+        if self._session is None:
+            self._session = GitSession(self.ws.root, self.cfg.timeout)
+        try:
+            yield self._session
+        except BaseException as e:
+            if not isinstance(e, SyncError):
+                self.close()
+            raise
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    # -- the sync points ----------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Check the repository, undo what a crash left half-done, and commit leftovers."""
+        with self.session() as s:
+            recovery.startup(self.c, s)
+
+    def next_poll_at(self) -> float:
+        """Monotonic time at which the next poll is due."""
+        return self._next_poll
+
+    def due(self, now: float | None = None) -> bool:
+        return (time.monotonic() if now is None else now) >= self._next_poll
+
+    def poll(self) -> SyncOutcome:
+        """Pull when the branch moved, then push anything unpushed. Never raises SyncError."""
+        self._next_poll = time.monotonic() + self.cfg.poll_interval
+        out = SyncOutcome()
+        with self.session() as s:
+            try:
+                if not self._remote_checked:  # re-read the remotes only after a failure
+                    recovery.ensure_remote(self.c, s)
+                    self._remote_checked = True
+                remote_sha = pull.ls_remote(self.c, s)
+                if remote_sha is not None:
+                    out = pull.integrate(self.c, s, remote_sha, self.allowed_signers)
+                if out.problem is None:
+                    push.push(self.c, s, out, self.allowed_signers)
+            except RemoteUnreachable as e:
+                self._remote_checked = False
+                self.c.mark_unreachable(str(e))
+            except SyncError as e:
+                self._remote_checked = False
+                self.c.events.emit("sync_failed", stage="poll", error=str(e))
+        return out
+
+    def running(self, mp_id: str, run_id: str) -> SyncOutcome:
+        """After RUNNING is written: remember when the run started and what was dirty (to
+        know later what the MP changed); commit and push so the orchestrator sees RUNNING.
+        The RUNNING commit holds named paths only (the state and the new run archive)."""
+        out = SyncOutcome()
+        try:
+            with self.session() as s:
+                data = self.c.store.load()
+                if run_id not in data["baselines"]:
+                    data["baselines"][run_id] = attribution.new_baseline(self.ws.local_dir, data.get("dirty", {}))
+                    self.c.store.save(data, durable=False)
+                if self.cfg.commit_running:
+                    paths = [p for p in (STATE_FILE, f"{attribution.RUNS_PREFIX}{run_id}") if (self.ws.root / p).exists()]
+                    foreign = commit.foreign_staged(s, paths)
+                    if commit.commit_paths(self.c, s, f"{mp_id}: RUNNING", paths, foreign_staged=bool(foreign)):
+                        push.push(self.c, s, out, self.allowed_signers)
+        except RemoteUnreachable as e:
+            self.c.mark_unreachable(str(e))
+        except SyncError as e:
+            self.c.events.emit("sync_failed", stage="running", error=str(e))
+        return out
+
+    def publish(self, message: str, run_id: str | None) -> SyncOutcome:
+        """When an MP ended: commit its result and changes (`message` is the outcome's
+        commit summary) and push. A push that fails leaves the commit for the next poll."""
+        out = SyncOutcome()
+        try:
+            with self.session() as s:
+                commit.commit_run(self.c, s, message, run_id, finished=True)
+                push.push(self.c, s, out, self.allowed_signers)
+                if (self.c.store.blocked() or {}).get("kind") == "conflict":
+                    push.push_side_branch(self.c, s)
+        except RemoteUnreachable as e:
+            self.c.mark_unreachable(str(e))
+        except SyncError as e:
+            self.c.events.emit("sync_failed", stage="publish", error=str(e))
+        return out
+
+    def refusal_for(self, data: bytes) -> InvalidMPError | None:
+        """The signature refusal recorded for this exact MP, if any (consumed)."""
+        state = self.c.store.load()
+        reason = state["refusals"].pop(hashlib.sha256(data).hexdigest(), None)
+        if reason is None:
+            return None
+        self.c.store.save(state)
+        return InvalidMPError(
+            f"it arrived in commits the engine does not accept (git.require_signed): {reason}",
+            "Send it again from a commit signed with a key listed in the engine's allowed-signers file "
+            "(`git commit -S`, with gpg.format = ssh and user.signingkey set), adding the `Approves:` header "
+            "this result names.",
+        )
+
+    def report(self) -> dict[str, Any]:
+        """Remote, branch, unpushed commit count and any block, for `mp-engine status`."""
+        info: dict[str, Any] = {"remote": self.cfg.remote, "branch": self.cfg.branch}
+        try:
+            with self.session() as s:
+                info["unpushed"] = push.unpushed(self.c, s)
+                info["head"] = (s.rev("HEAD") or "")[:12] or None
+        except SyncError as e:
+            info["error"] = str(e)
+        blocked = self.c.store.blocked()
+        if blocked:
+            info["blocked"] = blocked
+        return info

@@ -1,0 +1,97 @@
+"""Commits of the engine: named paths only, redacted before they travel, no hooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mp_engine.atomic import atomic_write
+from mp_engine.errors import SyncError
+from mp_engine.sync import attribution
+from mp_engine.sync.attribution import RUNS_PREFIX, Change
+from mp_engine.sync.context import SyncContext
+from mp_engine.sync.redact import redact_file
+from mp_engine.sync.session import GitSession
+from mp_engine.workspace import INBOX_FILE
+
+PATHS_ON_COMMAND_LINE = 16 * 1024  # bytes of paths passed as arguments (ARG_MAX is far above)
+
+
+def commit_run(
+    c: SyncContext,
+    s: GitSession,
+    message: str,
+    run_id: str | None,
+    found: dict[str, Change] | None = None,
+    *,
+    finished: bool = False,
+) -> str | None:
+    """Commit the protocol files and what run `run_id` changed; return the new HEAD.
+    `finished`: the run is over, so its baseline is dropped once the commit is made."""
+    if found is None:
+        found = attribution.changes(s, c.ws.root)
+    data = c.store.load()
+    paths, left = attribution.select(c.ws.root, found, data["baselines"].get(run_id) if run_id else None)
+    foreign = [p for p, ch in found.items() if ch.code[0] not in " ?" and p not in paths]
+    head = commit_paths(c, s, message, paths, foreign_staged=bool(foreign))
+    remember(c, data, left, forget=run_id if finished else None)
+    return head
+
+
+def remember(c: SyncContext, data: dict[str, Any], left: dict[str, str], *, forget: str | None = None) -> None:
+    """Store the dirty set that stays local and drop run `forget`'s baseline, in one write."""
+    changed = data.get("dirty") != left
+    data["dirty"] = left
+    if forget is not None and data["baselines"].pop(forget, None) is not None:
+        changed = True
+    if changed:
+        c.store.save(data, durable=False)
+
+
+def foreign_staged(s: GitSession, paths: list[str]) -> list[str]:
+    """Staged paths other than `paths` (and what lies under them)."""
+    return [p for p in s.staged() if not any(p == q or p.startswith(q + "/") for q in paths)]
+
+
+def commit_paths(c: SyncContext, s: GitSession, message: str, paths: list[str], *, foreign_staged: bool) -> str | None:
+    """Stage `paths` by name and commit them (and nothing else); return the new HEAD.
+
+    Plain `git commit` when nothing else is staged; `git commit --only` semantics
+    (pathspec) otherwise, which rebuilds a temporary index and costs twice as much in a
+    large tree."""
+    if not paths:
+        return None
+    _redact_archives(c, paths)
+    # `--literal-pathspecs`: these are file names, never patterns or `:(magic)`. A short
+    # list goes on the command line (no file to create); a long one through a file.
+    if sum(len(p) + 1 for p in paths) <= PATHS_ON_COMMAND_LINE:
+        spec = ["--", *paths]
+    else:
+        spec_file = c.ws.local_dir / "gitsync.pathspec"
+        atomic_write(spec_file, "\0".join(paths) + "\0", durable=False)
+        spec = [f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"]
+    s.run("--literal-pathspecs", "add", "--all", *spec)
+    only = spec if foreign_staged else []
+    code, out, err = s.status(
+        "--literal-pathspecs", *s.identity(), "commit", "--quiet", "--no-verify", "-m", message, *only
+    )
+    if code != 0:
+        if "nothing to commit" in out + err or "no changes added" in out + err:
+            return None
+        raise SyncError(f"`git commit` failed ({code}): {(err or out).strip()}")
+    head = s.rev("HEAD")
+    c.events.emit("sync_committed", message=message, files=len(paths), head=head[:12] if head else None)
+    return head
+
+
+def _redact_archives(c: SyncContext, paths: list[str]) -> None:
+    """The run archive holds raw step output: mask it before it travels. The MP as
+    received stays byte-exact (its SHA-256 is its identity)."""
+    if c.redact is None:
+        return
+    for path in paths:
+        if path.startswith(RUNS_PREFIX) and not path.endswith("/" + INBOX_FILE):
+            target = c.ws.root / path
+            files = [target] if not target.is_dir() else [f for f in target.rglob("*") if f.is_file()]
+            for f in files:
+                if f.name != INBOX_FILE:
+                    redact_file(f, c.redact)

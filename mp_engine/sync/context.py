@@ -1,0 +1,43 @@
+"""What every part of the git channel shares: the workspace, `[git]`, the event log, the
+remote's name and tracking ref, the store, and whether the remote was last reachable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mp_engine.config import GitConfig
+from mp_engine.record.events import EventLog
+from mp_engine.sync.store import SyncStore
+from mp_engine.workspace import Workspace
+
+PROCESSED_REF = "refs/mp-engine/processed"
+BLOCKED_BRANCH = "mp-engine/blocked/{branch}"
+
+
+class SyncContext:
+    def __init__(self, ws: Workspace, cfg: GitConfig, *, redact: Callable[[str], str] | None = None):
+        self.ws = ws
+        self.cfg = cfg
+        self.redact = redact
+        self.events = EventLog(ws.events_file, redact=redact)
+        self.store = SyncStore(ws.local_dir / "gitsync.json")
+        self.remote_name = cfg.remote
+        self.unreachable: str | None = None  # why the remote could not be reached, or None
+
+    @property
+    def tracking(self) -> str:
+        return f"refs/remotes/{self.remote_name}/{self.cfg.branch}"
+
+    @property
+    def side_branch(self) -> str:
+        return BLOCKED_BRANCH.format(branch=self.cfg.branch)
+
+    def mark_unreachable(self, why: str) -> None:
+        if self.unreachable is None:
+            self.events.emit("sync_unreachable", remote=self.remote_name, error=why)
+        self.unreachable = why
+
+    def mark_reachable(self) -> None:
+        if self.unreachable is not None:
+            self.unreachable = None
+            self.events.emit("sync_reachable", remote=self.remote_name)

@@ -1,0 +1,48 @@
+"""The channel with git off: every sync point is a no-op (dramatiq's `StubBroker` idea).
+
+The engine always talks to a channel, so it has no `if sync is not None` branches; with
+`[git] enabled = false` this one stands in for `GitChannel`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mp_engine.errors import InvalidMPError
+from mp_engine.record.events import EventLog
+from mp_engine.sync.pull import SyncOutcome
+
+
+class LocalChannel:
+    enabled = False
+    unreachable: str | None = None
+
+    def bind(self, events: EventLog) -> None:
+        pass
+
+    def startup(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def next_poll_at(self) -> float:
+        return float("inf")
+
+    def due(self, now: float | None = None) -> bool:
+        return False
+
+    def poll(self) -> SyncOutcome:
+        return SyncOutcome()
+
+    def running(self, mp_id: str, run_id: str) -> SyncOutcome:
+        return SyncOutcome()
+
+    def publish(self, message: str, run_id: str | None) -> SyncOutcome:
+        return SyncOutcome()
+
+    def refusal_for(self, data: bytes) -> InvalidMPError | None:
+        return None
+
+    def report(self) -> dict[str, Any]:
+        return {"enabled": False}

@@ -1,0 +1,170 @@
+"""Pulling: notice that the branch moved, fetch it, verify it, bring it into the tree.
+
+`integrate` fast-forwards when the engine has nothing unpushed and rebases its own
+commits otherwise. It refuses a rewritten history (the processed marker must stay an
+ancestor), records signature verdicts, and on a conflict aborts and reports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from mp_engine.errors import SyncConflict, SyncError
+from mp_engine.record.diagnosis import Diagnosis
+from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.session import GitSession
+from mp_engine.sync.signatures import INBOX_PATH, check_range
+
+
+@dataclass
+class SyncOutcome:
+    """What a sync point did that the engine must act on."""
+
+    integrated: bool = False  # new remote commits are now in the working tree
+    problem: Diagnosis | None = None  # record an ERROR result with this diagnosis
+    problem_mp: str | None = None
+
+
+def ls_remote(c: SyncContext, s: GitSession) -> str | None:
+    """The remote branch's tip (one `git ls-remote`), or None if it does not exist."""
+    ref = f"refs/heads/{c.cfg.branch}"
+    out = s.run("ls-remote", "--heads", c.remote_name, ref)
+    c.mark_reachable()
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        if name == ref:
+            return sha
+    return None
+
+
+def fetch(c: SyncContext, s: GitSession) -> tuple[str | None, bool]:
+    """Fetch the branch into the tracking ref: (its new tip, whether the update was a
+    fast-forward). Without `+` first, so git itself refuses a rewritten tip and a
+    success proves the old tip is an ancestor of the new one; then forced."""
+    spec = f"refs/heads/{c.cfg.branch}:{c.tracking}"
+    if s.rev(c.tracking) is not None:
+        if s.status("fetch", "--no-tags", "--quiet", c.remote_name, spec)[0] == 0:
+            c.mark_reachable()
+            return s.rev(c.tracking), True
+    s.run("fetch", "--no-tags", "--quiet", c.remote_name, f"+{spec}")
+    c.mark_reachable()
+    return s.rev(c.tracking), False
+
+
+def integrate(c: SyncContext, s: GitSession, remote_sha: str, allowed_signers: str) -> SyncOutcome:
+    """Bring `remote_sha` into the working tree: verify, then ff-only or rebase."""
+    head = s.rev("HEAD")
+    tracking = s.rev(c.tracking)
+    if head is not None and (remote_sha == head or (tracking == remote_sha and s.is_ancestor(remote_sha, head))):
+        return SyncOutcome()
+    data = c.store.load()
+    blocked = data["blocked"]
+    if blocked and blocked.get("remote") == remote_sha:
+        return SyncOutcome()  # already reported; wait until the remote moves again
+    fast_forward = False
+    if tracking != remote_sha:
+        fetched, fast_forward = fetch(c, s)
+        remote_sha = fetched or remote_sha
+    if head is None:  # an unborn branch (fresh `git init`): adopt the remote as it is
+        s.run("reset", "-q", remote_sha)
+        s.update_refs({PROCESSED_REF: remote_sha})
+        c.events.emit("sync_pulled", to=remote_sha[:12], how="adopted")
+        return SyncOutcome(integrated=True)
+    processed = s.rev(PROCESSED_REF)
+    # A fast-forward fetch from the processed tip has already proved it an ancestor.
+    proven = fast_forward and processed == tracking
+    if processed and not proven and not s.is_ancestor(processed, remote_sha):
+        return refuse_rewrite(c, data, processed, remote_sha)
+    if c.cfg.require_signed:
+        _verify_signatures(c, s, data, remote_sha, [head] + ([processed] if processed else []), allowed_signers)
+    # processed == head is the common case (nothing local since the last push), and then
+    # the rewrite check above already proved head is an ancestor of the remote.
+    if head == processed or s.is_ancestor(head, remote_sha):
+        _fast_forward(s, remote_sha)
+        how = "fast-forward"
+    else:
+        conflict = rebase(c, s, remote_sha)
+        if conflict is not None:
+            return block_on_conflict(c, s, data, remote_sha, conflict)
+        how = "rebase"
+    s.update_refs({PROCESSED_REF: remote_sha})
+    if data["blocked"]:
+        data["blocked"] = None
+        c.store.save(data)
+        c.events.emit("sync_unblocked", remote=remote_sha[:12])
+    c.events.emit("sync_pulled", **{"from": head[:12], "to": remote_sha[:12], "how": how})
+    return SyncOutcome(integrated=True)
+
+
+def _verify_signatures(c: SyncContext, s: GitSession, data: dict, tip: str, known: list[str], signers: str) -> None:
+    verdict = check_range(s.run, tip, known, signers, c.cfg.allowed_gpg_keys)
+    if verdict.ok:
+        return
+    mp_bytes = s.blob(tip, INBOX_PATH)
+    c.events.emit("sync_refused", to=tip[:12], reason=verdict.reason, mp_pending=mp_bytes is not None)
+    if mp_bytes is not None:
+        data["refusals"][hashlib.sha256(mp_bytes).hexdigest()] = verdict.reason
+        c.store.save(data)
+
+
+def _fast_forward(s: GitSession, remote_sha: str) -> None:
+    """`git merge --ff-only`, without --autostash first: the tree is rarely clean, and
+    autostash stashes every dirty file even when the incoming commits touch none of them.
+    git refuses a fast-forward that would overwrite a local change; only then stash."""
+    code, _out, err = s.status("merge", "--ff-only", "--quiet", remote_sha)
+    if code != 0:
+        if "would be overwritten" not in err and "untracked working tree files" not in err:
+            raise SyncError(f"`git merge --ff-only {remote_sha[:12]}` failed ({code}): {err.strip()}")
+        s.run("merge", "--ff-only", "--autostash", "--quiet", remote_sha)
+
+
+def rebase(c: SyncContext, s: GitSession, onto: str) -> SyncConflict | None:
+    """Rebase unpushed local commits onto `onto`; on conflict abort and return it."""
+    code, _out, err = s.status("rebase", "--autostash", "--quiet", onto)
+    if code == 0:
+        return None
+    paths = s.status("diff", "--name-only", "--diff-filter=U")[1].split()
+    s.status("rebase", "--abort")
+    dirty = s.status("status", "--porcelain", "--untracked-files=no")[1].strip()
+    if dirty:  # the abort must leave the tree as it was; say so loudly if it did not
+        c.events.emit("sync_failed", stage="rebase --abort", error=f"tree not clean after abort: {dirty}")
+    return SyncConflict(err.strip(), paths or ["(git did not name them)"])
+
+
+def block_on_conflict(c: SyncContext, s: GitSession, data: dict, remote_sha: str, conflict: SyncConflict) -> SyncOutcome:
+    side = c.side_branch
+    unpushed = s.count(f"{remote_sha}..HEAD")
+    data["blocked"] = {"kind": "conflict", "remote": remote_sha, "paths": conflict.paths}
+    c.store.save(data)
+    c.events.emit("sync_conflict", remote=remote_sha[:12], paths=conflict.paths, unpushed=unpushed, side_branch=side)
+    paths = ", ".join(conflict.paths)
+    branch = c.cfg.branch
+    return SyncOutcome(
+        problem=Diagnosis(
+            "git_conflict",
+            "git conflict with the remote",
+            f"The engine's {unpushed} unpushed commit(s) cannot be rebased onto {branch} at "
+            f"{remote_sha[:12]}: both sides changed {paths}. The rebase was aborted, the working tree is "
+            f"clean and the engine's commits are kept locally and on branch {side}.",
+            f"On {branch}, revert the remote's change to {paths} (e.g. `git revert` the commit that "
+            f"made it) and push; the engine then rebases and pushes its results by itself.",
+        )
+    )
+
+
+def refuse_rewrite(c: SyncContext, data: dict, processed: str, remote_sha: str) -> SyncOutcome:
+    data["blocked"] = {"kind": "rewrite", "remote": remote_sha, "processed": processed}
+    c.store.save(data)
+    c.events.emit("sync_refused", reason="history rewritten", processed=processed[:12], remote=remote_sha[:12])
+    return SyncOutcome(
+        problem=Diagnosis(
+            "history_rewritten",
+            "remote history rewritten",
+            f"{c.cfg.branch} on the remote was force-pushed to {remote_sha[:12]}, which no longer contains "
+            f"{processed[:12]}, history the engine already processed. Nothing from the rewritten history was "
+            "pulled or executed.",
+            f"Restore the processed history: on the engine host run `git -C {c.ws.root} push --force "
+            f"{c.remote_name} HEAD:{c.cfg.branch}`, then send the MP again.",
+        )
+    )

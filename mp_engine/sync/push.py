@@ -1,0 +1,92 @@
+"""Pushing: `git push --porcelain` with every way it can fail checked, and a bounded,
+jittered retry that fetches, verifies and rebases when the remote moved meanwhile."""
+
+from __future__ import annotations
+
+import re
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+
+from mp_engine.errors import RemoteUnreachable, SyncError
+from mp_engine.gitcmd import failure
+from mp_engine.sync import pull
+from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.pull import SyncOutcome
+from mp_engine.sync.session import GitSession
+
+
+class PushRejected(SyncError):
+    """The push was refused because the remote has commits we do not (retried)."""
+
+
+def push_checked(s: GitSession, remote_name: str, branch: str, timeout: float) -> None:
+    """`git push --porcelain REMOTE HEAD:BRANCH`; raises `PushRejected` when the remote has
+    commits we lack, `SyncError` for any other refusal.
+
+    The porcelain output is git's stable machine format: one `FLAG<TAB>FROM:TO<TAB>SUMMARY`
+    line per ref, `!` for a ref that was not updated. Read here rather than through
+    GitPython's `Remote.push`, which does not raise on a rejected push
+    (gitpython-developers/GitPython#621)."""
+    refspec = f"HEAD:refs/heads/{branch}"
+    r = s.result("push", "--porcelain", remote_name, refspec, timeout=timeout)
+    results = [line.split("\t") for line in r.out.splitlines() if line.count("\t") >= 2]
+    for flag, _ref, summary, *_ in results:
+        if flag == "!":
+            if summary.startswith("[rejected]"):
+                raise PushRejected(f"push of {branch} rejected: {summary}")
+            raise SyncError(
+                f"push of {branch} to {remote_name} failed: {summary}. "
+                "The commit stays local; check the remote's hooks and permissions."
+            )
+    if r.code != 0:
+        if re.search(r"\[rejected\]|non-fast-forward|fetch first", r.err):
+            raise PushRejected(str(failure(r)))
+        raise failure(r)
+    if not results:
+        raise RemoteUnreachable(f"`git push {remote_name} {refspec}` reported no result; will retry.")
+
+
+def unpushed(c: SyncContext, s: GitSession) -> int:
+    if s.rev("HEAD") is None:
+        return 0
+    return s.count(f"{c.tracking}..HEAD") if s.rev(c.tracking) else s.count("HEAD")
+
+
+def push(c: SyncContext, s: GitSession, out: SyncOutcome, allowed_signers: str) -> None:
+    """Push HEAD; on rejection fetch, verify, rebase and retry with bounded backoff."""
+    head = s.rev("HEAD")
+    if not c.cfg.push or head is None or head == s.rev(c.tracking) or c.store.blocked():
+        return
+    try:
+        for attempt in Retrying(
+            stop=stop_after_attempt(c.cfg.push_attempts),
+            wait=wait_exponential_jitter(multiplier=0.05, max=c.cfg.push_backoff_max, jitter=c.cfg.push_backoff_max / 10),
+            retry=retry_if_exception_type(PushRejected),
+            reraise=True,
+        ):
+            with attempt:
+                try:
+                    push_checked(s, c.remote_name, c.cfg.branch, c.cfg.timeout)
+                except PushRejected:
+                    remote_sha = pull.fetch(c, s)[0]
+                    if remote_sha is not None:
+                        step = pull.integrate(c, s, remote_sha, allowed_signers)
+                        out.integrated |= step.integrated
+                        if step.problem is not None:
+                            out.problem = step.problem
+                            return
+                    raise
+    except PushRejected as e:
+        c.events.emit("sync_push_deferred", error=f"still rejected after {c.cfg.push_attempts} attempts: {e}")
+        return
+    head = s.rev("HEAD")
+    assert head is not None
+    s.update_refs({c.tracking: head, PROCESSED_REF: head})
+    c.events.emit("sync_pushed", branch=c.cfg.branch, head=head[:12])
+
+
+def push_side_branch(c: SyncContext, s: GitSession) -> None:
+    """Keep the engine's commits that a conflict holds back on `mp-engine/blocked/<branch>`."""
+    code, _o, err = s.status("push", "--force", "--quiet", c.remote_name, f"HEAD:refs/heads/{c.side_branch}")
+    if code != 0:
+        c.events.emit("sync_failed", stage="push side branch", error=err.strip())

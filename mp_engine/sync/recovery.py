@@ -1,0 +1,132 @@
+"""Startup: check the repository, undo what a crash left half-done, commit leftovers."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from mp_engine.atomic import atomic_write
+from mp_engine.errors import SyncError
+from mp_engine.sync import attribution, commit
+from mp_engine.sync.attribution import EVENT_LOG, PROTOCOL_FILES, RUNS_PREFIX
+from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.session import GitSession
+from mp_engine.workspace import EVENTS_FILE, SYSTEM_DIR
+
+
+def startup(c: SyncContext, s: GitSession) -> None:
+    remove_stale_index_lock(c)
+    top = Path(os.path.realpath(s.run("rev-parse", "--show-toplevel").strip()))
+    if top != c.ws.root:
+        raise SyncError(
+            f"the workspace {c.ws.root} is inside the git working tree {top}, not its top. "
+            f"Give the workspace its own repository: `mp-engine init --remote URL {c.ws.root}`."
+        )
+    gitdir = Path(s.run("rev-parse", "--absolute-git-dir").strip())
+    if (gitdir / "rebase-merge").exists() or (gitdir / "rebase-apply").exists():
+        s.status("rebase", "--abort")
+        c.events.emit("git_recovered", what="half-finished rebase aborted")
+    if (gitdir / "MERGE_HEAD").exists():
+        s.status("merge", "--abort")
+        c.events.emit("git_recovered", what="half-finished merge aborted")
+    branch = s.status("symbolic-ref", "--short", "-q", "HEAD")[1].strip()
+    if branch != c.cfg.branch:
+        raise SyncError(
+            f"the workspace repository is on {branch or 'a detached HEAD'}, not on git.branch = "
+            f"{c.cfg.branch!r}. Run `git -C {c.ws.root} checkout {c.cfg.branch}`."
+        )
+    ensure_remote(c, s)
+    untrack_event_log(c, s)
+    if s.rev(PROCESSED_REF) is None and (tracking := s.rev(c.tracking)):
+        s.update_refs({PROCESSED_REF: tracking})
+    commit_leftovers(c, s)
+
+
+def remove_stale_index_lock(c: SyncContext) -> None:
+    lock = c.ws.root / ".git" / "index.lock"
+    if lock.exists() and not held_open(lock):
+        lock.unlink(missing_ok=True)
+        c.events.emit("git_recovered", what="stale index.lock removed", path=".git/index.lock")
+
+
+def commit_leftovers(c: SyncContext, s: GitSession) -> None:
+    """Results of runs that closed before their commit, then protocol files left dirty."""
+    data = c.store.load()
+    for run_id in list(data["baselines"]):
+        ledger = c.ws.runs_dir / run_id / "ledger.json"
+        if ledger.exists() and '"closed"' in ledger.read_text(encoding="utf-8"):
+            mp_id = run_id.split("-", 1)[1] if "-" in run_id else run_id
+            commit.commit_run(c, s, f"{mp_id}: result committed after a restart", run_id, finished=True)
+    found = attribution.changes(s, c.ws.root)
+    leftovers = [p for p in found if p in PROTOCOL_FILES or p.startswith(RUNS_PREFIX)]
+    if leftovers and commit.commit_run(c, s, "mp-engine: commit protocol files left by a restart", None, found):
+        c.events.emit("git_recovered", what="uncommitted protocol files committed")
+    elif not leftovers:  # `commit_run` records the dirty set; without a commit, do it here
+        commit.remember(c, c.store.load(), attribution.select(c.ws.root, found, None)[1])
+
+
+def untrack_event_log(c: SyncContext, s: GitSession) -> None:
+    """Workspaces made before 0.2 track SYSTEM/events.jsonl (the engine has moved the
+    file to SYSTEM/.engine/): commit its removal, once. Left for the next start when
+    the operator has something staged (a plain commit would take it too)."""
+    if s.status("ls-files", "--error-unmatch", "--", EVENT_LOG)[0] != 0:
+        return
+    staged = s.staged()
+    if staged:
+        c.events.emit(
+            "sync_failed",
+            stage="untrack the old event log",
+            error=f"left for the next start: other changes are staged ({', '.join(staged[:5])})",
+        )
+        return
+    s.run("rm", "--cached", "--quiet", "--", EVENT_LOG)
+    paths = [EVENT_LOG]
+    ignore = c.ws.system_dir / ".gitignore"
+    text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    if f"/{EVENTS_FILE}" not in text.split():  # a stale copy a merge brings back stays out of status
+        atomic_write(ignore, (text.rstrip("\n") + "\n" if text.strip() else "") + f"/{EVENTS_FILE}\n")
+        s.run("--literal-pathspecs", "add", "--", f"{SYSTEM_DIR}/.gitignore")
+        paths.append(f"{SYSTEM_DIR}/.gitignore")
+    message = "mp-engine: the event log stays on the host; each run's events travel in its archive"
+    code, out, err = s.status(*s.identity(), "commit", "--quiet", "--no-verify", "-m", message)
+    if code != 0 and "nothing to commit" not in out + err:
+        raise SyncError(f"`git commit` failed ({code}): {(err or out).strip()}")
+    c.events.emit("git_recovered", what="old event log untracked", paths=paths)
+
+
+def ensure_remote(c: SyncContext, s: GitSession) -> None:
+    """`git.remote` names a remote, or is a URL that `origin` gets (or already has)."""
+    names = s.remotes()
+    if c.cfg.remote in names:
+        return
+    if not re.search(r"[:/]", c.cfg.remote):
+        raise SyncError(
+            f"git.remote = {c.cfg.remote!r} is neither a remote of {c.ws.root} nor a URL. "
+            f"Add it with `git -C {c.ws.root} remote add {c.cfg.remote} URL`."
+        )
+    url = c.cfg.remote
+    if "origin" in names and names["origin"] != url:
+        raise SyncError(
+            f"git.remote is the URL {url}, but remote `origin` points at {names['origin']}. "
+            'Set git.remote = "origin" to use it, or change its URL with `git remote set-url origin URL`.'
+        )
+    if "origin" not in names:
+        s.run("remote", "add", "origin", url)
+    c.remote_name = "origin"
+
+
+def held_open(path: Path) -> bool:
+    """True if some process has `path` open (a live git holds its index.lock open)."""
+    target = str(path)
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not pid.isdigit():
+            continue
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            for fd in os.listdir(fd_dir):
+                if os.readlink(f"{fd_dir}/{fd}") == target:
+                    return True
+        except OSError:
+            continue
+    return False

@@ -1,0 +1,45 @@
+"""End to end: an agent MP sent with `mp-engine send --wait` through a real git remote to
+the real daemon, carried out by a fake agent that commits its own work."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from tests.agentutil import GREET, configure, level
+from tests.conftest import read_state, wait_for
+from tests.e2e.cmd_send.test_send import GIT_ENV, finish, send
+from tests.gitutil import engine_workspace, git, make_remote, remote_file, remote_log
+
+pytestmark = pytest.mark.daemon
+
+
+def test_an_agent_mp_over_git_completes_and_the_agents_own_commits_travel(tmp_path, daemon_factory):
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url)
+    configure(ws, [level("good", "good.py", "--commit")])
+    d = daemon_factory(ws.root, env=GIT_ENV).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what=lambda: "engine ONLINE\n" + d.output())
+    try:
+        code, out, err = finish(send(tmp_path, GREET, url))
+        assert code == 0, err + d.output()
+        assert "Status: COMPLETED" in out and "Certificate: EXACT" in out
+        assert remote_file(bare, "out/a.txt") == "hello\n" and remote_file(bare, "out/b.txt") == "bye\n"
+        log = remote_log(bare)
+        assert log[0] == "MP-3.1: COMPLETED" and log.count("agent: did the micro-task") == 2
+        assert json.loads(remote_file(bare, "SESSION_STATE.json"))["last_completed"] == "MP-3.1"
+        # The evidence travelled too; the diff counts the commits the agent made itself.
+        run_id = json.loads(remote_file(bare, "SESSION_STATE.json"))["last_result"]["run_id"]
+        diff = remote_file(bare, f"SYSTEM/runs/{run_id}/agent/MT-002/iter-001/diff.txt")
+        assert "2 new commit(s) since the loop started" in diff and "out/b.txt" in diff
+        records = [
+            json.loads(remote_file(bare, f"SYSTEM/runs/{run_id}/steps/MT-00{n}_iter-001.exit.json")) for n in (1, 2)
+        ]
+        assert all(r["gate"] for r in records) and records[0]["head"] != records[1]["head"]
+        assert "out/" not in git(ws.root, "status", "--porcelain")  # the agent's files are committed
+    finally:
+        d.signal(signal.SIGTERM)
+        d.wait()

@@ -1,0 +1,162 @@
+"""The real daemon (`python -m mp_engine run`) as a subprocess: the MP-1.3 loop end to end,
+signals, two daemons on one root, and `kill -9` at the worst moment."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import drop, events, read_state, result_field, wait_for
+
+pytestmark = pytest.mark.daemon
+
+
+def online(ws, pid: int) -> bool:
+    state = read_state(ws)
+    return state["status"] == "ONLINE" and (state.get("daemon") or {}).get("pid") == pid
+
+
+def test_drop_and_result(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: online(ws, d.pid), what=f"the daemon to go ONLINE; log:\n{d.output()}")
+    drop(ws, "# MP-1.0 Hello\n\n```file hello.txt\nhi\n```\n\n```bash\ncat hello.txt\n```\n")
+    # The state is written before the inbox file is deleted: wait for both.
+    wait_for(
+        lambda: read_state(ws)["last_completed"] == "MP-1.0" and not ws.inbox_file.exists(),
+        what="MP-1.0 to complete and leave the inbox",
+    )
+    assert result_field(ws, "Status") == "COMPLETED"
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+    state = read_state(ws)
+    assert state["status"] == "OFFLINE" and state["current"] == "IDLE"
+    # Off a TTY the log is JSON lines, one object per event.
+    logged = [json.loads(line) for line in d.output().splitlines() if line.strip()]
+    assert {"mp_claimed", "mp_completed", "engine_stopped"} <= {rec["event"] for rec in logged}
+    assert all("level" in rec and "timestamp" in rec for rec in logged)
+
+
+def test_error_halt_and_approval(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: online(ws, d.pid), what="ONLINE")
+    drop(ws, "# MP-2.0\n\n```bash\nexit 3\n```\n")
+    wait_for(lambda: read_state(ws)["status"] == "ERROR", what="ERROR")
+    assert result_field(ws, "Error-Kind") == "nonzero_exit"
+    drop(ws, "# MP-2.1\n\n```bash\ntouch held.txt\n```\n")
+    wait_for(lambda: events(ws, "mp_held"), what="the new MP to be held")
+    assert not (ws.root / "held.txt").exists() and ws.inbox_file.exists()
+    # The orchestrator approves in-band: the same MP, now with `Approves:`.
+    drop(ws, "# MP-2.1\nApproves: MP-2.0\n\n```bash\ntouch approved.txt\n```\n")
+    wait_for(lambda: read_state(ws)["last_completed"] == "MP-2.1", what="the approving MP to run")
+    assert (ws.root / "approved.txt").exists() and read_state(ws)["status"] == "ONLINE"
+    # And locally, with `mp-engine approve` while the daemon runs.
+    drop(ws, "# MP-2.2\n\n```bash\nexit 1\n```\n")
+    wait_for(lambda: read_state(ws)["status"] == "ERROR", what="second ERROR")
+    approve = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "approve", "--root", str(ws.root)], capture_output=True, text=True
+    )
+    assert approve.returncode == 0, approve.stderr
+    assert read_state(ws)["status"] == "ONLINE"
+    drop(ws, "# MP-2.3\n\n```bash\ntrue\n```\n")
+    wait_for(lambda: read_state(ws)["last_completed"] == "MP-2.3", what="MP-2.3 after local approval")
+
+
+def test_two_daemons_one_root_run_the_mp_exactly_once(ws, daemon_factory):
+    a = daemon_factory(ws.root, name="a").start()
+    b = daemon_factory(ws.root, name="b").start()
+    wait_for(
+        lambda: len(events(ws, "engine_started")) == 2,
+        what=lambda: f"both daemons; logs:\n{a.output()}\n{b.output()}",
+    )
+    for n in range(3):
+        drop(ws, f"# MP-3.{n}\n\n```bash\necho $$ >> ran.txt\nsleep 0.3\n```\n")
+        wait_for(
+            lambda n=n: read_state(ws)["last_completed"] == f"MP-3.{n}",
+            what=lambda n=n: f"MP-3.{n}; state {read_state(ws)}; logs:\n{a.output()}\n{b.output()}",
+        )
+    assert len((ws.root / "ran.txt").read_text().splitlines()) == 3
+    assert len(events(ws, "mp_claimed")) == 3
+    for d in (a, b):
+        d.signal(signal.SIGTERM)
+        assert d.wait() == 0
+
+
+def test_sigterm_during_a_step_checkpoints_and_the_restart_resumes(ws, daemon_factory):
+    mp = (
+        "# MP-4.0\n\n```bash\necho first >> log.txt\n```\n\n"
+        "```bash\ntouch step2.started\nsleep 1\necho second >> log.txt\n```\n\n"
+        "```bash\necho third >> log.txt\n```\n"
+    )
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: online(ws, d.pid), what="ONLINE")
+    drop(ws, mp)
+    wait_for(lambda: (ws.root / "step2.started").exists(), what="step 2 to start")
+    d.signal(signal.SIGTERM)  # first signal: let step 2 finish, then stop
+    assert d.wait() == 0
+    assert (ws.root / "log.txt").read_text().splitlines() == ["first", "second"]
+    state = read_state(ws)
+    assert state["status"] == "OFFLINE" and state["run_id"] and state["current"] == "MP-4.0"
+    assert events(ws, "mp_checkpointed")[-1]["resume_point"] == "step-003"
+
+    d2 = daemon_factory(ws.root).start()
+    wait_for(lambda: read_state(ws)["last_completed"] == "MP-4.0", what="the MP to finish after restart")
+    assert (ws.root / "log.txt").read_text().splitlines() == ["first", "second", "third"]
+    assert result_field(ws, "Status") == "COMPLETED"
+    d2.signal(signal.SIGTERM)
+    d2.wait()
+
+
+def test_second_sigterm_stops_at_once(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: online(ws, d.pid), what="ONLINE")
+    drop(ws, "# MP-4.1\n\n```bash\ntouch started\nsleep 300\n```\n\n```bash\ntrue\n```\n")
+    wait_for(lambda: (ws.root / "started").exists(), what="the long step to start")
+    d.signal(signal.SIGTERM)
+    wait_for(lambda: events(ws, "stop_requested"), what="the first stop request to be noted")
+    d.signal(signal.SIGTERM)
+    assert d.wait(timeout=30) == 0
+    state = read_state(ws)
+    assert state["run_id"] and state["current"] == "MP-4.1"  # resumable, not failed
+
+
+def test_kill9_mid_step_then_restart_loses_nothing(ws, daemon_factory):
+    mp = (
+        "# MP-5.0 Crash test\n\n```bash\necho one >> log.txt\n```\n\n"
+        "```bash\necho two-start >> log.txt\nsleep 300\n```\n"
+    )
+    # On restart the interrupted step is re-run (the default); make the rerun quick.
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: online(ws, d.pid), what="ONLINE")
+    drop(ws, mp)
+    wait_for(lambda: "two-start" in ((ws.root / "log.txt").read_text() if (ws.root / "log.txt").exists() else ""))
+    assert read_state(ws)["status"] == "RUNNING"
+    d.kill9()
+    # The orphaned `sleep 300` group is still running; the restart must kill it.
+    d2 = daemon_factory(ws.root, env={"MP_ENGINE_EXECUTION__STEP_TIMEOUT": "1"}).start()
+    wait_for(lambda: read_state(ws)["status"] == "ERROR", what="the MP to end after restart")
+    rec = events(ws, "recovery")[-1]
+    assert rec["mp"] == "MP-5.0" and rec["steps_to_retry"] == ["step-002"] and rec["resume_point"] == "step-002"
+    assert rec.get("killed_pids"), "the orphaned step group must be killed"
+    lines = (ws.root / "log.txt").read_text().splitlines()
+    assert lines.count("one") == 1  # the completed step was not re-run
+    assert lines.count("two-start") == 2  # the interrupted one was, per policy
+    assert result_field(ws, "Error-Kind") == "timeout" and result_field(ws, "Failed-At") == "step-002"
+    d2.signal(signal.SIGTERM)
+    d2.wait()
+
+
+def test_kill9_with_report_policy_reports_the_interrupted_step(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: online(ws, d.pid), what="ONLINE")
+    drop(ws, "# MP-5.1\n\n```bash\ntouch started\nsleep 300\n```\n")
+    wait_for(lambda: (ws.root / "started").exists(), what="the step to start")
+    d.kill9()
+    d2 = daemon_factory(ws.root, env={"MP_ENGINE_RECOVERY__INTERRUPTED_STEP": "report"}).start()
+    wait_for(lambda: read_state(ws)["status"] == "ERROR", what="the MP to end in ERROR")
+    assert result_field(ws, "Error-Kind") == "interrupted"
+    d2.signal(signal.SIGTERM)
+    d2.wait()

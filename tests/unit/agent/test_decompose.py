@@ -1,0 +1,97 @@
+"""The decomposition rule (mp_engine/agent/decompose.py): MTs are generated from the MP."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mp_engine.agent.decompose import decompose
+from mp_engine.agent.executor import AgentExecutor
+from mp_engine.cli import main
+from mp_engine.errors import InvalidMPError
+from mp_engine.inbox.mpfile import parse
+from tests.agentutil import GREET
+
+
+def mp(text: str):
+    return parse(text.encode())
+
+
+def test_each_top_level_numbered_item_is_one_micro_task_with_its_block_and_continuation():
+    plan = decompose(
+        mp(
+            """# MP-1.1 Health check
+Executor: agent
+
+Add a health endpoint to the service.
+
+1. Create `app/health.py` with a function `health()`
+   returning "ok".
+   - it must not import flask
+2) Add a test:
+   ```python
+   assert health() == "ok"
+   ```
+
+Keep the style of the repository.
+"""
+        )
+    )
+    assert [t.mt_id for t in plan.tasks] == ["MT-001", "MT-002"]
+    first, second = plan.tasks
+    assert first.line == 6 and first.title == "Create `app/health.py` with a function `health()`"
+    assert 'returning "ok".' in first.text and "- it must not import flask" in first.text
+    assert "assert health()" in second.text and "Keep the style" not in second.text
+    assert plan.goal.startswith("Health check") and "Add a health endpoint" in plan.goal
+    assert "Keep the style of the repository." in plan.goal
+
+
+def test_bullets_are_micro_tasks_and_nested_bullets_stay_in_their_parent():
+    plan = decompose(mp("# MP-1.2 T\nExecutor: agent\n\n- one\n  - detail\n* two\n+ three\n"))
+    assert [t.title for t in plan.tasks] == ["one", "two", "three"]
+    assert "detail" in plan.tasks[0].text
+
+
+def test_a_single_paragraph_or_prose_without_a_list_is_one_micro_task():
+    plan = decompose(mp("# MP-1.3 T\nExecutor: agent\n\nRename foo to bar everywhere.\n\nThen run the tests.\n"))
+    assert len(plan.tasks) == 1
+    assert plan.tasks[0].text == "Rename foo to bar everywhere.\n\nThen run the tests."
+    assert plan.tasks[0].line == 4
+
+
+def test_the_validate_section_is_not_an_instruction_and_checks_accept_every_mt_by_default():
+    m = mp(GREET.replace("# MT-002\n", ""))
+    plan = decompose(m)
+    assert all("grep" not in t.text for t in plan.tasks)
+    assert [c["checks"] for c in plan.summary(m)] == [["check-001", "check-002"], ["check-001", "check-002"]]
+
+
+def test_a_check_naming_an_mt_accepts_it_and_every_later_mt():
+    m = mp(GREET)
+    assert [c["checks"] for c in decompose(m).summary(m)] == [["check-001"], ["check-001", "check-002"]]
+
+
+def test_a_check_naming_an_unknown_mt_is_refused_with_a_fix():
+    with pytest.raises(InvalidMPError) as e:
+        decompose(mp(GREET.replace("# MT-002", "# MT-007")))
+    assert "MT-007" in e.value.reason and "mp-engine check" in e.value.fix and e.value.line == 15
+
+
+def test_an_agent_mp_without_instructions_is_invalid():
+    with pytest.raises(InvalidMPError) as e:
+        AgentExecutor().validate(mp("# MP-1.4 Empty\nExecutor: agent\n\n## Validate\n\n```bash\ntrue\n```\n"))
+    assert "no instructions" in e.value.reason
+
+
+def test_check_prints_the_decomposition(tmp_path, capsys):
+    f = tmp_path / "mp.md"
+    f.write_text(GREET)
+    assert main(["check", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "micro-tasks (2)" in out
+    assert 'MT-001  line 6    Write "hello" to `out/a.txt`.  [check-001]' in out
+    assert "MT-002  line 7    " in out and "[check-001, check-002]" in out
+    assert main(["check", "--json", str(f)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [t["id"] for t in data["micro_tasks"]] == ["MT-001", "MT-002"]

@@ -1,0 +1,84 @@
+"""The prompt of an iteration is built from artifacts: the previous iteration's record,
+the failing checks' output, the learnings and the budget, never from a chat history."""
+
+from __future__ import annotations
+
+from mp_engine.agent import prompt
+from mp_engine.agent.decompose import decompose
+from mp_engine.inbox.mpfile import parse
+
+MP = b"""# MP-9.1
+Executor: agent
+
+Build the thing.
+
+1. Write "a" to `a.txt`.
+2. Write "b" to `b.txt`.
+
+## Validate
+```bash
+test -f a.txt
+```
+```bash
+# MT-002
+test -f b.txt
+```
+"""
+
+
+def previous(**fields):
+    rec = {
+        "iteration": 1,
+        "level": 0,
+        "call": {"kind": "ok", "detail": ""},
+        "passed": [],
+        "failing": ["check-1"],
+        "claimed": False,
+        "status_problem": None,
+    }
+    rec.update(fields)
+    return rec
+
+
+def build(prev=None, tails=None, learnings=""):
+    mp = parse(MP)
+    plan = decompose(mp)
+    return prompt.build(
+        mp=mp,
+        plan=plan,
+        task=plan.tasks[0],
+        iteration=2 if prev else 1,
+        level=0,
+        level_name="small",
+        nonce="n0nce",
+        workspace="/ws",
+        checks=plan.checks_for(mp, 0),
+        previous=prev,
+        tails=tails or {},
+        learnings=learnings,
+        budget=prompt.Budget(7, 10, 100.0, 300.0, 2),
+    )
+
+
+def test_the_first_prompt_holds_goal_task_checks_budget_and_the_nonce_protocol():
+    text = build()
+    assert "Build the thing." in text and 'Write "a" to `a.txt`.' in text
+    assert "test -f a.txt" in text and "test -f b.txt" not in text  # MT-002's check is not MT-001's
+    assert "- MT-002: " in text  # the other micro-task, as context
+    assert "This is the first iteration" in text
+    assert "7 of 10 iterations left" in text and "2 more failed iteration(s) at this level" in text
+    assert "NONCE: n0nce" in text and "(none yet)" in text
+
+
+def test_a_failed_claim_shows_the_failing_checks_output_tail_and_the_learnings():
+    text = build(previous(claimed=True), {"check-1": "a.txt: No such file"}, "### MT-001 iteration 1: tried x")
+    assert "It claimed completion, but the checks did not confirm it." in text
+    assert "check-1 failed; the end of its output:" in text and "a.txt: No such file" in text
+    assert "### MT-001 iteration 1: tried x" in text
+
+
+def test_passing_checks_without_a_claim_ask_for_the_claim():
+    text = build(previous(passed=["check-1"], failing=[], status_problem="no status block"))
+    assert "Every check passed, but no completion was claimed" in text
+    assert "Its status block was not accepted: no status block." in text
+    assert "claimed completion, but" not in text

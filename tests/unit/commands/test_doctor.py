@@ -1,0 +1,133 @@
+"""`mp-engine doctor` on real workspaces and real git repositories: the ok and the fail paths."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from mp_engine.cli import main
+from mp_engine.commands.doctor import FAIL, OK, WARN, mount_type, run_checks
+from tests.conftest import dead_pid
+from tests.gitutil import engine_workspace, make_remote
+
+
+def by_name(root) -> dict[str, object]:
+    return {c.name: c for c in run_checks(root)}
+
+
+def doctor(capsys, root) -> tuple[int, str]:
+    capsys.readouterr()  # drop what the set-up logged
+    rc = main(["doctor", "--root", str(root)])
+    return rc, capsys.readouterr().out
+
+
+def test_a_healthy_git_workspace_passes_every_check(tmp_path, capsys):
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, str(bare))
+    rc, out = doctor(capsys, ws.root)
+    assert rc == 0, out
+    lines = out.splitlines()
+    assert lines[-1].startswith("12 checks: 0 failed")
+    assert len(lines) == 13 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
+    checks = by_name(ws.root)
+    assert checks["git remote"].level == OK and "answers without a prompt" in checks["git remote"].message
+    assert checks["git branch"].level == OK and "which the remote has" in checks["git branch"].message
+    assert checks["git identity"].level == OK and "tests@mp-engine.invalid" in checks["git identity"].message
+    assert checks["state"].level == OK and checks["workspace"].level == OK
+
+
+def test_an_unreachable_remote_fails_with_the_command_to_try(tmp_path, capsys):
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, str(bare))
+    bare.rename(tmp_path / "gone.git")
+    rc, out = doctor(capsys, ws.root)
+    assert rc == 1
+    line = next(line for line in out.splitlines() if "git remote" in line)
+    assert line.startswith("[FAIL] git remote: `git ls-remote origin` failed (exit 128)")
+    assert "fix: check the URL" in line and "GIT_TERMINAL_PROMPT=0" in line
+
+
+def test_wrong_branch_and_missing_identity(tmp_path, monkeypatch):
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, str(bare))
+    empty = tmp_path / "empty.gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    os.system(f"git -C {ws.root} checkout -q -b elsewhere")
+    checks = by_name(ws.root)
+    assert checks["git branch"].level == FAIL and "not main" in checks["git branch"].message
+    assert checks["git branch"].fix == f"git -C {ws.root} checkout main"
+    assert checks["git identity"].level == WARN and "mp-engine@localhost" in checks["git identity"].message
+
+
+def test_signature_settings_must_be_coherent(tmp_path):
+    bare = make_remote(tmp_path)
+    inside = engine_workspace(tmp_path, str(bare), require_signed=True, allowed_signers="signers")
+    (inside.root / "signers").write_text("me@example.org ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG\n")
+    check = by_name(inside.root)["signatures"]
+    assert check.level == FAIL and "inside the workspace" in check.message
+
+    outside = tmp_path / "allowed_signers"
+    outside.write_text("me@example.org ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG\n")
+    good = engine_workspace(tmp_path, str(bare), name="good", require_signed=True, allowed_signers=str(outside))
+    assert by_name(good.root)["signatures"].level == OK
+
+    missing = engine_workspace(
+        tmp_path, str(bare), name="missing", require_signed=True, allowed_signers=str(tmp_path / "nope")
+    )
+    check = by_name(missing.root)["signatures"]
+    assert check.level == FAIL and "does not exist" in check.message
+
+
+def test_agent_commands_must_be_on_path(ws):
+    ws.config_file.write_text(
+        '[[agent.levels]]\nname = "local"\nargv = ["no-such-agent-cli", "{prompt}"]\n'
+        '[[agent.levels]]\nname = "shell"\nargv = ["sh", "-c", "{prompt}"]\n'
+    )
+    check = by_name(ws.root)["agent chain"]
+    assert check.level == FAIL and check.message == "not found on PATH: local: no-such-agent-cli"
+
+
+def test_an_invalid_state_file_fails(ws, capsys):
+    ws.state_file.write_text("{not json")
+    rc, out = doctor(capsys, ws.root)
+    assert rc == 1 and "[FAIL] state:" in out and "not valid JSON" in out
+
+
+def test_stale_running_state_and_stale_lock_owner_are_reported(ws):
+    state = json.loads(ws.state_file.read_text())
+    pid = dead_pid()
+    import socket
+
+    state.update(status="RUNNING", run_id="20260101T000000Z-MP-1", daemon={"pid": pid, "host": socket.gethostname()})
+    ws.state_file.write_text(json.dumps(state))
+    check = by_name(ws.root)["lock"]
+    assert check.level == WARN and f"engine pid {pid} is gone" in check.message and "resumes" in check.fix
+    ws.local_dir.mkdir(parents=True, exist_ok=True)
+    (ws.local_dir / "lock.owner").write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "purpose": "tick"}))
+    check = by_name(ws.root)["lock"]
+    assert check.level == WARN and f"names pid {pid}" in check.message
+
+
+def test_not_a_workspace_fails_with_the_init_command(tmp_path, capsys):
+    rc, out = doctor(capsys, tmp_path / "nothing-here")
+    assert rc == 1 and "[FAIL] workspace" in out and "mp-engine init" in out
+
+
+def test_network_filesystems_are_found_in_the_mount_table(tmp_path, ws):
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        "/dev/sda1 / ext4 rw 0 0\n"
+        "server:/export /srv/share nfs4 rw 0 0\n"
+        "me@host:/x /home/me/remote\\040dir fuse.sshfs rw 0 0\n"
+    )
+    assert mount_type(tmp_path, mounts) == "ext4"
+    assert mount_type(tmp_path.parent / "srv", mounts) == "ext4"
+    from pathlib import Path
+
+    assert mount_type(Path("/srv/share/ws"), mounts) == "nfs4"
+    assert mount_type(Path("/srv/shared"), mounts) == "ext4"  # a prefix of the name is not the mount
+    assert mount_type(Path("/home/me/remote dir/ws"), mounts) == "fuse.sshfs"
+    # And on this machine's real mount table the workspace is on a local file system.
+    check = by_name(ws.root)["filesystem"]
+    assert check.level == OK and "(local)" in check.message

@@ -1,0 +1,140 @@
+"""`mp-engine status` for a person and as JSON, `history`, and the one-line STATUS= text."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mp_engine.agent.progress import Progress
+from mp_engine.cli import main
+from mp_engine.commands.status import ago, render_status, status_line, status_report
+from mp_engine.config import load_config
+from mp_engine.record.archive import create_run
+from mp_engine.record.state import SessionState
+from tests.conftest import drop, read_state, wait_for
+from tests.gitutil import engine_workspace, make_remote
+from tests.serviceutil import BLOCKING_MP, scrape
+
+
+def run_main(capsys, *argv: str) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(list(argv))
+    return rc, capsys.readouterr().out
+
+
+@pytest.fixture
+def two_mps(ws, capsys, monkeypatch):
+    """MP-7.1 completed, then MP-7.2 failed: the engine is halted."""
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
+    drop(ws, "# MP-7.1 Say hello\n\n```bash\necho hello\n```\n")
+    assert run_main(capsys, "once", "--root", str(ws.root))[0] == 0
+    drop(ws, "# MP-7.2 Break on purpose\n\n```bash\necho oops >&2\nexit 3\n```\n")
+    assert run_main(capsys, "once", "--root", str(ws.root))[0] == 1
+    return ws
+
+
+def test_status_json_has_the_last_mp_the_halt_and_the_last_error(two_mps, capsys):
+    ws = two_mps
+    rc, out = run_main(capsys, "status", "--root", str(ws.root), "--json")
+    report = json.loads(out)
+    assert rc == 0 and report["state"]["status"] == "ERROR"  # the existing keys stay
+    assert report["summary"].startswith("halted: MP-7.2 ERROR awaiting approval (")
+    last = report["last_mp"]
+    assert last["mp_id"] == "MP-7.2" and last["status"] == "ERROR" and last["title"] == "Break on purpose"
+    assert last["duration"] >= 0 and last["ago"] == "just now"
+    assert report["halt"]["mp_id"] == "MP-7.2"
+    err = report["last_error"]
+    assert err["event"] == "mp_failed" and err["mp"] == "MP-7.2" and "exit" in err["message"]
+
+
+def test_status_plain_off_a_tty_and_coloured_on_one(two_mps, capsys):
+    ws = two_mps
+    rc, out = run_main(capsys, "status", "--root", str(ws.root))
+    assert rc == 0 and "\x1b[" not in out  # captured stdout is not a TTY: plain text
+    assert "  doing:           halted: MP-7.2 ERROR awaiting approval" in out
+    assert "  last result:     MP-7.2 Break on purpose ERROR, " in out
+    assert "  halted on:       MP-7.2: " in out and "  last error:      mp_failed just now: " in out
+    coloured = render_status(status_report(ws, load_config(ws.root)), color=True)
+    assert "\x1b[31m\x1b[1mERROR\x1b[0m" in coloured  # the state in bold red
+
+
+def test_history_lists_past_mps_newest_first(two_mps, capsys):
+    ws = two_mps
+    rc, out = run_main(capsys, "history", "--root", str(ws.root), "-n", "1", "--json")
+    entries = json.loads(out)
+    assert rc == 0 and [e["mp_id"] for e in entries] == ["MP-7.2"]
+    e = entries[0]
+    assert e["title"] == "Break on purpose" and e["status"] == "ERROR" and e["certificate"] is None
+    assert e["duration"] >= 0 and e["finished_at"].endswith("Z")
+    rc, out = run_main(capsys, "history", "--root", str(ws.root))
+    lines = out.splitlines()
+    assert lines[0].split() == ["MP", "TITLE", "STATUS", "CERT", "DURATION", "FINISHED", "(UTC)", "RUN"]
+    assert lines[1].startswith("MP-7.2  Break on purpose  ERROR") and lines[2].startswith("MP-7.1  Say hello")
+
+
+def test_status_shows_the_step_of_a_running_mp(ws, daemon_factory, capsys):
+    d = daemon_factory(ws.root).start()
+    drop(ws, BLOCKING_MP)
+    wait_for(lambda: (ws.root / "started").exists(), what=d.output)
+    rc, out = run_main(capsys, "status", "--root", str(ws.root), "--json")
+    report = json.loads(out)
+    assert report["step"] == {"id": "step-001", "number": 1, "of": 2}
+    assert report["summary"] == "running MP-9.1 step 1/2"
+    rendered = render_status(report)
+    assert "  current:         MP-9.1, step 1/2 (step-001)" in rendered
+    (ws.root / "release").touch()
+    wait_for(lambda: read_state(ws)["last_completed"] == "MP-9.1", what=d.output)
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+
+
+def test_status_line_of_an_agent_run_names_task_iteration_and_level(ws):
+    run, _ = create_run(ws, mp_id="MP-1.5", data=b"# MP-1.5\n", mp_sha256="0" * 64, executor="agent")
+    progress = Progress.create(run.dir, mp_id="MP-1.5", run_id=run.run_id, policy={}, tasks=[], base={})
+    progress.data["current_state"] = {"active_mt": "MT-002", "iteration": 3, "level": 1, "level_name": "claude"}
+    progress.save()
+    state = SessionState(status="RUNNING", current="MP-1.5", run_id=run.run_id)
+    assert status_line(ws, state) == "running MP-1.5 MT-002 iteration 3 level 1"
+
+
+def test_ago_is_coarse():
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def at(**delta) -> str:
+        return (now - timedelta(**delta)).isoformat().replace("+00:00", "Z")
+
+    assert ago(at(seconds=59), now) == "just now"
+    assert ago(at(minutes=3, seconds=20), now) == "3 min ago"
+    assert ago(at(hours=2, minutes=59), now) == "2 h ago"
+    assert ago(at(days=5), now) == "5 d ago"
+    assert ago(None, now) == "never"
+
+
+def test_last_sync_in_status_and_metrics_and_sync_failures_counted(tmp_path, daemon_factory, capsys):
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, str(bare), poll_interval=0.3, timeout=10)
+    env = {"MP_ENGINE_METRICS__LISTEN": "127.0.0.1:0"}
+    d = daemon_factory(ws.root, env=env).start()
+    wait_for(lambda: (ws.local_dir / "last_sync_ok").exists(), what=d.output)
+    rc, out = run_main(capsys, "status", "--root", str(ws.root), "--json")
+    report = json.loads(out)
+    assert report["last_sync"]["ago"] == "just now" and report["git"]["unpushed"] == 0
+    from tests.conftest import events
+
+    address = wait_for(lambda: events(ws, "metrics_listening"))[-1]["address"]
+    since = scrape(address)["mp_engine_seconds_since_last_sync"]
+    assert not math.isnan(since) and since >= 0
+
+    bare.rename(tmp_path / "away.git")  # the remote goes away: polls fail
+    wait_for(
+        lambda: scrape(address)['mp_engine_sync_failures_total{event="sync_unreachable"}'] >= 1,
+        what=d.output,
+    )
+    rc, out = run_main(capsys, "status", "--root", str(ws.root), "--json")
+    assert json.loads(out)["last_error"]["event"] == "sync_unreachable"
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0

@@ -1,0 +1,130 @@
+"""The MP file format (docs/PROTOCOL.md, "The MP file")."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.errors import InvalidMPError
+from mp_engine.inbox.mpfile import parse, require_executable
+
+GOOD = b"""
+# MP-1.4 Add a greeting
+Timeout: 300
+step-timeout: 20
+Approves: MP-1.3
+
+Some prose for humans.
+
+```file out/greeting.txt
+hello
+```
+
+```bash
+cat out/greeting.txt
+```
+
+```sh
+echo plain sh
+```
+
+```python
+print("not executed")
+```
+
+## Validate
+
+```bash
+test -s out/greeting.txt
+```
+"""
+
+
+def test_parses_header_keys_steps_and_checks_in_document_order():
+    mp = parse(GOOD)
+    assert (mp.mp_id, mp.title) == ("MP-1.4", "Add a greeting")
+    assert mp.headers == {"Timeout": 300.0, "Step-Timeout": 20.0, "Approves": "MP-1.3"}
+    assert [(b.kind, b.step_id) for b in mp.steps] == [
+        ("file", "step-001"),
+        ("command", "step-002"),
+        ("command", "step-003"),
+    ]
+    assert mp.steps[0].path == "out/greeting.txt" and mp.steps[0].body == "hello\n"
+    assert mp.steps[1].lang == "bash" and mp.steps[2].lang == "sh"
+    assert [(c.step_id, c.body) for c in mp.checks] == [("check-001", "test -s out/greeting.txt")]
+    assert any("```python block is not executed" in n for n in mp.notes)
+    assert mp.steps[1].line == 13
+
+
+def test_validate_section_ends_at_a_heading_of_the_same_level():
+    mp = parse(b"# MP-2.0\n\n## Validate\n```bash\ntrue\n```\n## More steps\n```bash\necho after\n```\n")
+    assert [c.body for c in mp.checks] == ["true"]
+    assert [s.body for s in mp.steps] == ["echo after"]
+
+
+def test_indented_fences_inside_a_list_are_steps():
+    mp = parse(b"# MP-2.1\n\n1. first\n   ```bash\n   echo one\n   ```\n")
+    assert mp.steps[0].body == "echo one"
+
+
+def test_crlf_and_bom_are_accepted():
+    mp = parse(b"\xef\xbb\xbf# MP-3.1 Title\r\n\r\n```bash\r\necho hi\r\n```\r\n")
+    assert mp.mp_id == "MP-3.1" and mp.steps[0].body == "echo hi"
+
+
+def test_header_keys_further_down_are_notes_not_headers():
+    mp = parse(b"# MP-3.2\n\nTimeout: 5\n```bash\ntrue\n```\n")
+    assert "Timeout" not in mp.headers
+    assert any("not directly under the title" in n for n in mp.notes)
+
+
+@pytest.mark.parametrize(
+    "data, reason, line",
+    [
+        (b"", "empty", None),
+        (b"   \n\n", "empty", None),
+        (b"hello\n# MP-1.0\n", "not an `# MP-<major>.<minor>` header", 1),
+        (b"# MP-1\n```bash\ntrue\n```\n", "not an `# MP-<major>.<minor>` header", 1),
+        (b"# Project 1.2\n", "not an `# MP-<major>.<minor>` header", 1),
+        (b"# MP-1.2\x00\n", "binary", None),
+        (b"# MP-1.2\n\xff\xfe\n", "not valid UTF-8", None),
+        (b"# MP-1.2\nColour: blue\n", "unknown header key 'Colour'", 2),
+        (b"# MP-1.2\nTimeout: soon\n", "header `Timeout: soon` is invalid", 2),
+        (b"# MP-1.2\nTimeout: 5\nTimeout: 6\n", "appears twice", 3),
+        (b"# MP-1.2\nApproves: yesterday\n", "header `Approves: yesterday` is invalid", 2),
+        (b"# MP-1.2\n\n```bash\necho half", "never closed", 3),
+        (b"# MP-1.2\n\n```file\nx\n```\n", "has no path", 3),
+        (b"# MP-1.2\n## Validate\n```file a.txt\nx\n```\n", "inside the Validate section", 3),
+    ],
+)
+def test_invalid_files_give_a_reason_a_fix_and_a_line(data, reason, line):
+    with pytest.raises(InvalidMPError) as info:
+        parse(data)
+    assert reason in info.value.reason
+    assert info.value.fix  # exactly one proposed fix, never empty
+    assert info.value.line == line
+
+
+def test_unknown_key_message_names_the_known_keys():
+    with pytest.raises(InvalidMPError) as info:
+        parse(b"# MP-1.2\nColour: blue\n")
+    for key in ("Timeout", "Step-Timeout", "Approves", "Executor"):
+        assert key in info.value.reason
+
+
+def test_size_cap():
+    with pytest.raises(InvalidMPError, match="over the 100-byte cap"):
+        parse(b"# MP-1.0\n" + b"x" * 200, max_bytes=100)
+
+
+def test_nothing_executable_is_an_error_with_a_fix():
+    mp = parse(b"# MP-1.0 Only prose\n\nPlease do something.\n")
+    with pytest.raises(InvalidMPError) as info:
+        require_executable(mp)
+    assert "nothing to execute" in info.value.reason
+    assert "```bash" in info.value.fix
+
+
+def test_sha256_is_of_the_raw_bytes():
+    import hashlib
+
+    assert parse(GOOD).sha256 == hashlib.sha256(GOOD).hexdigest()

@@ -1,0 +1,82 @@
+"""The event log: rotation at a size bound without losing lines (also with two writer
+processes), and listeners."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mp_engine.record.events import EventLog
+
+
+def all_lines(log: EventLog) -> list[dict]:
+    """Every kept line, oldest first: the rotated files from the highest number, then the log."""
+    out = []
+    for p in [*reversed(log.rotated()), log.path]:
+        if p.exists():
+            out += [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    return out
+
+
+def test_rotation_keeps_every_line_in_order_and_each_file_under_the_bound(tmp_path):
+    log = EventLog(tmp_path / "events.jsonl")
+    log.rotate_at(2000, keep=100, archive_dir=tmp_path / "archive")
+    for n in range(300):
+        log.emit("tick", seq=n, pad="x" * 20)
+    rotated = log.rotated()
+    assert len(rotated) >= 5  # it did rotate, many times
+    assert all(p.stat().st_size <= 2000 for p in [*rotated, log.path])
+    assert [e["seq"] for e in all_lines(log)] == list(range(300))
+
+
+def test_only_the_newest_files_are_kept(tmp_path):
+    log = EventLog(tmp_path / "events.jsonl")
+    log.rotate_at(1000, keep=2, archive_dir=tmp_path / "archive")
+    for n in range(200):
+        log.emit("tick", seq=n)
+    assert [p.name for p in log.rotated()] == ["events.jsonl.1", "events.jsonl.2"]
+    assert not (tmp_path / "archive" / "events.jsonl.3").exists()
+    seqs = [e["seq"] for e in all_lines(log)]
+    assert seqs == list(range(seqs[0], 200))  # contiguous up to the newest: only the oldest went
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from mp_engine.record.events import EventLog
+log = EventLog(Path(sys.argv[1]))
+log.rotate_at(3000, keep=1000, archive_dir=Path(sys.argv[2]))
+for n in range(300):
+    log.emit("tick", writer=sys.argv[3], seq=n)
+"""
+
+
+def test_two_writer_processes_rotating_the_same_log_lose_no_line(tmp_path):
+    path, archive = tmp_path / "events.jsonl", tmp_path / "archive"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(archive), name], stderr=subprocess.DEVNULL)
+        for name in ("a", "b")
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    log = EventLog(path)
+    log.rotate_at(3000, keep=1000, archive_dir=archive)
+    lines = all_lines(log)
+    for name in ("a", "b"):
+        seqs = sorted(e["seq"] for e in lines if e["writer"] == name)
+        assert seqs == list(range(300)), f"writer {name} lost or duplicated lines"
+    assert len(log.rotated()) >= 10
+
+
+def test_listeners_see_each_record_and_a_failing_one_breaks_nothing(tmp_path: Path):
+    log = EventLog(tmp_path / "events.jsonl")
+    seen = []
+
+    def broken(_record):
+        raise RuntimeError("listener bug")
+
+    log.listeners += [broken, seen.append]
+    log.emit("mp_completed", mp="MP-1.0", duration=1.5)
+    assert seen == [{"ts": seen[0]["ts"], "event": "mp_completed", "mp": "MP-1.0", "duration": 1.5}]
+    assert log.read()[0]["event"] == "mp_completed"

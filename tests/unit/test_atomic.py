@@ -1,0 +1,82 @@
+"""The one atomic-write helper: readers never see a torn file, crashes leave no debris."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+
+from mp_engine.atomic import TEMP_MARKER, append_durable, atomic_write, atomic_write_json, sweep_temp_files
+from tests.conftest import dead_pid
+
+
+def _writer(path: str, rounds: int) -> None:
+    for i in range(rounds):
+        atomic_write_json(path, {"i": i, "pad": "x" * (i % 4096)})
+
+
+def test_concurrent_reader_never_sees_a_torn_file(tmp_path):
+    path = tmp_path / "state.json"
+    atomic_write_json(path, {"i": -1})
+    proc = multiprocessing.get_context("spawn").Process(target=_writer, args=(str(path), 400))
+    proc.start()
+    reads = 0
+    while proc.is_alive() or reads == 0:
+        data = json.loads(path.read_text())  # raises on a torn or empty file
+        assert "i" in data
+        reads += 1
+    proc.join()
+    assert proc.exitcode == 0
+    assert json.loads(path.read_text())["i"] == 399
+    assert not [p for p in tmp_path.iterdir() if TEMP_MARKER in p.name]
+
+
+def test_failed_write_leaves_target_and_no_temp(tmp_path, monkeypatch):
+    path = tmp_path / "f.txt"
+    atomic_write(path, "old")
+
+    def boom(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", boom)
+    try:
+        atomic_write(path, "new")
+    except OSError:
+        pass
+    monkeypatch.undo()
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_atomic_write_replaces_a_symlink_instead_of_writing_through_it(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    link = tmp_path / "link.txt"
+    link.symlink_to(outside)
+    atomic_write(link, "new")
+    assert outside.read_text() == "precious"
+    assert not link.is_symlink() and link.read_text() == "new"
+
+
+def test_sweep_removes_only_temp_files_of_dead_writers(tmp_path):
+    dead = f".state.json{TEMP_MARKER}{dead_pid()}-abcd"
+    (tmp_path / dead).write_text("partial")
+    (tmp_path / "keep.txt").write_text("keep")
+    # A live writer (another engine on this root) may be between open() and rename().
+    with subprocess.Popen(["sleep", "30"]) as live:
+        try:
+            in_flight = f".state.json{TEMP_MARKER}{live.pid}-beef"
+            (tmp_path / in_flight).write_text("being written")
+            removed = sweep_temp_files(tmp_path)
+        finally:
+            live.kill()
+    assert [p.name for p in removed] == [dead]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["keep.txt", in_flight])
+
+
+def test_append_durable_adds_whole_lines(tmp_path):
+    path = tmp_path / "events.jsonl"
+    append_durable(path, '{"a": 1}')
+    append_durable(path, '{"b": 2}\n')
+    assert path.read_text().splitlines() == ['{"a": 1}', '{"b": 2}']
