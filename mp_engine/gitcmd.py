@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,25 +84,40 @@ def git(
     and retries). A timeout kills git and counts as exit 124."""
     env = {**os.environ, **noninteractive_env()}
     try:
-        proc = subprocess.run(
+        # Its own process group: on a timeout the whole group is killed, ssh or a credential
+        # helper included, which would otherwise keep the pipes open and the call hanging.
+        proc = subprocess.Popen(
             ["git", *args],
             cwd=cwd,
-            input=input,
-            capture_output=True,
-            text=text,
-            errors="replace" if text else None,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=env,
-            timeout=timeout,
-            stdin=None if input is not None else subprocess.DEVNULL,
+            start_new_session=True,
         )
-        result = GitResult(tuple(args), proc.returncode, proc.stdout, proc.stderr if text else proc.stderr.decode())
-    except subprocess.TimeoutExpired:
-        result = GitResult(tuple(args), TIMED_OUT, "", f"timed out after {timeout:g} s (git.timeout)")
     except OSError as e:  # git itself is missing, or cwd vanished
         result = GitResult(tuple(args), 127, "", f"could not start git in {cwd}: {e.strerror or e}")
+    else:
+        data = input.encode() if isinstance(input, str) else input
+        try:
+            out, err = proc.communicate(data, timeout=timeout)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            code, err = TIMED_OUT, f"timed out after {timeout:g} s (git.timeout)".encode()
+        decoded = err.decode("utf-8", errors="replace")
+        result = GitResult(tuple(args), code, out.decode("utf-8", errors="replace") if text else out, decoded)
     if check and not result.ok:
         raise failure(result)
     return result
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
 
 
 def failure(r: GitResult) -> SyncError:

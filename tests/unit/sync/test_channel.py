@@ -15,7 +15,6 @@ from tests.conftest import events, read_state
 from tests.gitutil import (
     FAILING,
     HELLO,
-    clone,
     engine_workspace,
     git,
     make_engine,
@@ -26,15 +25,6 @@ from tests.gitutil import (
     remote_log,
     sync_tick,
 )
-
-
-@pytest.fixture
-def channel(tmp_path):
-    bare = make_remote(tmp_path)
-    url = f"file://{bare}"
-    ws = engine_workspace(tmp_path, url)
-    orch = clone(url, tmp_path / "orch")
-    return bare, url, ws, orch
 
 
 def unpushed(ws) -> int:

@@ -1,0 +1,117 @@
+"""The supervisor in-process: READY after the first pass, WATCHDOG only while the observer
+lives, STATUS in words, STOPPING once, and the last good sync recorded."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mp_engine.config import load_config
+from mp_engine.context import TickResult
+from mp_engine.daemon.health import read_last_sync_ok
+from mp_engine.daemon.loop import Daemon
+from mp_engine.daemon.notify import Notifier
+from mp_engine.daemon.supervisor import Supervisor
+from mp_engine.engine import Engine
+from mp_engine.errors import ConfigError
+from mp_engine.inbox.watchers import NativeWatcher
+from tests.serviceutil import NotifySocket
+
+
+@pytest.fixture
+def notify():
+    sock = NotifySocket()
+    yield sock
+    sock.close()
+
+
+@pytest.fixture
+def engine(ws) -> Engine:
+    eng = Engine(ws, load_config(ws.root))
+    eng.start(daemon=False)
+    return eng
+
+
+def supervised(engine: Engine, notify: NotifySocket, monkeypatch, watchdog_usec: str | None = None) -> Supervisor:
+    if watchdog_usec:
+        monkeypatch.setenv("WATCHDOG_USEC", watchdog_usec)
+    return Supervisor(engine, engine.config, Notifier(notify.address)).install()
+
+
+def test_ready_and_status_come_after_the_first_pass_not_before(engine, notify, monkeypatch):
+    sup = supervised(engine, notify, monkeypatch)
+    try:
+        assert notify.drain() == []  # installed, but no pass has ended yet
+        sup.after_tick(TickResult("idle"))
+        first = notify.wait_for(lambda m: "READY" in m)
+        assert first["READY"] == "1" and first["STATUS"] == "idle, no MP run yet"
+        sup.after_tick(TickResult("idle"))
+        assert [m for m in notify.drain() if "READY" in m] == []  # READY once
+    finally:
+        sup.uninstall()
+
+
+def test_the_watchdog_is_fed_only_while_the_observer_lives(engine, notify, monkeypatch):
+    sup = supervised(engine, notify, monkeypatch, watchdog_usec="200000")  # a ping every 0.1 s
+    watcher = NativeWatcher(Daemon(engine).watch_target())
+    try:
+        sup.after_tick(TickResult("idle"))
+        assert not any("WATCHDOG" in m for m in notify.drain())  # no observer yet: no proof of life
+        watcher.start()
+        sup.loop_started(watcher)
+        sup._next_ping = 0.0
+        sup.after_tick(TickResult("idle"))
+        assert notify.wait_for(lambda m: "WATCHDOG" in m)["WATCHDOG"] == "1"
+        watcher.stop()
+        sup._next_ping = 0.0
+        sup.after_tick(TickResult("idle"))
+        assert not any("WATCHDOG" in m for m in notify.drain())
+        assert sup.max_wait() <= 0.1
+    finally:
+        watcher.stop()
+        sup.uninstall()
+
+
+def test_a_heartbeat_from_another_thread_proves_nothing(engine, notify, monkeypatch):
+    sup = supervised(engine, notify, monkeypatch)
+    try:
+        before = sup.last_progress
+        t = threading.Thread(target=sup.heartbeat)
+        t.start()
+        t.join()
+        assert sup.last_progress == before and not sup.ready
+        sup.heartbeat()  # the loop's own thread, from a running step
+        assert sup.ready and sup.last_progress > before
+    finally:
+        sup.uninstall()
+
+
+def test_stopping_is_sent_once(engine, notify, monkeypatch):
+    sup = supervised(engine, notify, monkeypatch)
+    try:
+        sup.stopping()
+        sup.stopping()
+        stops = [m for m in notify.drain() if "STOPPING" in m]
+        assert len(stops) == 1 and stops[0]["STATUS"].startswith("stopping (")
+    finally:
+        sup.uninstall()
+
+
+def test_a_stall_limit_the_idle_loop_would_trip_is_refused(ws, monkeypatch):
+    monkeypatch.setenv("MP_ENGINE_WATCH__STALL_LIMIT", "0.001")
+    engine = Engine(ws, load_config(ws.root))
+    with pytest.raises(ConfigError, match="stall_limit"):
+        Supervisor(engine, engine.config, Notifier(None))
+
+
+def test_sync_events_decide_the_last_good_sync(engine, notify, monkeypatch, ws):
+    sup = supervised(engine, notify, monkeypatch)
+    try:
+        assert read_last_sync_ok(ws.local_dir) is None
+        engine.events.emit("sync_failed", stage="poll", error="boom")
+        assert read_last_sync_ok(ws.local_dir) is None
+        engine.events.emit("sync_pushed", branch="main", head="abc")
+        assert read_last_sync_ok(ws.local_dir) is not None
+    finally:
+        sup.uninstall()

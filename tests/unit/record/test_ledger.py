@@ -1,0 +1,102 @@
+"""The run ledger: every transition persisted, recovery settled from artifacts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from mp_engine.record.ledger import Ledger, StepStatus, idempotency_key, read_artifact, write_artifact
+
+
+@pytest.fixture
+def ledger(tmp_path) -> Ledger:
+    return Ledger.create(tmp_path / "ledger.json", run_id="r1", mp_id="MP-1.0", mp_sha256="ab" * 32, executor="shell")
+
+
+def on_disk(ledger: Ledger) -> dict:
+    return json.loads(ledger.path.read_text())
+
+
+def test_create_writes_a_ledger_that_loads_back(ledger):
+    again = Ledger.load(ledger.path)
+    assert again.model == ledger.model
+    assert on_disk(ledger)["status"] == "open" and on_disk(ledger)["steps"] == []
+
+
+def test_a_pending_step_is_not_written_until_it_starts(ledger):
+    step = ledger.ensure_step("step-001", "command", "k1")
+    assert ledger.ensure_step("step-001", "command", "other") is step  # idempotent by id
+    assert on_disk(ledger)["steps"] == []
+    ledger.start(step)
+    written = on_disk(ledger)["steps"][0]
+    assert written["status"] == "in_progress" and written["attempts"] == 1
+
+
+def test_finish_records_the_outcome_and_forgets_the_process_group(ledger):
+    step = ledger.ensure_step("step-001", "command", "k1")
+    ledger.start(step)
+    ledger.spawned(step, 4242, 99)
+    assert on_disk(ledger)["steps"][0]["pgid"] == 4242
+    ledger.finish(step, ok=False, output_ref="step-001.exit.json", error="exit 3")
+    written = on_disk(ledger)["steps"][0]
+    assert (written["status"], written["error"], written["pgid"]) == ("failed", "exit 3", None)
+
+
+def test_deferred_mode_writes_only_when_a_process_is_spawned_or_saved(ledger):
+    ledger.deferred = True
+    step = ledger.ensure_step("MT-001_iter-001", "agent", "k")
+    ledger.start(step)
+    assert on_disk(ledger)["steps"] == []
+    ledger.spawned(step, 77, None)  # recovery must be able to kill it: written at once
+    assert on_disk(ledger)["steps"][0]["pgid"] == 77
+    ledger.finish(step, ok=True, output_ref=None)
+    assert on_disk(ledger)["steps"][0]["status"] == "in_progress"
+    ledger.save(durable=True)
+    assert on_disk(ledger)["steps"][0]["status"] == "completed"
+
+
+def test_recover_settles_from_artifacts_and_retries_the_rest(ledger, tmp_path):
+    steps_dir = tmp_path / "steps"
+    steps_dir.mkdir()
+    done, cut, spawned = (ledger.ensure_step(f"step-00{i}", "command", f"k{i}") for i in (1, 2, 3))
+    for s in (done, cut, spawned):
+        ledger.start(s)
+    ledger.spawned(spawned, 555, 12)
+    write_artifact(steps_dir, done, {"ok": True})  # the step finished; the ledger never heard
+    rec = Ledger.load(ledger.path).recover(steps_dir, reason="test crash")
+    assert rec.steps_recovered == ["step-001"]
+    assert rec.steps_to_retry == ["step-002", "step-003"]
+    assert rec.stale_groups == [(555, 12)] and rec.unrecorded == ["step-001", "step-002"]
+    assert rec.resume_point == "step-002"
+    data = on_disk(ledger)
+    assert [s["status"] for s in data["steps"]] == ["completed", "pending", "pending"]
+    assert data["steps"][1]["interrupted"] is True and data["recoveries"][0]["reason"] == "test crash"
+
+
+def test_an_artifact_of_another_attempt_is_not_taken_for_this_one(ledger, tmp_path):
+    step = ledger.ensure_step("step-001", "command", "old-key")
+    write_artifact(tmp_path, step, {"ok": True})
+    step.idempotency_key = "new-key"
+    assert read_artifact(tmp_path, step) is None
+
+
+def test_outcome_then_close(ledger):
+    ledger.set_outcome({"status": "COMPLETED"})
+    assert on_disk(ledger)["status"] == "finishing"
+    ledger.close()
+    assert on_disk(ledger)["status"] == "closed" and on_disk(ledger)["outcome"] == {"status": "COMPLETED"}
+
+
+def test_idempotency_key_separates_its_parts():
+    assert idempotency_key("a", "bc") != idempotency_key("ab", "c")
+    assert len(idempotency_key("x")) == 64
+
+
+def test_a_ledger_with_wrong_fields_does_not_load(tmp_path):
+    bad = tmp_path / "ledger.json"
+    bad.write_text(json.dumps({"run_id": 3}))
+    with pytest.raises(ValidationError):
+        Ledger.load(bad)
+    assert StepStatus("pending") is StepStatus.PENDING

@@ -1,0 +1,50 @@
+"""The one git runner: evidence in its errors, unreachable remotes told apart, timeouts."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.errors import RemoteUnreachable
+from mp_engine.gitcmd import TIMED_OUT, GitFailed, git, noninteractive_env
+
+
+def test_a_failure_carries_the_command_exit_code_and_stderr(tmp_path):
+    with pytest.raises(GitFailed) as e:
+        git(tmp_path, "rev-parse", "--verify", "nope")
+    r = e.value.result
+    assert r.args == ("rev-parse", "--verify", "nope") and r.code == 128
+    assert "git rev-parse --verify nope" in str(e.value) and "exit 128" in str(e.value) and r.err
+
+
+def test_an_unreachable_remote_is_its_own_error(tmp_path):
+    git(tmp_path, "init", "-q")
+    with pytest.raises(RemoteUnreachable, match="could not reach the remote"):
+        git(tmp_path, "ls-remote", str(tmp_path / "no-such-remote.git"))
+
+
+def test_check_false_returns_the_result(tmp_path):
+    r = git(tmp_path, "rev-parse", "--is-inside-work-tree", check=False)
+    assert not r.ok and r.code != 0
+
+
+def test_a_timeout_kills_git_and_what_it_started(tmp_path):
+    git(tmp_path, "init", "-q")
+    # An alias that starts a child holding git's pipes, as ssh or a credential helper does.
+    r = git(tmp_path, "-c", "alias.slow=!sleep 30", "slow", check=False, timeout=0.5)
+    assert r.code == TIMED_OUT and "timed out after 0.5 s" in r.err
+    # Checked, a timeout reads like an unreachable remote: the engine keeps its commits and
+    # tries again at the next poll rather than halting.
+    with pytest.raises(RemoteUnreachable, match="timed out"):
+        git(tmp_path, "-c", "alias.slow=!sleep 30", "slow", timeout=0.5)
+
+
+def test_input_reaches_git(tmp_path):
+    git(tmp_path, "init", "-q")
+    oid = git(tmp_path, "hash-object", "-w", "--stdin", input="hello\n").out.strip()
+    assert git(tmp_path, "cat-file", "blob", oid, text=False).out == b"hello\n"
+
+
+def test_the_environment_never_prompts():
+    env = noninteractive_env({"GIT_SSH_COMMAND": "ssh -i key"})
+    assert env["GIT_TERMINAL_PROMPT"] == "0" and "BatchMode=yes" in env["GIT_SSH_COMMAND"]
+    assert env["GIT_SSH_COMMAND"].startswith("ssh -i key")
