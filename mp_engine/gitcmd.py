@@ -78,11 +78,12 @@ def git(
     timeout: float | None = DEFAULT_TIMEOUT,
     input: str | bytes | None = None,
     text: bool = True,
+    env: dict[str, str] | None = None,
 ) -> GitResult:
     """Run `git ARGS` in `cwd`. With `check`, a non-zero exit raises `GitFailed`, or
     `RemoteUnreachable` when git could not reach the remote (the engine keeps its commits
-    and retries). A timeout kills git and counts as exit 124."""
-    env = {**os.environ, **noninteractive_env()}
+    and retries). A timeout kills git and counts as exit 124. `env`: extra variables."""
+    env = {**os.environ, **noninteractive_env(), **(env or {})}
     try:
         # Its own process group: on a timeout the whole group is killed, ssh or a credential
         # helper included, which would otherwise keep the pipes open and the call hanging.

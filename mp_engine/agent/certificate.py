@@ -95,7 +95,7 @@ def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagn
             cert.detail + best_text,
             f"Finish {where} by hand (or add a stronger level before the hard gate), {resend}.",
         )
-    if t == BLOCKED and r.startswith("agent_"):
+    if t == BLOCKED and r.startswith("agent_") and r != "agent_blocked":  # the CLI could not work
         return d(r, f"agent CLI failed ({r.removeprefix('agent_')}) on {where}", cert.detail, fix or resend)
     if t == BLOCKED:
         return d(

@@ -16,25 +16,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mp_engine.atomic import atomic_write, atomic_write_json
+from mp_engine.atomic import atomic_write, atomic_write_json, sha256_file
+from mp_engine.gitcmd import git
 from mp_engine.workspace import CONFIG_FILE, INBOX_DIR, STATE_FILE, SYSTEM_DIR
 
 ENGINE_PATHS = (SYSTEM_DIR, INBOX_DIR, STATE_FILE, CONFIG_FILE)
 PATHSPEC = [".", *(f":(exclude){p}" for p in ENGINE_PATHS)]
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 GIT_TIMEOUT = 60.0
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass
@@ -61,15 +53,13 @@ class Worktree:
         self._cache: dict[str, tuple[int, int, str]] = {}
 
     def _git(self, *args: str) -> str:
-        proc = subprocess.run(
-            ["git", "-c", "core.quotepath=off", *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=self.git_timeout,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
-        )
-        return proc.stdout if proc.returncode == 0 else ""
+        """stdout of git; a failure raises `GitFailed` with the evidence (it used to read as
+        "no changes", which the loop then took for an iteration without progress)."""
+        # No optional locks: the agent may be running git in the same tree. Pathspec magic on:
+        # PATHSPEC excludes the engine's files with `:(exclude)`, which the runner's
+        # GIT_LITERAL_PATHSPECS=1 would turn into plain names (and so count them as work).
+        env = {"GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "0"}
+        return git(self.root, "-c", "core.quotepath=off", *args, timeout=self.git_timeout, env=env).out
 
     def _hash(self, rel: str) -> str:
         path = self.root / rel

@@ -1,0 +1,53 @@
+"""Every non-EXACT certificate becomes an ERROR diagnosis with exactly one fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.agent import certificate as cert
+from mp_engine.agent.certificate import Certificate, diagnosis
+
+BEST = {
+    "mt": "MT-002",
+    "iteration": 4,
+    "level": 1,
+    "residual": 1,
+    "failing": ["check-2"],
+    "evidence": "agent/MT-002/iter-004",
+}
+
+
+@pytest.mark.parametrize(
+    ("type_", "reason", "kind", "fix_says"),
+    [
+        (cert.TIMEOUT, "max_iterations", "agent_timeout", "`[agent] max_iterations`"),
+        (cert.TIMEOUT, "wall_budget", "agent_timeout", "`Timeout:`"),
+        (cert.DIVERGED, "breaker:no_progress", "agent_breaker", "make its instruction more precise"),
+        (cert.DIVERGED, "residual_grew", "agent_diverged", "Split MT-002"),
+        (cert.BLOCKED, "hard_gate", "agent_hard_gate", "by hand"),
+        (cert.BLOCKED, "agent_blocked", "agent_blocked", "what it asks for"),
+        (cert.BACKPRESSURE, "stop_file", "agent_backpressure", "Delete SYSTEM/STOP"),
+        (cert.NEED_INFO, "no_levels", "agent_need_info", "`[agent] levels`"),
+        (cert.NEED_INFO, "no_checks", "agent_need_info", "## Validate"),
+    ],
+)
+def test_each_certificate_has_its_class_and_one_fix(type_, reason, kind, fix_says):
+    c = Certificate(type_, reason, "What happened.", mt="MT-002", residual=1, best=BEST)
+    d = diagnosis(c, "MP-6.1")
+    assert d.kind == kind and fix_says in d.fix
+    assert d.fix.endswith("`Approves: MP-6.1`.") or "Approves: MP-6.1" in d.fix
+    if type_ in (cert.TIMEOUT, cert.DIVERGED):
+        assert "The best iteration was MT-002 iteration 4 at level 1 with residual 1" in d.diagnosis
+
+
+def test_a_cli_failure_keeps_the_fix_the_loop_worked_out():
+    c = Certificate(cert.BLOCKED, "agent_auth", "claude is not logged in.", mt="MT-001")
+    d = diagnosis(c, "MP-6.2", fix="Log `claude` in as the engine's user.")
+    assert d.kind == "agent_auth" and d.fix == "Log `claude` in as the engine's user."
+
+
+def test_a_certificate_round_trips():
+    c = Certificate(
+        cert.TIMEOUT, "max_iterations", "x", mt="MT-001", residual=2, best=BEST, residual_history=[{"r": 1}]
+    )
+    assert Certificate.from_dict(c.to_dict()) == c

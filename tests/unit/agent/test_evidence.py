@@ -1,0 +1,82 @@
+"""Evidence and the workspace fingerprint, with and without git."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from mp_engine.agent.evidence import IterationEvidence, Worktree
+from mp_engine.gitcmd import GitFailed
+from tests.gitutil import git
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "app.py").write_text("v1\n")
+    git(root, "add", "app.py")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    return root
+
+
+def test_the_fingerprint_moves_with_content_not_with_engine_files(repo):
+    w = Worktree(repo)
+    base = w.snapshot()
+    (repo / "SESSION_STATE.json").write_text("{}")  # the engine's own file
+    (repo / "SYSTEM").mkdir()
+    (repo / "SYSTEM" / "x").write_text("y")
+    assert w.snapshot().digest == base.digest
+    (repo / "app.py").write_text("v2\n")
+    changed = w.snapshot()
+    assert changed.digest != base.digest and "app.py" in changed.files
+    (repo / "app.py").write_text("v1\n")  # back to the committed content
+    assert w.snapshot().digest == base.digest
+
+
+def test_the_agents_own_commits_count_and_show_in_the_diffstat(repo):
+    w = Worktree(repo)
+    base = w.snapshot()
+    (repo / "new.py").write_text("print(1)\n")
+    git(repo, "add", "new.py")
+    git(repo, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-qm", "agent commit")
+    snap = w.snapshot()
+    assert snap.head != base.head and snap.digest != base.digest
+    stat = w.diffstat(base, snap)
+    assert "new.py" in stat and "1 new commit(s) since the loop started" in stat
+
+
+def test_without_git_every_file_counts(tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    w = Worktree(tmp_path)
+    base = w.snapshot()
+    (tmp_path / "b.txt").write_text("b")
+    snap = w.snapshot()
+    assert snap.head is None and set(snap.files) == {"a.txt", "b.txt"}
+    assert " A b.txt" in w.diffstat(base, snap)
+
+
+def test_a_git_failure_is_reported_not_taken_for_no_change(repo):
+    w = Worktree(repo)
+    (repo / ".git" / "HEAD").write_text("garbage\n")  # a repository git cannot read
+    with pytest.raises(GitFailed):
+        w.snapshot()
+
+
+def test_the_manifest_hashes_every_file_of_the_iteration(tmp_path):
+    ev = IterationEvidence(tmp_path, "MT-001", 2)
+    assert ev.rel == "agent/MT-001/iter-002"
+    ev.write("prompt.md", "the prompt")
+    out = tmp_path / "steps" / "check.stdout"
+    out.parent.mkdir()
+    out.write_bytes(b"check output")
+    ev.add(out)
+    ev.add(tmp_path / "missing")  # nothing to hash, nothing recorded
+    manifest = json.loads((tmp_path / ev.write_manifest()).read_text())
+    assert manifest["files"] == {
+        "agent/MT-001/iter-002/prompt.md": hashlib.sha256(b"the prompt").hexdigest(),
+        "steps/check.stdout": hashlib.sha256(b"check output").hexdigest(),
+    }

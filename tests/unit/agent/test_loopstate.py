@@ -1,0 +1,130 @@
+"""The loop's decisions as a pure function of iteration records: gate, escalation,
+drop-back, divergence, breakers, blocked, hard gate, iteration cap, and replay."""
+
+from __future__ import annotations
+
+from mp_engine.agent import certificate as cert
+from mp_engine.agent.decompose import MicroTask, Plan
+from mp_engine.agent.loopstate import LoopState
+from mp_engine.config import AgentConfig, AgentLevel
+
+LEVELS = (AgentLevel(name="small", argv=("a", "{prompt_file}")), AgentLevel(name="big", argv=("b", "{prompt_file}")))
+
+
+def plan(n: int) -> Plan:
+    return Plan("goal", tuple(MicroTask(f"MT-{i + 1:03d}", i, i + 1, f"task {i + 1}") for i in range(n)), ())
+
+
+def cfg(**over) -> AgentConfig:
+    return AgentConfig(levels=over.pop("levels", LEVELS), **over)
+
+
+def rec(state: LoopState, *, gate: bool = False, residual: int = 1, digest: str | None = None, **over) -> dict:
+    task = state.task
+    assert task is not None
+    r = {
+        "mt": task.mt_id,
+        "iteration": state.next_iteration,
+        "level": state.level,
+        "gate": gate,
+        "residual": 0 if gate else residual,
+        "passed": ["check-001"] if gate else [],
+        "failing": [] if gate else ["check-001"],
+        "digest": digest or f"d{state.total}",  # a new fingerprint: progress
+        "blocked": False,
+        "blocked_reason": None,
+        "error": None if gate else "check-001:exit 1",
+        "status_ok": True,
+        "work_type": "code",
+        "evidence": f"agent/{task.mt_id}/iter-{state.next_iteration:03d}",
+    }
+    r.update(over)
+    return r
+
+
+def names(effects) -> list[str]:
+    return [e.name for e in effects if e.kind == "event"]
+
+
+def test_every_task_passing_the_gate_is_exact():
+    s = LoopState(cfg(), plan(2), "base")
+    assert names(s.apply(rec(s, gate=True))) == ["micro_task_complete"]
+    assert s.final is None and s.task.mt_id == "MT-002" and s.task.status == "active"
+    s.apply(rec(s, gate=True))
+    assert s.final.type == cert.EXACT and s.final.residual == 0 and s.total == 2
+
+
+def test_three_failures_escalate_and_success_above_level_0_distills_and_drops_back():
+    s = LoopState(cfg(), plan(2), "base")
+    for _ in range(2):
+        assert s.apply(rec(s)) == []
+    assert names(s.apply(rec(s))) == ["micro_task_escalated"] and s.level == 1 and s.escalations == 1
+    effects = s.apply(rec(s, gate=True))
+    assert [e.kind for e in effects] == ["event", "distill", "event"]
+    assert names(effects) == ["micro_task_complete", "micro_task_drop_back"]
+    assert s.level == 0 and s.drop_backs == 1 and s.tasks[0].final_level == 1
+
+
+def test_a_residual_that_keeps_growing_diverges():
+    s = LoopState(cfg(fail_threshold=10), plan(1), "base")
+    for residual in (1, 2, 3):
+        s.apply(rec(s, residual=residual))
+    assert s.final is None
+    s.apply(rec(s, residual=4))
+    assert s.final.type == cert.DIVERGED and s.final.reason == "residual_grew" and "1 -> 2 -> 3 -> 4" in s.final.detail
+
+
+def test_no_progress_opens_a_breaker():
+    s = LoopState(cfg(fail_threshold=10), plan(1), "base")
+    s.apply(rec(s, digest="changed"))  # the workspace moved from the base: progress
+    for _ in range(2):
+        s.apply(rec(s, digest="changed"))
+    assert s.final is None
+    s.apply(rec(s, digest="changed"))  # the third iteration in a row that changed nothing
+    assert s.final.type == cert.DIVERGED and s.final.reason == "breaker:no_progress"
+
+
+def test_the_agents_blocked_claim_ends_blocked_with_its_reason():
+    s = LoopState(cfg(), plan(1), "base")
+    effects = s.apply(rec(s, blocked=True, blocked_reason="needs the API key"))
+    assert names(effects) == ["micro_task_blocked"]
+    assert s.final.type == cert.BLOCKED and "needs the API key" in s.final.detail and s.tasks[0].status == "blocked"
+
+
+def test_escalating_onto_a_hard_gate_stops_there():
+    levels = (
+        AgentLevel(name="small", argv=("a", "{prompt_file}")),
+        AgentLevel(name="human", argv=("h", "{prompt_file}"), hard_gate=True),
+    )
+    s = LoopState(cfg(levels=levels, fail_threshold=1), plan(1), "base")
+    effects = s.apply(rec(s))
+    assert names(effects) == ["micro_task_escalated", "micro_task_hard_gate"]
+    assert s.final.type == cert.BLOCKED and s.final.reason == "hard_gate"
+
+
+def test_the_iteration_cap_ends_in_timeout_with_the_best_iteration():
+    s = LoopState(cfg(max_iterations=3, fail_threshold=10), plan(1), "base")
+    for residual in (3, 1, 2):
+        s.apply(rec(s, residual=residual))
+    assert s.final.type == cert.TIMEOUT and s.final.reason == "max_iterations"
+    assert s.final.best["iteration"] == 2 and s.final.best["residual"] == 1
+
+
+def test_replaying_the_records_rebuilds_the_same_state():
+    live = LoopState(cfg(), plan(2), "base")
+    records = []
+    for gate in (False, False, False, True, False, True):
+        r = rec(live, gate=gate)
+        records.append(r)
+        live.apply(r)
+    replayed = LoopState(cfg(), plan(2), "base")
+    for r in records:
+        replayed.apply(r)
+    assert [t.to_dict() for t in replayed.tasks] == [t.to_dict() for t in live.tasks]
+    assert (replayed.level, replayed.total, replayed.escalations, replayed.drop_backs) == (
+        live.level,
+        live.total,
+        live.escalations,
+        live.drop_backs,
+    )
+    assert replayed.final.to_dict() == live.final.to_dict()

@@ -1,0 +1,78 @@
+"""The result: RESULT_last.md a person and an orchestrator can read, and result.json."""
+
+from __future__ import annotations
+
+import json
+
+from mp_engine.record.archive import create_run
+from mp_engine.record.diagnosis import Diagnosis, engine_error
+from mp_engine.record.result import Outcome, StepReport, fenced, read_capped, render_markdown, write_result
+
+NOW = "2026-11-24T10:00:00.000Z"
+
+
+def outcome(run_id: str, **over) -> Outcome:
+    base = dict(
+        status="COMPLETED",
+        mp_id="MP-8.1",
+        title="Greet",
+        run_id=run_id,
+        mp_sha256="ab" * 32,
+        started_at=NOW,
+        finished_at=NOW,
+    )
+    base.update(over)
+    return Outcome(**base)
+
+
+def test_a_completed_result_has_the_fields_an_orchestrator_greps_for(ws):
+    run, _ = create_run(ws, mp_id="MP-8.1", data=b"x", mp_sha256="s", executor="shell")
+    o = outcome(run.run_id, steps=[StepReport("step-001", "command", "echo hi", 3, "ok", 0, 0.01, "hi\n")])
+    text = write_result(ws, run, o)
+    for field in ("MP: MP-8.1", "Status: COMPLETED", f"Run: {run.run_id}", f"MP-SHA256: {'ab' * 32}"):
+        assert field in text.splitlines()
+    assert "## Steps" in text and "## Error" not in text and "Approve-With" not in text
+    assert ws.result_file.read_text() == text == run.result_md.read_text()
+    assert Outcome.from_dict(json.loads(run.result_json.read_text())) == o
+
+
+def test_an_error_result_has_the_diagnosis_one_fix_the_output_and_how_to_approve(ws):
+    run, _ = create_run(ws, mp_id="MP-8.2", data=b"x", mp_sha256="s", executor="shell")
+    d = Diagnosis(
+        "command_not_found", "command not found in step 1", "`jq` is missing.", "Install `jq`.", "step-001", 4
+    )
+    o = outcome(
+        run.run_id, status="ERROR", mp_id="MP-8.2", diagnosis=d, halt_token="MP-8.2", error_output="jq: not found"
+    )
+    text = render_markdown(o, ws)
+    assert "Error-Kind: command_not_found" in text and "Failed-At: step-001" in text
+    assert "- Proposed fix: Install `jq`." in text and "Approve-With: Approves: MP-8.2" in text
+    assert "```text\njq: not found\n```" in text
+    assert o.commit_summary == "MP-8.2: ERROR (command not found in step 1)"
+
+
+def test_secrets_are_masked_in_every_copy(ws):
+    run, _ = create_run(ws, mp_id="MP-8.3", data=b"x", mp_sha256="s", executor="shell")
+    o = outcome(run.run_id, notes=["token hunter2 printed"])
+    write_result(ws, run, o, redact=lambda s: s.replace("hunter2", "***"))
+    for path in (ws.result_file, run.result_md, run.result_json):
+        assert "hunter2" not in path.read_text() and "***" in path.read_text()
+
+
+def test_read_capped_keeps_head_and_tail_and_says_what_it_cut(tmp_path):
+    f = tmp_path / "out"
+    f.write_bytes(b"HEAD" + b"x" * 10_000 + b"TAIL")
+    text, omitted = read_capped(f, 100)
+    assert text.startswith("HEAD") and text.endswith("TAIL") and omitted == 10_008 - 100
+    assert f"[... {omitted} bytes omitted ...]" in text
+    assert read_capped(tmp_path / "missing", 100) == ("", 0)
+
+
+def test_a_fence_is_longer_than_any_backtick_run_inside():
+    assert fenced("a ```` b").startswith("`````text\n")
+    assert fenced("plain") == "```text\nplain\n```"
+
+
+def test_an_engine_error_asks_for_a_bug_report():
+    d = engine_error(KeyError("x"))
+    assert d.kind == "engine_error" and "KeyError" in d.diagnosis and "bug" in d.fix

@@ -1,0 +1,60 @@
+"""The engine's commits: named paths only, archives redacted, the operator's index kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.config import load_config
+from mp_engine.sync import commit
+from mp_engine.sync.context import SyncContext
+from mp_engine.sync.session import GitSession
+from tests.gitutil import git
+
+
+@pytest.fixture
+def committer(channel):
+    _bare, _url, ws, _orch = channel
+    c = SyncContext(ws, load_config(ws.root).git, redact=lambda s: s.replace("s3cret", "***"))
+    s = GitSession(ws.root, 30)
+    yield ws, c, s
+    s.close()
+
+
+def test_archives_are_redacted_before_they_travel_and_the_mp_copy_is_not(committer):
+    ws, c, s = committer
+    run = ws.runs_dir / "20260101T000000Z-MP-1.0"
+    (run / "steps").mkdir(parents=True)
+    (run / "steps" / "step-001.stdout").write_text("token s3cret\n")
+    (run / "incoming_microproject.txt").write_text("# MP-1.0 uses s3cret\n")
+    rel = ws.rel(run)
+    assert commit.commit_paths(c, s, "MP-1.0: COMPLETED", [rel], foreign_staged=False)
+    assert git(ws.root, "show", f"HEAD:{rel}/steps/step-001.stdout") == "token ***"
+    assert git(ws.root, "show", f"HEAD:{rel}/incoming_microproject.txt") == "# MP-1.0 uses s3cret"
+
+
+def test_only_the_named_paths_are_committed_and_a_staged_file_stays_staged(committer):
+    ws, c, s = committer
+    (ws.root / "mine.txt").write_text("the operator's\n")
+    git(ws.root, "add", "mine.txt")
+    (ws.root / "out.txt").write_text("the run's\n")
+    assert commit.foreign_staged(s, ["out.txt"]) == ["mine.txt"]
+    commit.commit_paths(c, s, "MP-1.1: COMPLETED", ["out.txt"], foreign_staged=True)
+    assert git(ws.root, "show", "--name-only", "--format=", "HEAD") == "out.txt"
+    assert "A  mine.txt" in git(ws.root, "status", "--porcelain")
+
+
+def test_nothing_changed_is_no_commit(committer):
+    ws, c, s = committer
+    head = s.rev("HEAD")
+    assert commit.commit_paths(c, s, "MP-1.2: COMPLETED", ["SESSION_STATE.json"], foreign_staged=False) is None
+    assert commit.commit_paths(c, s, "MP-1.2: COMPLETED", [], foreign_staged=False) is None
+    assert s.rev("HEAD") == head
+
+
+def test_a_long_path_list_goes_through_a_pathspec_file(committer, monkeypatch):
+    ws, c, s = committer
+    monkeypatch.setattr(commit, "PATHS_ON_COMMAND_LINE", 10)
+    for name in ("a.txt", "b.txt", ":(glob)*"):
+        (ws.root / name).write_text(name)
+    commit.commit_paths(c, s, "MP-1.3: COMPLETED", ["a.txt", "b.txt", ":(glob)*"], foreign_staged=False)
+    assert sorted(git(ws.root, "show", "--name-only", "--format=", "HEAD").split()) == [":(glob)*", "a.txt", "b.txt"]

@@ -1,0 +1,80 @@
+"""Pushing to a real bare remote: accepted, rejected (retried), refused by a hook (kept)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.config import load_config
+from mp_engine.errors import SyncError
+from mp_engine.sync import push
+from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.pull import SyncOutcome
+from mp_engine.sync.push import PushRejected, push_checked, unpushed
+from mp_engine.sync.session import GitSession
+from tests.conftest import events
+from tests.gitutil import git, push_file
+
+
+@pytest.fixture
+def pusher(channel):
+    bare, _url, ws, orch = channel
+    c = SyncContext(ws, load_config(ws.root).git)
+    s = GitSession(ws.root, 30)
+    yield bare, ws, orch, c, s
+    s.close()
+
+
+def local_commit(ws, name: str = "result.txt") -> str:
+    (ws.root / name).write_text("a result\n")
+    git(ws.root, "add", name)
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"add {name}")
+    return git(ws.root, "rev-parse", "HEAD")
+
+
+def test_a_push_moves_the_remote_the_tracking_ref_and_the_processed_marker(pusher):
+    bare, ws, _orch, c, s = pusher
+    head = local_commit(ws)
+    assert unpushed(c, s) == 1
+    push.push(c, s, SyncOutcome(), "")
+    assert git(bare, "rev-parse", "main") == head == s.rev(c.tracking) == s.rev(PROCESSED_REF)
+    assert unpushed(c, s) == 0 and events(ws, "sync_pushed")[-1]["head"] == head[:12]
+
+
+def test_a_rejected_push_is_rebased_onto_the_orchestrators_commit_and_retried(pusher):
+    bare, ws, orch, c, s = pusher
+    local_commit(ws)
+    theirs = push_file(orch, "note.txt", "theirs\n", "pushed meanwhile")
+    with pytest.raises(PushRejected):
+        push_checked(s, c.remote_name, c.cfg.branch, 30)
+    out = SyncOutcome()
+    push.push(c, s, out, "")
+    assert out.integrated and out.problem is None
+    assert git(bare, "merge-base", "--is-ancestor", theirs, "main", check=False) == ""
+    assert git(bare, "log", "-1", "--format=%s", "main") == "add result.txt"
+
+
+def test_a_hook_that_refuses_the_push_keeps_the_commit_local_and_says_why(pusher):
+    bare, ws, _orch, c, s = pusher
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'refused: files over 100 MB' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    head = local_commit(ws)
+    with pytest.raises(SyncError, match="pre-receive hook declined|check the remote's hooks") as e:
+        push_checked(s, c.remote_name, c.cfg.branch, 30)
+    assert not isinstance(e.value, PushRejected)
+    assert git(bare, "rev-parse", "main") != head and s.rev("HEAD") == head
+
+
+def test_nothing_to_push_spawns_no_push(pusher):
+    _bare, ws, _orch, c, s = pusher
+    before = len(events(ws, "sync_pushed"))  # `init --remote` pushed the layout
+    push.push(c, s, SyncOutcome(), "")
+    assert len(events(ws, "sync_pushed")) == before
+
+
+def test_a_blocked_channel_does_not_push(pusher):
+    bare, ws, _orch, c, s = pusher
+    local_commit(ws)
+    c.store.save({**c.store.load(), "blocked": {"kind": "conflict", "remote": "x", "paths": ["a"]}})
+    push.push(c, s, SyncOutcome(), "")
+    assert git(bare, "rev-parse", "main") != s.rev("HEAD")

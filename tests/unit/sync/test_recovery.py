@@ -1,0 +1,88 @@
+"""Startup of the channel: what a crash left half-done is undone, leftovers committed,
+and a repository the engine cannot work in is refused with the command that fixes it."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.config import load_config
+from mp_engine.errors import SyncError
+from mp_engine.sync import recovery
+from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.session import GitSession
+from tests.conftest import events
+from tests.gitutil import git
+
+
+@pytest.fixture
+def started(channel):
+    bare, _url, ws, orch = channel
+    c = SyncContext(ws, load_config(ws.root).git)
+    s = GitSession(ws.root, 30)
+    yield bare, ws, orch, c, s
+    s.close()
+
+
+def test_a_stale_index_lock_is_removed(started):
+    _bare, ws, _orch, c, s = started
+    (ws.root / ".git" / "index.lock").write_text("")
+    recovery.startup(c, s)
+    assert not (ws.root / ".git" / "index.lock").exists()
+    assert events(ws, "git_recovered")[0]["what"] == "stale index.lock removed"
+
+
+def test_a_half_finished_rebase_is_aborted(started):
+    _bare, ws, _orch, c, s = started
+    for side in ("a", "b"):
+        git(ws.root, "checkout", "-q", "-B", side, "main")
+        (ws.root / "x.txt").write_text(f"{side}\n")
+        git(ws.root, "add", "x.txt")
+        git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", side)
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "rebase", "-q", "a", check=False)  # conflicts
+    assert (ws.root / ".git" / "rebase-merge").exists()
+    with pytest.raises(SyncError, match="checkout main"):  # the abort leaves it on b, not main
+        recovery.startup(c, s)
+    assert not (ws.root / ".git" / "rebase-merge").exists()
+    assert any(e["what"] == "half-finished rebase aborted" for e in events(ws, "git_recovered"))
+
+
+def test_the_wrong_branch_is_refused_with_the_checkout_that_fixes_it(started):
+    _bare, ws, _orch, c, s = started
+    git(ws.root, "checkout", "-q", "-b", "elsewhere")
+    with pytest.raises(SyncError, match=f"git -C {ws.root} checkout main"):
+        recovery.startup(c, s)
+
+
+def test_a_workspace_inside_another_repository_is_refused(tmp_path):
+    from mp_engine.workspace import init_workspace
+
+    git(tmp_path, "init", "-q", "-b", "main")
+    ws, _ = init_workspace(tmp_path / "inner")
+    with pytest.raises(SyncError, match=f"mp-engine init --remote URL {ws.root}"):
+        GitSession(ws.root, 30)  # the repository above is not the workspace's
+
+
+def test_protocol_files_left_uncommitted_are_committed(started):
+    _bare, ws, _orch, c, s = started
+    (ws.root / "SESSION_STATE.json").write_text((ws.root / "SESSION_STATE.json").read_text() + " ")
+    recovery.startup(c, s)
+    assert git(ws.root, "log", "-1", "--format=%s") == "mp-engine: commit protocol files left by a restart"
+    assert s.rev(PROCESSED_REF) == s.rev(c.tracking)
+
+
+def test_a_url_remote_becomes_origin_and_a_conflicting_origin_is_refused(started, tmp_path):
+    _bare, ws, _orch, c, s = started
+    c.cfg = c.cfg.model_copy(update={"remote": str(tmp_path / "other.git")})
+    with pytest.raises(SyncError, match="git remote set-url origin"):
+        recovery.ensure_remote(c, s)
+    c.cfg = c.cfg.model_copy(update={"remote": "upstream"})
+    with pytest.raises(SyncError, match="remote add upstream"):
+        recovery.ensure_remote(c, s)
+
+
+def test_held_open_sees_our_own_open_file(tmp_path):
+    f = tmp_path / "held"
+    f.write_text("")
+    with open(f):
+        assert recovery.held_open(f)
+    assert not recovery.held_open(f)
