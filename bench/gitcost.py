@@ -203,6 +203,12 @@ def overhead(
     return {kind: Stat.of(v).scaled(1000) for kind, v in samples.items()}
 
 
+# Figures 2 and 6 on local disk are regression guards, not targets (issue #13): the engine
+# uses git's own ref and index handling instead of shaving milliseconds with git internals,
+# and against a real remote those milliseconds are invisible.
+REGRESSION_GUARD = 1.5
+
+
 def run(reps: int) -> list:
     with tempfile.TemporaryDirectory(prefix="mpe-bench-git-") as d:
         st = overhead(Path(d), reps, 0, "small", event_log_mb=EVENT_LOG_MB)
@@ -212,14 +218,14 @@ def run(reps: int) -> list:
             st["engine"],
             "git CLI by hand",
             st["cli"],
-            1.3,
+            REGRESSION_GUARD,
         ),
         ratio_row(
             f"2. the same with the host's event log grown to {EVENT_LOG_MB} MiB (flat over weeks)",
             st["engine+log"],
             "git CLI by hand",
             st["cli"],
-            1.3,
+            REGRESSION_GUARD,
         ),
     ]
 
@@ -230,10 +236,18 @@ def run_big(reps: int) -> list:
         small = overhead(Path(d), reps * 3, 10, "ten")  # cheap: more samples, a steadier median
         big = overhead(Path(d), reps, 50_000, "big", scan_floor=True)
     rows.append(
-        ratio_row("6. per-MP overhead, 10 tracked files", small["engine"], "git CLI, 10 files", small["cli"], 1.2)
+        ratio_row(
+            "6. per-MP overhead, 10 tracked files", small["engine"], "git CLI, 10 files", small["cli"], REGRESSION_GUARD
+        )
     )
     rows.append(
-        ratio_row("6. per-MP overhead, 50,000 tracked files", big["engine"], "git CLI, 50,000 files", big["cli"], 1.2)
+        ratio_row(
+            "6. per-MP overhead, 50,000 tracked files",
+            big["engine"],
+            "git CLI, 50,000 files",
+            big["cli"],
+            REGRESSION_GUARD,
+        )
     )
     rows.append(
         info_row(

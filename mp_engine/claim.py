@@ -8,8 +8,9 @@ from mp_engine.context import EngineContext
 from mp_engine.errors import InvalidMPError
 from mp_engine.execute.process import kill_marked_groups, kill_stale_group
 from mp_engine.finalize import record_error_run
+from mp_engine.inbox.header import parse_header_line, sha256_hex
 from mp_engine.inbox.intake import Entry, EntryKind
-from mp_engine.inbox.mpfile import MicroProject, parse, parse_header_line, sha256_hex
+from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive, fill_run, reserve_run
 from mp_engine.record.ledger import Ledger

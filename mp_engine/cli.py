@@ -99,6 +99,10 @@ def once(root: Path) -> int:
     \b
     Exit codes: 0 completed or nothing to do, 1 the MP ended in ERROR, 2 usage or config
     error, 3 halted (an MP waits for approval), 4 workspace busy, 5 interrupted.
+
+    \b
+    Example (cron, or a CI job that runs one MP):
+      mp-engine once --root ~/mp-workspace
     """
     from mp_engine.commands.once import once as cmd  # lazy: see the module docstring
 
@@ -244,7 +248,15 @@ def send(file: Path, repo: str, branch: str, wait: bool, timeout: float, poll: f
 @cli.command()
 @root_option
 def approve(root: Path) -> int:
-    """Lift an ERROR halt so the engine takes new MPs again."""
+    """Lift an ERROR halt so the engine takes new MPs again.
+
+    The orchestrator's way is an MP whose header says `Approves: <MP id>`; this is the
+    operator's, on the engine host.
+
+    \b
+    Example:
+      mp-engine approve --root ~/mp-workspace
+    """
     from mp_engine.commands.approve import approve as cmd  # lazy: see the module docstring
 
     return cmd(root, click.echo)

@@ -18,7 +18,7 @@ from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.ledger import Ledger, read_artifact
-from mp_engine.record.result import COMPLETED, ERROR, Outcome
+from mp_engine.record.outcome import COMPLETED, ERROR, Outcome
 
 log = structlog.get_logger("mp_engine.drive")
 

@@ -16,7 +16,8 @@ from mp_engine.inbox.intake import CLAIMED_PREFIX
 from mp_engine.record.archive import RunArchive, create_run
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.record.ledger import Ledger
-from mp_engine.record.result import COMPLETED, ERROR, Outcome, write_result
+from mp_engine.record.outcome import COMPLETED, ERROR, Outcome
+from mp_engine.record.result import write_result
 from mp_engine.record.state import IDLE, Halt, Status
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.workspace import EVENTS_FILE

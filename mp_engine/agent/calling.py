@@ -19,7 +19,7 @@ from mp_engine.config import AgentLevel
 from mp_engine.execute.process import scrub_env
 from mp_engine.pids import proc_stat
 from mp_engine.record.ledger import LedgerStep, write_artifact
-from mp_engine.record.result import read_capped
+from mp_engine.record.outcome import read_capped
 
 OUTPUT_READ_CAP = 1024 * 1024
 

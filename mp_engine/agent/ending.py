@@ -14,7 +14,7 @@ from mp_engine.atomic import atomic_write_json
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import error_output, report_for
 from mp_engine.record.ledger import StepStatus
-from mp_engine.record.result import read_capped
+from mp_engine.record.outcome import read_capped
 
 
 def iso_utc(epoch: float) -> str:

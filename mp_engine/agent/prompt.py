@@ -13,7 +13,7 @@ from typing import Any
 
 from mp_engine.agent.decompose import MicroTask, Plan
 from mp_engine.inbox.mpfile import Block, MicroProject
-from mp_engine.record.result import fenced
+from mp_engine.record.outcome import fenced
 
 
 @dataclass

@@ -6,13 +6,11 @@ to the evidence, all relative to the workspace root.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mp_engine.agent.certificate import Certificate
 from mp_engine.agent.decompose import Plan
-
-if TYPE_CHECKING:
-    from mp_engine.agent.loopstate import LoopState
+from mp_engine.agent.loopstate import LoopState
 
 
 def _cell(text: Any) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mp_engine.commands import load
-from mp_engine.daemon.loop import install_signal_handlers, join
+from mp_engine.daemon.signals import install_signal_handlers, join
 from mp_engine.engine import Engine
 from mp_engine.exitcodes import ExitCode
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mp_engine.commands import load
-from mp_engine.daemon.loop import Daemon, join
+from mp_engine.daemon.loop import Daemon
+from mp_engine.daemon.signals import join
 from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.engine import Engine
 from mp_engine.exitcodes import ExitCode

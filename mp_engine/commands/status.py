@@ -25,7 +25,6 @@ from mp_engine.inbox.mpfile import parse
 from mp_engine.lock import WorkspaceLock
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore, Status
-from mp_engine.sync.channel import GitChannel
 from mp_engine.workspace import Workspace
 
 # Events whose newest one is "the last error" in `status`.
@@ -111,6 +110,9 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
     if owner:
         report["lock_holder"] = owner
     if config.git.enabled:
+        # Lazy: GitPython and the channel only when [git] is on (`status` starts fast).
+        from mp_engine.sync.channel import GitChannel
+
         report["git"] = GitChannel(ws, config.git).report()
         at = read_last_sync_ok(ws.local_dir)
         report["last_sync"] = {"at": at, "ago": ago(at) if at else "never (since this engine started)"}

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 from mp_engine.execute.steps import StepContext
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.diagnosis import Diagnosis
-from mp_engine.record.result import StepReport
+from mp_engine.record.outcome import StepReport
 
 
 @dataclass

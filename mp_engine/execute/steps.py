@@ -25,7 +25,7 @@ from mp_engine.record.archive import RunArchive
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.record.events import EventLog
 from mp_engine.record.ledger import Ledger, LedgerStep, StepStatus, idempotency_key, read_artifact, write_artifact
-from mp_engine.record.result import StepReport, read_capped
+from mp_engine.record.outcome import StepReport, read_capped
 from mp_engine.workspace import Workspace
 
 

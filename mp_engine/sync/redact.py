@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
+from mp_engine.atomic import atomic_write
 from mp_engine.config import Config
 
 MASK = "[REDACTED]"
@@ -108,8 +109,6 @@ def _mask_keeping_prefix(m: re.Match[str]) -> str:
 
 def redact_file(path: os.PathLike[str] | str, redact: Redactor) -> bool:
     """Mask secrets inside a text file in place (atomically); True if it changed."""
-    from mp_engine.atomic import atomic_write
-
     try:
         raw = open(path, "rb").read()
         text = raw.decode("utf-8")

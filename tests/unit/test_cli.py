@@ -114,3 +114,25 @@ def test_python_dash_m_is_the_same_cli(ws):
     assert json.loads(proc.stdout)["state"]["status"] == "OFFLINE"
     version = subprocess.run([sys.executable, "-m", "mp_engine", "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and "mp-engine" in version.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["init"],
+        ["run"],
+        ["once"],
+        ["status"],
+        ["history"],
+        ["logs"],
+        ["doctor"],
+        ["service", "install"],
+        ["check"],
+        ["send"],
+        ["approve"],
+    ],
+)
+def test_every_command_has_an_example_in_its_help(command, capsys):
+    assert main([*command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Example" in out and "mp-engine " + command[0] in out.split("Example", 1)[1]

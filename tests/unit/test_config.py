@@ -53,3 +53,24 @@ def test_invalid_toml_says_how_to_fix(tmp_path):
     (tmp_path / "mp-engine.toml").write_text("[engine\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(tmp_path, environ={})
+
+
+def test_an_agent_chain_is_checked_as_a_whole(tmp_path):
+    def chain(levels: str) -> str:
+        return f"[agent]\n{levels}"
+
+    ok = '[[agent.levels]]\nname = "a"\nargv = ["a", "{prompt_file}"]\n'
+    gate = '[[agent.levels]]\nname = "human"\nhard_gate = true\n'
+    for text, message in [
+        (ok + ok, "level names must be unique"),
+        (gate + ok.replace('"a"', '"b"', 1), "hard_gate is allowed only once, as the last level"),
+        (gate, "at least one agent level before the hard gate"),
+        ('[[agent.levels]]\nname = "x"\nargv = ["x"]\n', "never passes the prompt"),
+        ('[[agent.levels]]\nname = "x"\n', "has no argv"),
+    ]:
+        (tmp_path / "mp-engine.toml").write_text(chain(text))
+        with pytest.raises(ConfigError, match=message):
+            load_config(tmp_path)
+    (tmp_path / "mp-engine.toml").write_text(chain(ok + gate))
+    assert [lv.name for lv in load_config(tmp_path).agent.levels] == ["a", "human"]
+

@@ -12,7 +12,7 @@ from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_r
 from mp_engine.inbox.intake import CLAIMED_PREFIX
 from mp_engine.record.archive import create_run
 from mp_engine.record.diagnosis import Diagnosis
-from mp_engine.record.result import Outcome
+from mp_engine.record.outcome import Outcome
 from mp_engine.sync.pull import SyncOutcome
 from tests.conftest import events, read_state, result_field
 

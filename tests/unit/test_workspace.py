@@ -76,3 +76,24 @@ def test_confine_allows_normal_and_inner_symlinked_paths(ws):
     os.symlink("real", ws.root / "alias")
     assert ws.confine("alias/x.txt") == ws.root / "alias" / "x.txt"
     assert ws.confine("SYSTEM/notes.md") == ws.root / "SYSTEM" / "notes.md"
+
+
+def test_a_pre_0_2_event_log_is_moved_off_the_committed_tree(ws):
+    from mp_engine.workspace import move_legacy_event_log
+
+    seen: list[tuple] = []
+    ws.legacy_events_file.write_text('{"event": "old"}\n')
+    move_legacy_event_log(ws, lambda event, **f: seen.append((event, f)))
+    assert not ws.legacy_events_file.exists() and ws.events_file.read_text().startswith('{"event": "old"}')
+    assert seen[0][0] == "event_log_moved"
+
+
+def test_old_lines_go_before_lines_a_cli_wrote_first(ws):
+    from mp_engine.workspace import move_legacy_event_log
+
+    ws.events_file.parent.mkdir(parents=True, exist_ok=True)
+    ws.events_file.write_text('{"event": "new"}\n')
+    ws.legacy_events_file.write_text('{"event": "old"}\n')
+    move_legacy_event_log(ws, lambda *a, **k: None)
+    assert ws.events_file.read_text() == '{"event": "old"}\n{"event": "new"}\n'
+    move_legacy_event_log(ws, lambda *a, **k: pytest.fail("nothing to move the second time"))

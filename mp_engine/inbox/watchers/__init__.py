@@ -7,7 +7,8 @@ writes made elsewhere. Either way an event only wakes the loop; the tick rescans
 
 from __future__ import annotations
 
-from mp_engine.inbox.watchers.base import ObserverWatcher, WatchTarget
+from mp_engine.inbox.watchers.base import ObserverWatcher
+from mp_engine.inbox.watchers.events import WatchTarget
 from mp_engine.inbox.watchers.native import NativeWatcher
 from mp_engine.inbox.watchers.polling import PollingWatcher
 

@@ -80,3 +80,26 @@ def test_listeners_see_each_record_and_a_failing_one_breaks_nothing(tmp_path: Pa
     log.emit("mp_completed", mp="MP-1.0", duration=1.5)
     assert seen == [{"ts": seen[0]["ts"], "event": "mp_completed", "mp": "MP-1.0", "duration": 1.5}]
     assert log.read()[0]["event"] == "mp_completed"
+
+
+def test_a_runs_own_copy_gets_its_lines_and_secrets_never_reach_either(tmp_path: Path):
+    log = EventLog(tmp_path / "events.jsonl", redact=lambda s: s.replace("hunter2", "[REDACTED]"))
+    run_copy = tmp_path / "run" / "events.jsonl"
+    run_copy.parent.mkdir()
+    log.emit("before_the_run")
+    log.tee = run_copy
+    log.emit("step_finished", note="password hunter2")
+    log.tee = None
+    log.emit("after_the_run")
+    log.sync()
+    host = [json.loads(line)["event"] for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert host == ["before_the_run", "step_finished", "after_the_run"]
+    own = run_copy.read_text()
+    assert json.loads(own)["event"] == "step_finished" and "hunter2" not in own and "[REDACTED]" in own
+
+
+def test_a_run_copy_that_cannot_be_written_is_dropped_not_fatal(tmp_path: Path):
+    log = EventLog(tmp_path / "events.jsonl")
+    log.tee = tmp_path / "gone" / "events.jsonl"  # its directory does not exist
+    log.emit("still_logged")
+    assert log.tee is None and json.loads((tmp_path / "events.jsonl").read_text())["event"] == "still_logged"

@@ -6,7 +6,8 @@ import json
 
 from mp_engine.record.archive import create_run
 from mp_engine.record.diagnosis import Diagnosis, engine_error
-from mp_engine.record.result import Outcome, StepReport, fenced, read_capped, render_markdown, write_result
+from mp_engine.record.outcome import Outcome, StepReport, fenced, read_capped
+from mp_engine.record.result import render_markdown, write_result
 
 NOW = "2026-11-24T10:00:00.000Z"
 

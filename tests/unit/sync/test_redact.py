@@ -70,3 +70,17 @@ def test_a_token_after_a_json_escape_is_masked():
     line = json.dumps({"stdout": f"token:\n{GH}\n{AWS_ID}\n"})
     out = Redactor()(line)
     assert GH not in out and AWS_ID not in out and json.loads(out)["stdout"].count(MASK) == 2
+
+
+def test_redact_file_masks_in_place_and_leaves_binary_alone(tmp_path):
+    from mp_engine.sync.redact import redact_file
+
+    r = Redactor.from_config(Config(), {"DEPLOY_TOKEN": "tok-1234567890abcdef"})
+    text = tmp_path / "out.txt"
+    text.write_text("using tok-1234567890abcdef now\n")
+    assert redact_file(text, r) and text.read_text() == f"using {MASK} now\n"
+    assert not redact_file(text, r)  # nothing left: untouched
+    blob = tmp_path / "out.bin"
+    blob.write_bytes(b"\xff\xfetok-1234567890abcdef")
+    assert not redact_file(blob, r) and blob.read_bytes().endswith(b"tok-1234567890abcdef")
+    assert not redact_file(tmp_path / "missing", r)

@@ -161,3 +161,26 @@ def test_an_mp_signed_with_a_listed_gpg_key_runs(tmp_path, monkeypatch, gpg_keys
 def test_an_mp_signed_with_an_unlisted_gpg_key_is_refused(tmp_path, monkeypatch, gpg_keys):
     ws, engine = _gpg_channel(tmp_path, monkeypatch, gpg_keys, allowed=["0" * 40])
     refused(ws, engine, "is signed by a key that is not in the allowed-signers file")
+
+
+def test_the_allowed_signers_file_is_found_by_one_rule(tmp_path, monkeypatch):
+    """Relative to the workspace (not the daemon's working directory), outside it, existing."""
+    from mp_engine.config import GitConfig
+    from mp_engine.errors import ConfigError
+    from mp_engine.sync.signatures import checked_signers_file, signers_path
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    outside = tmp_path / "allowed_signers"
+    outside.write_text("me ssh-ed25519 AAAA\n")
+    monkeypatch.chdir("/")
+    cfg = GitConfig(require_signed=True, allowed_signers="../allowed_signers")
+    assert signers_path(root, cfg) == outside and checked_signers_file(root, cfg) == str(outside)
+    with pytest.raises(ConfigError, match="lies inside the workspace"):
+        checked_signers_file(root, GitConfig(require_signed=True, allowed_signers="keys"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        checked_signers_file(root, GitConfig(require_signed=True, allowed_signers=str(tmp_path / "nope")))
+    with pytest.raises(ConfigError, match="neither git.allowed_signers nor git.allowed_gpg_keys"):
+        checked_signers_file(root, GitConfig(require_signed=True))
+    assert checked_signers_file(root, GitConfig(require_signed=True, allowed_gpg_keys=["ABCD"])) == os.devnull
+    assert checked_signers_file(root, GitConfig(require_signed=False, allowed_signers="whatever")) == ""

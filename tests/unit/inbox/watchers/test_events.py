@@ -10,7 +10,7 @@ from watchdog.events import (
     FileOpenedEvent,
 )
 
-from mp_engine.inbox.watchers.base import InboxEventHandler, WatchTarget, ignorable
+from mp_engine.inbox.watchers.events import InboxEventHandler, WatchTarget, ignorable
 
 
 class Recorder:

@@ -1,0 +1,134 @@
+"""Doctor's checks of the git channel: identity, remote, branch, signatures."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import stat
+
+from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
+from mp_engine.config import Config
+from mp_engine.gitcmd import TIMED_OUT, GitResult, git
+from mp_engine.sync.signatures import signers_path
+from mp_engine.workspace import Workspace
+
+REMOTE_TIMEOUT = 20.0
+
+
+def _git(ws: Workspace, *args: str, timeout: float = 10.0) -> GitResult:
+    return git(ws.root, *args, check=False, timeout=timeout)
+
+
+def _is_repo(ws: Workspace) -> bool:
+    return (ws.root / ".git").exists()
+
+
+def identity(ws: Workspace, config: Config) -> Check:
+    if not config.git.enabled:
+        return Check("git identity", OK, "[git] is off; no commits are made")
+    if shutil.which("git") is None:
+        return Check("git identity", FAIL, "git is not on PATH", "install git")
+    name = _git(ws, "config", "user.name").out.strip()
+    email = _git(ws, "config", "user.email").out.strip()
+    if not name or not email:
+        return Check(
+            "git identity",
+            WARN,
+            "no git user.name/user.email: results are committed as mp-engine <mp-engine@localhost>",
+            f'git -C {ws.root} config user.name "mp-engine on {socket.gethostname()}" && '
+            f"git -C {ws.root} config user.email you@example.org",
+        )
+    return Check("git identity", OK, f"commits as {name} <{email}>")
+
+
+def remote(ws: Workspace, config: Config) -> Check:
+    if not config.git.enabled:
+        return Check("git remote", OK, "[git] is off")
+    if not _is_repo(ws):
+        return Check("git remote", FAIL, f"{ws.root} is not a git repository", "mp-engine init --remote URL DIR")
+    timeout = min(config.git.timeout, REMOTE_TIMEOUT)
+    proc = _git(ws, "ls-remote", "--heads", config.git.remote, config.git.branch, timeout=timeout)
+    if proc.code == TIMED_OUT:
+        return Check(
+            "git remote",
+            FAIL,
+            f"`git ls-remote {config.git.remote}` did not answer within {timeout:g} s",
+            "check the network and the remote URL (`git remote -v`)",
+        )
+    if proc.code != 0:
+        err = " ".join(proc.err.split())[:300]
+        return Check(
+            "git remote",
+            FAIL,
+            f"`git ls-remote {config.git.remote}` failed (exit {proc.code}): {err}",
+            "check the URL and that this user's ssh key or credential works without a prompt "
+            f"(`GIT_TERMINAL_PROMPT=0 git -C {ws.root} ls-remote {config.git.remote}`)",
+        )
+    return Check("git remote", OK, f"{config.git.remote} answers without a prompt")
+
+
+def branch(ws: Workspace, config: Config) -> Check:
+    if not config.git.enabled:
+        return Check("git branch", OK, "[git] is off")
+    branch = config.git.branch
+    head = _git(ws, "symbolic-ref", "--short", "-q", "HEAD").out.strip()
+    if head != branch:
+        return Check(
+            "git branch",
+            FAIL,
+            f"the workspace is on {head or 'a detached HEAD'}, not {branch}",
+            f"git -C {ws.root} checkout {branch}",
+        )
+    remote = _git(ws, "ls-remote", "--heads", config.git.remote, branch, timeout=min(config.git.timeout, REMOTE_TIMEOUT))
+    if remote.code == TIMED_OUT:
+        return Check("git branch", WARN, f"on {branch} locally; the remote did not answer")
+    if remote.code == 0 and not remote.out.strip():
+        return Check(
+            "git branch",
+            WARN,
+            f"{config.git.remote} has no branch {branch} yet",
+            f"git -C {ws.root} push -u {config.git.remote} {branch}",
+        )
+    return Check("git branch", OK, f"on {branch}" + (", which the remote has" if remote.code == 0 else ""))
+
+
+def signatures(ws: Workspace, config: Config) -> Check:
+    g = config.git
+    if not g.require_signed:
+        if g.allowed_signers or g.allowed_gpg_keys:
+            return Check(
+                "signatures",
+                WARN,
+                "allowed signers are configured but git.require_signed is false: unsigned MPs still run",
+                "set git.require_signed = true",
+            )
+        return Check("signatures", OK, "not required (git.require_signed = false)")
+    if not g.allowed_signers and not g.allowed_gpg_keys:
+        return Check(
+            "signatures",
+            FAIL,
+            "git.require_signed is true but no allowed signer is configured",
+            "set git.allowed_signers to an ssh allowed-signers file outside the workspace",
+        )
+    if g.allowed_signers:
+        path = signers_path(ws.root, g)  # the engine's own rule
+        assert path is not None
+        if path == ws.root or ws.root in path.parents:
+            return Check(
+                "signatures",
+                FAIL,
+                f"git.allowed_signers = {path} is inside the workspace: a push could add its own key",
+                "move it outside the repository, e.g. /etc/mp-engine/allowed_signers",
+            )
+        if not path.is_file():
+            return Check(
+                "signatures",
+                FAIL,
+                f"git.allowed_signers = {path} does not exist",
+                "create it: one `principal key` per line",
+            )
+        if not any(line.strip() and not line.startswith("#") for line in path.read_text(errors="replace").splitlines()):
+            return Check("signatures", FAIL, f"{path} lists no key", "add one `principal key` line per allowed signer")
+        if path.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return Check("signatures", WARN, f"{path} is writable by others", f"chmod go-w {path}")
+    return Check("signatures", OK, "signed MPs required; the allowed-signers file is outside the workspace")

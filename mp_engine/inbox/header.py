@@ -1,0 +1,139 @@
+"""The MP's header: `# MP-X.Y Title` as the first non-blank line, then `Key: value` lines.
+
+Decoding (size cap, binary, UTF-8, BOM, line endings) comes first; the header names the
+MP, so every refusal after it can say which MP it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+from mp_engine.errors import InvalidMPError
+
+HEADER_RE = re.compile(r"^#[ \t]+(MP-(\d+)\.(\d+))(?![\w.])[ \t]*(.*?)[ \t]*$")
+MP_ID_RE = re.compile(r"^MP-\d+\.\d+$")
+KEY_LINE_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
+
+FIX_HEADER = "Make the first non-blank line a header such as `# MP-1.4 Short title`."
+
+
+def _positive_seconds(value: str) -> float:
+    seconds = float(value)
+    if not seconds > 0:
+        raise ValueError("must be a positive number of seconds")
+    return seconds
+
+
+RUN_ID_RE = re.compile(r"^\d{8}T\d{6}(?:\.\d+)?Z?-[A-Za-z0-9._-]+$")
+
+
+def _mp_ref(value: str) -> str:
+    """An MP id (`MP-1.3`) or, for a file that had no readable header, its run id."""
+    value = value.strip()
+    if not (MP_ID_RE.match(value) or RUN_ID_RE.match(value)):
+        raise ValueError("must name the failed MP, e.g. MP-1.3, or the run id shown in its result")
+    return value
+
+
+def _executor(value: str) -> str:
+    value = value.strip().lower()
+    if value not in ("shell", "agent"):
+        raise ValueError("must be `shell` or `agent`")
+    return value
+
+
+# Canonical header keys: parser and one-line help. Matching is case-insensitive.
+HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "Timeout": (_positive_seconds, "whole-MP timeout in seconds"),
+    "Step-Timeout": (_positive_seconds, "per-step timeout in seconds"),
+    "Approves": (_mp_ref, "id of the failed MP this one approves, lifting the halt"),
+    "Executor": (_executor, "`shell` (default) or `agent`"),
+}
+_KEY_LOOKUP = {k.lower(): k for k in HEADER_KEYS}
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode(data: bytes, *, max_bytes: int) -> str:
+    """Bytes to text, refusing what is not an MP: empty, too big, binary, not UTF-8."""
+    if len(data) > max_bytes:
+        raise InvalidMPError(
+            f"the MP file is {len(data)} bytes, over the {max_bytes}-byte cap",
+            "Split the work into smaller MPs, or raise `[engine] max_mp_bytes` in mp-engine.toml.",
+        )
+    if not data.strip():
+        raise InvalidMPError(
+            "the MP file is empty", "Write the MP's header and steps into the file, then send it again."
+        )
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InvalidMPError(
+            f"the MP file is binary (NUL byte at offset {nul})",
+            "Send the MP as UTF-8 text; attach binary data through the repository instead.",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidMPError(
+            f"the MP file is not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})",
+            "Save the file as UTF-8 (for example `iconv -t UTF-8`) and send it again.",
+        ) from e
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse_header_line(lines: list[str]) -> tuple[int, str, str]:
+    """Find `# MP-X.Y Title` as the first non-blank line; return (index, id, title)."""
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        m = HEADER_RE.match(line)
+        if not m:
+            shown = line.strip()[:60]
+            raise InvalidMPError(
+                f"the first non-blank line is {shown!r}, not an `# MP-<major>.<minor>` header", FIX_HEADER, line=i + 1
+            )
+        title = m.group(4).lstrip("-–—:| \t")
+        return i, m.group(1), title
+    raise InvalidMPError("the MP file has no header", FIX_HEADER)
+
+
+def parse_headers(lines: list[str], start: int, mp_id: str) -> tuple[dict[str, Any], int]:
+    headers: dict[str, Any] = {}
+    i = start
+    while i < len(lines):
+        m = KEY_LINE_RE.match(lines[i])
+        if not m:
+            break
+        raw_key, value = m.group(1), m.group(2)
+        key = _KEY_LOOKUP.get(raw_key.lower())
+        if key is None:
+            known = ", ".join(HEADER_KEYS)
+            raise InvalidMPError(
+                f"unknown header key {raw_key!r}; the known keys are {known}",
+                f"Remove or rename `{raw_key}:`; to keep it as prose, put a blank line between the title and it.",
+                line=i + 1,
+                mp_id=mp_id,
+            )
+        if key in headers:
+            raise InvalidMPError(
+                f"header key {key!r} appears twice", f"Keep one `{key}:` line.", line=i + 1, mp_id=mp_id
+            )
+        parse, help_text = HEADER_KEYS[key]
+        try:
+            headers[key] = parse(value)
+        except ValueError as e:
+            raise InvalidMPError(
+                f"header `{key}: {value}` is invalid ({e})", f"Set `{key}:` to {help_text}.", line=i + 1, mp_id=mp_id
+            ) from e
+        i += 1
+    return headers, i
+
+
+def is_header_key(name: str) -> bool:
+    """True for a known header key, in any case (`timeout`, `Step-Timeout`)."""
+    return name.lower() in _KEY_LOOKUP

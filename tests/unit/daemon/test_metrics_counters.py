@@ -1,0 +1,49 @@
+"""The Prometheus counters are fed by the event log, so they count what it records."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mp_engine.config import load_config
+from mp_engine.daemon.metrics import Metrics
+from mp_engine.engine import Engine
+from mp_engine.record.state import Halt
+
+
+@pytest.fixture
+def metrics(ws, monkeypatch):
+    monkeypatch.setenv("MP_ENGINE_METRICS__LISTEN", "127.0.0.1:0")
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    m = Metrics(engine, engine.config, last_sync_ok=lambda: None)
+    engine.events.listeners.append(m.on_event)
+    return engine, m
+
+
+def value(m: Metrics, name: str, labels: dict | None = None) -> float | None:
+    return m.registry.get_sample_value(name, labels or {})
+
+
+def test_finished_mps_and_steps_are_counted_by_status(metrics):
+    engine, m = metrics
+    engine.events.emit("mp_claimed", mp="MP-1.0", run="r1")
+    engine.events.emit("step_finished", mp="MP-1.0", run="r1", step="step-001", ok=True, duration=0.2)
+    engine.events.emit("mp_completed", mp="MP-1.0", run="r1", duration=1.5)
+    engine.events.emit("mp_failed", mp="MP-1.1", run="r-missing", kind="timeout", summary="s", fix="f")
+    assert value(m, "mp_engine_mps_total", {"status": "COMPLETED"}) == 1
+    assert value(m, "mp_engine_mps_total", {"status": "ERROR"}) == 1
+    assert value(m, "mp_engine_step_duration_seconds_count") == 1
+    assert value(m, "mp_engine_mp_duration_seconds_sum", {"status": "COMPLETED"}) == 1.5
+
+
+def test_sync_failures_halted_and_the_last_sync(metrics):
+    engine, m = metrics
+    engine.events.emit("sync_unreachable", remote="origin", error="down")
+    assert value(m, "mp_engine_sync_failures_total", {"event": "sync_unreachable"}) == 1
+    assert value(m, "mp_engine_sync_failures_total", {"event": "sync_conflict"}) == 0  # exported from the start
+    assert value(m, "mp_engine_halted") == 0
+    engine.state.update(halt=Halt(mp_id="MP-1.1", run_id="r", reason="x", since="2026-01-01T00:00:00.000Z"))
+    assert value(m, "mp_engine_halted") == 1
+    assert math.isnan(value(m, "mp_engine_seconds_since_last_sync"))
