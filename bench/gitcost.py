@@ -21,19 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import PYTHON, Stat, engine_env, git, git_env, info_row, make_remote, mp_text, ratio_row
+from mp_engine.sync.attribution import STATUS_ARGS
 
 INBOX = "Claude_Inbox/incoming_microproject.txt"
 EVENT_LOG_MB = 5  # half the default rotation bound: where a weeks-old host log sits
-# The engine's status invocation (mp_engine.sync.attribution.STATUS_ARGS), for the scan floor.
-GitSync_STATUS_ARGS = (
-    "-c",
-    "core.untrackedCache=true",
-    "status",
-    "--porcelain=v1",
-    "-z",
-    "--untracked-files=normal",
-    "--no-renames",
-)
 
 
 def _orchestrator(base: Path, url: str, name: str) -> Path:
@@ -171,7 +162,7 @@ class CliSide:
         (self.root / "SESSION_STATE.json").write_text(json.dumps({"status": "ONLINE", "last_completed": mp_id}))
         (self.root / INBOX).unlink()
         if self.scan:
-            self._git(*GitSync_STATUS_ARGS)
+            self._git(*STATUS_ARGS)  # the engine's own scan, for the scan floor
         self._git("add", "--", "SESSION_STATE.json", "SYSTEM/RESULT_last.md", INBOX, str(run.relative_to(self.root)))
         self._git("commit", "--quiet", "-m", f"{mp_id}: COMPLETED")
         self._git("push", "--quiet", "origin", "HEAD:main")

@@ -47,3 +47,16 @@ def test_sync_failures_halted_and_the_last_sync(metrics):
     engine.state.update(halt=Halt(mp_id="MP-1.1", run_id="r", reason="x", since="2026-01-01T00:00:00.000Z"))
     assert value(m, "mp_engine_halted") == 1
     assert math.isnan(value(m, "mp_engine_seconds_since_last_sync"))
+
+
+def test_served_over_http_on_loopback_and_closed(metrics):
+    from tests.serviceutil import scrape
+
+    engine, m = metrics
+    host, port = m.serve()
+    try:
+        engine.events.emit("mp_completed", mp="MP-1.0", run="r1", duration=0.5)
+        samples = scrape(f"{host}:{port}")
+        assert host == "127.0.0.1" and samples['mp_engine_mps_total{status="COMPLETED"}'] == 1.0
+    finally:
+        m.close()

@@ -41,3 +41,20 @@ def test_open_runs_lists_only_runs_not_closed(ws):
     ledger.close()
     assert [r.run_id for r in open_runs(ws)] == [open_run.run_id]
     assert closed_run.ledger().model.status == "closed"
+
+
+def test_half_built_temp_run_directories_are_swept_and_real_runs_kept(ws):
+    from mp_engine.atomic import TEMP_MARKER
+    from mp_engine.record.archive import sweep_incomplete_runs
+
+    half = ws.runs_dir / f"20260101T000000Z-MP-1.0{TEMP_MARKER}123-abc"
+    half.mkdir(parents=True)
+    kept, _ = create_run(ws, mp_id="MP-1.1", data=b"x", mp_sha256="s", executor="shell")
+    assert sweep_incomplete_runs(ws) == [half] and kept.dir.is_dir()
+
+
+def test_a_run_with_step_output_is_never_taken_for_unfilled(ws):
+    run = reserve_run(ws, "MP-1.3")  # the ledger is gone, but the run did work
+    (run.dir / "steps").mkdir()
+    (run.dir / "steps" / "step-001.stdout").write_text("output\n")
+    assert sweep_unfilled_runs(ws) == [] and run.dir.is_dir()

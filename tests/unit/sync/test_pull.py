@@ -2,34 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
-
-from mp_engine.config import load_config
 from mp_engine.sync import pull
-from mp_engine.sync.context import PROCESSED_REF, SyncContext
-from mp_engine.sync.session import GitSession
+from mp_engine.sync.context import PROCESSED_REF
 from tests.conftest import events
 from tests.gitutil import git, push_file
 
 
-@pytest.fixture
-def puller(channel):
-    bare, _url, ws, orch = channel
-    c = SyncContext(ws, load_config(ws.root).git)
-    s = GitSession(ws.root, 30)
-    yield bare, ws, orch, c, s
-    s.close()
-
-
-def test_ls_remote_sees_a_push_without_fetching_it(puller):
-    _bare, ws, orch, c, s = puller
+def test_ls_remote_sees_a_push_without_fetching_it(parts):
+    _bare, ws, orch, c, s = parts
     tip = push_file(orch, "note.txt", "hi\n", "a note")
     assert pull.ls_remote(c, s) == tip
     assert s.rev(c.tracking) != tip  # nothing fetched yet
 
 
-def test_integrate_fast_forwards_and_marks_the_tip_processed(puller):
-    _bare, ws, orch, c, s = puller
+def test_integrate_fast_forwards_and_marks_the_tip_processed(parts):
+    _bare, ws, orch, c, s = parts
     tip = push_file(orch, "note.txt", "hi\n", "a note")
     out = pull.integrate(c, s, tip, "")
     assert out.integrated and out.problem is None
@@ -39,8 +26,8 @@ def test_integrate_fast_forwards_and_marks_the_tip_processed(puller):
     assert not pull.integrate(c, s, tip, "").integrated  # nothing new: nothing done
 
 
-def test_a_local_edit_in_the_way_is_stashed_kept_and_merged_with_the_pull(puller):
-    _bare, ws, orch, c, s = puller
+def test_a_local_edit_in_the_way_is_stashed_kept_and_merged_with_the_pull(parts):
+    _bare, ws, orch, c, s = parts
     lines = [f"line {i}\n" for i in range(1, 8)]
     tip = push_file(orch, "shared.txt", "".join(lines), "a shared file")
     pull.integrate(c, s, tip, "")
@@ -52,8 +39,8 @@ def test_a_local_edit_in_the_way_is_stashed_kept_and_merged_with_the_pull(puller
     assert s.rev("HEAD") == tip
 
 
-def test_unpushed_local_commits_are_rebased_onto_the_remote(puller):
-    _bare, ws, orch, c, s = puller
+def test_unpushed_local_commits_are_rebased_onto_the_remote(parts):
+    _bare, ws, orch, c, s = parts
     (ws.root / "local.txt").write_text("ours\n")
     git(ws.root, "add", "local.txt")
     git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "local result")
@@ -63,8 +50,8 @@ def test_unpushed_local_commits_are_rebased_onto_the_remote(puller):
     assert events(ws, "sync_pulled")[-1]["how"] == "rebase"
 
 
-def test_a_conflict_aborts_cleanly_and_reports_both_sides(puller):
-    _bare, ws, orch, c, s = puller
+def test_a_conflict_aborts_cleanly_and_reports_both_sides(parts):
+    _bare, ws, orch, c, s = parts
     (ws.root / "both.txt").write_text("ours\n")
     git(ws.root, "add", "both.txt")
     git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ours")
@@ -76,8 +63,8 @@ def test_a_conflict_aborts_cleanly_and_reports_both_sides(puller):
     assert pull.integrate(c, s, tip, "").problem is None  # reported once, until the remote moves
 
 
-def test_a_force_pushed_branch_is_refused_and_nothing_is_pulled(puller):
-    bare, ws, orch, c, s = puller
+def test_a_force_pushed_branch_is_refused_and_nothing_is_pulled(parts):
+    bare, ws, orch, c, s = parts
     tip = push_file(orch, "note.txt", "hi\n", "a note")
     pull.integrate(c, s, tip, "")
     git(orch, "reset", "-q", "--hard", "HEAD~1")

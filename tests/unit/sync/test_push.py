@@ -4,24 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.config import load_config
 from mp_engine.errors import SyncError
 from mp_engine.sync import push
-from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.context import PROCESSED_REF
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.push import PushRejected, push_checked, unpushed
-from mp_engine.sync.session import GitSession
 from tests.conftest import events
 from tests.gitutil import git, push_file
-
-
-@pytest.fixture
-def pusher(channel):
-    bare, _url, ws, orch = channel
-    c = SyncContext(ws, load_config(ws.root).git)
-    s = GitSession(ws.root, 30)
-    yield bare, ws, orch, c, s
-    s.close()
 
 
 def local_commit(ws, name: str = "result.txt") -> str:
@@ -31,8 +20,8 @@ def local_commit(ws, name: str = "result.txt") -> str:
     return git(ws.root, "rev-parse", "HEAD")
 
 
-def test_a_push_moves_the_remote_the_tracking_ref_and_the_processed_marker(pusher):
-    bare, ws, _orch, c, s = pusher
+def test_a_push_moves_the_remote_the_tracking_ref_and_the_processed_marker(parts):
+    bare, ws, _orch, c, s = parts
     head = local_commit(ws)
     assert unpushed(c, s) == 1
     push.push(c, s, SyncOutcome(), "")
@@ -40,8 +29,8 @@ def test_a_push_moves_the_remote_the_tracking_ref_and_the_processed_marker(pushe
     assert unpushed(c, s) == 0 and events(ws, "sync_pushed")[-1]["head"] == head[:12]
 
 
-def test_a_rejected_push_is_rebased_onto_the_orchestrators_commit_and_retried(pusher):
-    bare, ws, orch, c, s = pusher
+def test_a_rejected_push_is_rebased_onto_the_orchestrators_commit_and_retried(parts):
+    bare, ws, orch, c, s = parts
     local_commit(ws)
     theirs = push_file(orch, "note.txt", "theirs\n", "pushed meanwhile")
     with pytest.raises(PushRejected):
@@ -53,8 +42,8 @@ def test_a_rejected_push_is_rebased_onto_the_orchestrators_commit_and_retried(pu
     assert git(bare, "log", "-1", "--format=%s", "main") == "add result.txt"
 
 
-def test_a_hook_that_refuses_the_push_keeps_the_commit_local_and_says_why(pusher):
-    bare, ws, _orch, c, s = pusher
+def test_a_hook_that_refuses_the_push_keeps_the_commit_local_and_says_why(parts):
+    bare, ws, _orch, c, s = parts
     hook = bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'refused: files over 100 MB' >&2\nexit 1\n")
     hook.chmod(0o755)
@@ -65,15 +54,15 @@ def test_a_hook_that_refuses_the_push_keeps_the_commit_local_and_says_why(pusher
     assert git(bare, "rev-parse", "main") != head and s.rev("HEAD") == head
 
 
-def test_nothing_to_push_spawns_no_push(pusher):
-    _bare, ws, _orch, c, s = pusher
+def test_nothing_to_push_spawns_no_push(parts):
+    _bare, ws, _orch, c, s = parts
     before = len(events(ws, "sync_pushed"))  # `init --remote` pushed the layout
     push.push(c, s, SyncOutcome(), "")
     assert len(events(ws, "sync_pushed")) == before
 
 
-def test_a_blocked_channel_does_not_push(pusher):
-    bare, ws, _orch, c, s = pusher
+def test_a_blocked_channel_does_not_push(parts):
+    bare, ws, _orch, c, s = parts
     local_commit(ws)
     c.store.save({**c.store.load(), "blocked": {"kind": "conflict", "remote": "x", "paths": ["a"]}})
     push.push(c, s, SyncOutcome(), "")

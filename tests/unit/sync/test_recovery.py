@@ -5,34 +5,24 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.config import load_config
 from mp_engine.errors import SyncError
 from mp_engine.sync import recovery
-from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.context import PROCESSED_REF
 from mp_engine.sync.session import GitSession
 from tests.conftest import events
 from tests.gitutil import git
 
 
-@pytest.fixture
-def started(channel):
-    bare, _url, ws, orch = channel
-    c = SyncContext(ws, load_config(ws.root).git)
-    s = GitSession(ws.root, 30)
-    yield bare, ws, orch, c, s
-    s.close()
-
-
-def test_a_stale_index_lock_is_removed(started):
-    _bare, ws, _orch, c, s = started
+def test_a_stale_index_lock_is_removed(parts):
+    _bare, ws, _orch, c, s = parts
     (ws.root / ".git" / "index.lock").write_text("")
     recovery.startup(c, s)
     assert not (ws.root / ".git" / "index.lock").exists()
     assert events(ws, "git_recovered")[0]["what"] == "stale index.lock removed"
 
 
-def test_a_half_finished_rebase_is_aborted(started):
-    _bare, ws, _orch, c, s = started
+def test_a_half_finished_rebase_is_aborted(parts):
+    _bare, ws, _orch, c, s = parts
     for side in ("a", "b"):
         git(ws.root, "checkout", "-q", "-B", side, "main")
         (ws.root / "x.txt").write_text(f"{side}\n")
@@ -46,8 +36,8 @@ def test_a_half_finished_rebase_is_aborted(started):
     assert any(e["what"] == "half-finished rebase aborted" for e in events(ws, "git_recovered"))
 
 
-def test_the_wrong_branch_is_refused_with_the_checkout_that_fixes_it(started):
-    _bare, ws, _orch, c, s = started
+def test_the_wrong_branch_is_refused_with_the_checkout_that_fixes_it(parts):
+    _bare, ws, _orch, c, s = parts
     git(ws.root, "checkout", "-q", "-b", "elsewhere")
     with pytest.raises(SyncError, match=f"git -C {ws.root} checkout main"):
         recovery.startup(c, s)
@@ -62,16 +52,16 @@ def test_a_workspace_inside_another_repository_is_refused(tmp_path):
         GitSession(ws.root, 30)  # the repository above is not the workspace's
 
 
-def test_protocol_files_left_uncommitted_are_committed(started):
-    _bare, ws, _orch, c, s = started
+def test_protocol_files_left_uncommitted_are_committed(parts):
+    _bare, ws, _orch, c, s = parts
     (ws.root / "SESSION_STATE.json").write_text((ws.root / "SESSION_STATE.json").read_text() + " ")
     recovery.startup(c, s)
     assert git(ws.root, "log", "-1", "--format=%s") == "mp-engine: commit protocol files left by a restart"
     assert s.rev(PROCESSED_REF) == s.rev(c.tracking)
 
 
-def test_a_url_remote_becomes_origin_and_a_conflicting_origin_is_refused(started, tmp_path):
-    _bare, ws, _orch, c, s = started
+def test_a_url_remote_becomes_origin_and_a_conflicting_origin_is_refused(parts, tmp_path):
+    _bare, ws, _orch, c, s = parts
     c.cfg = c.cfg.model_copy(update={"remote": str(tmp_path / "other.git")})
     with pytest.raises(SyncError, match="git remote set-url origin"):
         recovery.ensure_remote(c, s)
@@ -86,3 +76,30 @@ def test_held_open_sees_our_own_open_file(tmp_path):
     with open(f):
         assert recovery.held_open(f)
     assert not recovery.held_open(f)
+
+
+def test_a_pre_0_2_tracked_event_log_is_untracked_once(parts):
+    _bare, ws, _orch, c, s = parts
+    legacy = ws.root / "SYSTEM" / "events.jsonl"
+    legacy.write_text('{"event": "old"}\n')
+    git(ws.root, "add", "-f", "SYSTEM/events.jsonl")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "old layout")
+    recovery.startup(c, s)
+    assert git(ws.root, "ls-files", "SYSTEM/events.jsonl") == ""
+    assert "/events.jsonl" in (ws.root / "SYSTEM" / ".gitignore").read_text().split()
+    assert any(e["what"] == "old event log untracked" for e in events(ws, "git_recovered"))
+    head = s.rev("HEAD")
+    recovery.startup(c, s)
+    assert s.rev("HEAD") == head  # once
+
+
+def test_the_untracking_waits_while_the_operator_has_something_staged(parts):
+    _bare, ws, _orch, c, s = parts
+    (ws.root / "SYSTEM" / "events.jsonl").write_text("{}\n")
+    git(ws.root, "add", "-f", "SYSTEM/events.jsonl")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "old layout")
+    (ws.root / "mine.txt").write_text("staged by the operator\n")
+    git(ws.root, "add", "mine.txt")
+    recovery.untrack_event_log(c, s)
+    assert git(ws.root, "ls-files", "SYSTEM/events.jsonl") == "SYSTEM/events.jsonl"
+    assert "mine.txt" in events(ws, "sync_failed")[-1]["error"]

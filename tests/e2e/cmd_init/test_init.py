@@ -1,0 +1,32 @@
+"""`mp-engine init` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.cli import mpe
+from tests.gitutil import make_remote, remote_file
+
+
+def test_init_lays_out_a_workspace_and_is_idempotent(tmp_path):
+    r = mpe("init", str(tmp_path / "ws"))
+    assert r.returncode == 0 and r.stderr == ""
+    assert "created SESSION_STATE.json" in r.stdout and "created Claude_Inbox/" in r.stdout
+    state = json.loads((tmp_path / "ws" / "SESSION_STATE.json").read_text())
+    assert state["status"] == "OFFLINE" and state["current"] == "IDLE"
+    again = mpe("init", str(tmp_path / "ws"))
+    assert again.returncode == 0 and "nothing changed" in again.stdout
+
+
+def test_init_with_a_remote_clones_enables_git_and_pushes(tmp_path):
+    bare = make_remote(tmp_path)
+    r = mpe("init", "--remote", f"file://{bare}", str(tmp_path / "ws"))
+    assert r.returncode == 0, r.stderr
+    assert "enabled [git] in mp-engine.toml (remote origin, branch main)" in r.stdout
+    assert json.loads(remote_file(bare, "SESSION_STATE.json"))["current"] == "IDLE"
+
+
+def test_init_with_an_unreachable_remote_says_what_failed(tmp_path):
+    r = mpe("init", "--remote", str(tmp_path / "missing.git"), str(tmp_path / "ws"))
+    assert r.returncode == 1 and r.stdout == ""
+    assert "git clone" in r.stderr and "does not exist" in r.stderr
