@@ -19,8 +19,9 @@ from mp_engine.atomic import atomic_write
 from mp_engine.config import Config
 from mp_engine.errors import ConfinementError, ProcessError
 from mp_engine.execute import diagnosis as diag
-from mp_engine.execute.process import proc_stat, run_process, scrub_env
+from mp_engine.execute.process import run_process, scrub_env
 from mp_engine.inbox.mpfile import Block, MicroProject
+from mp_engine.pids import proc_stat
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.record.events import EventLog

@@ -80,3 +80,28 @@ def test_append_durable_adds_whole_lines(tmp_path):
     append_durable(path, '{"a": 1}')
     append_durable(path, '{"b": 2}\n')
     assert path.read_text().splitlines() == ['{"a": 1}', '{"b": 2}']
+
+
+def test_make_durable_and_fsync_dir_accept_what_was_written(tmp_path):
+    from mp_engine.atomic import fsync_dir, make_durable
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("1")
+    b.write_text("2")
+    make_durable(a, b, tmp_path)  # files and their directory, in one round
+    fsync_dir(tmp_path)
+    assert a.read_text() == "1" and b.read_text() == "2"
+
+
+def test_sha256_file_and_read_tail(tmp_path):
+    import hashlib
+
+    from mp_engine.atomic import read_tail, sha256_file
+
+    f = tmp_path / "big"
+    f.write_bytes(b"a" * (3 << 20) + b"END")  # over one read chunk
+    assert sha256_file(f) == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert sha256_file(tmp_path / "missing") == ""
+    assert read_tail(f, 3) == "END" and read_tail(tmp_path / "missing", 3) == ""
+    f.write_bytes(b"short")
+    assert read_tail(f, 100) == "short"

@@ -380,7 +380,7 @@ def test_a_step_spawned_but_not_yet_recorded_is_killed_on_restart(engine, ws, mo
     """The engine dies right after spawning a step, before `Ledger.spawned` recorded its
     process group: the ledger says in progress with no pgid. The restart finds the group
     by the run and step in its environment and kills it before the step runs again."""
-    from mp_engine.execute.process import proc_stat
+    from mp_engine.pids import proc_stat
     from mp_engine.record.ledger import Ledger
 
     def die(self, step, pgid, proc_start):
@@ -401,3 +401,18 @@ def test_a_step_spawned_but_not_yet_recorded_is_killed_on_restart(engine, ws, mo
     assert orphan in (rec.get("killed_pids") or []), rec
     assert res.action == "error" and result_field(ws, "Error-Kind") == "timeout"  # re-run, bounded
     wait_for(lambda: proc_stat(orphan) is None or proc_stat(orphan)[0] != orphan, what="the orphan to be gone")
+
+
+def test_an_open_run_whose_mp_copy_is_gone_ends_in_one_error_result_in_that_run(engine, ws):
+    from mp_engine.record.archive import create_run
+
+    data = b"# MP-9.1\n```bash\ntrue\n```\n"
+    run, ledger = create_run(ws, mp_id="MP-9.1", data=data, mp_sha256="s", executor="shell")
+    engine.state.update(current="MP-9.1", status=Status.RUNNING, run_id=run.run_id)
+    run.mp_copy.unlink()  # the archive was damaged while the engine was down
+    restarted = Engine(ws, load_config(ws.root))
+    restarted.start(daemon=False)
+    result = restarted.tick()
+    assert result.action == "error" and result.run_id == run.run_id
+    assert result_field(ws, "Error-Kind") == "engine_error" and result_field(ws, "Run") == run.run_id
+    assert [p.name for p in ws.runs_dir.iterdir() if p.is_dir()] == [run.run_id]  # no second run for it

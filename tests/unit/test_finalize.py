@@ -111,3 +111,15 @@ def test_after_sync_turns_a_sync_problem_into_an_error_result_naming_the_last_mp
     assert result.action == "error" and result.mp_id == "MP-5.0"
     assert events(ws, "sync_blocked")[-1]["kind"] == "git_conflict"
     assert result_field(ws, "Status") == "ERROR"
+
+
+def test_two_newer_mps_during_a_run_keep_the_newest_in_the_inbox_and_the_other_in_the_archive(ws, engine):
+    run, ledger = completed_run(ws)
+    newer = b"# MP-5.2 Newer\n```bash\ntrue\n```\n"
+    newest = b"# MP-5.3 Newest\n```bash\ntrue\n```\n"
+    aside = ws.inbox_dir / f"{CLAIMED_PREFIX}{run.run_id}"
+    aside.write_bytes(newer)  # renamed aside by this finalize, then the engine died...
+    ws.inbox_file.write_bytes(newest)  # ...and the orchestrator wrote another one
+    clear_inbox(engine.ctx, run, ledger)
+    assert ws.inbox_file.read_bytes() == newest and run.moved_entry.read_bytes() == newer
+    assert events(ws, "inbox_superseded")[-1]["kept"] == ws.rel(run.moved_entry)

@@ -60,3 +60,16 @@ def test_every_toml_example_in_docs_agent_md_is_a_valid_configuration():
         config = Config.model_validate(tomllib.loads(block))
         names |= {lv.argv[0] for lv in config.agent.levels if lv.argv}
     assert {"claude", "codex", "aider", "ollama"} <= names
+
+
+def test_levels_are_described_and_recorded_by_name_or_model():
+    from mp_engine.agent.chain import describe, model_id, runnable
+    from mp_engine.config import AgentLevel
+
+    small = AgentLevel(name="small", argv=("ollama", "run", "qwen", "{prompt}"), model="qwen2.5-coder:7b")
+    big = AgentLevel(name="claude", argv=("claude", "-p", "{prompt}"))
+    gate = AgentLevel(name="human", hard_gate=True)
+    chain = (small, big, gate)
+    assert describe(chain, 1) == "level 1 (claude)" and describe(chain, 7) == "level 7"
+    assert model_id(small) == "qwen2.5-coder:7b" and model_id(big) == "claude"
+    assert runnable(chain) == [small, big]

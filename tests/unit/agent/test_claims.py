@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mp_engine.agent.claims import parse_claims
 from mp_engine.agent.prompt import protocol
 
@@ -82,3 +84,33 @@ def test_the_prompt_protocol_is_parseable_when_followed_literally():
     )
     c = parse_claims(filled, NONCE)
     assert c.status_ok and c.claimed_complete
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"STATUS": "DONE"}, "STATUS 'DONE' is not one of"),
+        ({"EXIT_SIGNAL": "yes"}, "EXIT_SIGNAL 'yes' is not true or false"),
+        ({"WORK_TYPE": "vibes"}, "WORK_TYPE 'vibes' is not one of"),
+        ({"FILES_MODIFIED": "many"}, "FILES_MODIFIED"),
+    ],
+)
+def test_each_invalid_field_is_named_and_the_block_is_no_claim(fields, problem):
+    c = parse_claims(status(**fields), NONCE)
+    assert not c.status_ok and not c.claimed_complete
+    assert problem in c.status_problem
+
+
+def test_a_block_missing_fields_names_them():
+    text = f"---LOOPR_STATUS---\nNONCE: {NONCE}\nSTATUS: COMPLETE\n---END_LOOPR_STATUS---"
+    c = parse_claims(text, NONCE)
+    assert c.status_problem == (
+        "invalid status block: the status block lacks EXIT_SIGNAL, WORK_TYPE, FILES_MODIFIED, ERRORS, SUMMARY"
+    )
+
+
+def test_claims_round_trip_through_the_iteration_record():
+    from mp_engine.agent.claims import Claims
+
+    c = parse_claims(f'<mt_complete nonce="{NONCE}">x</mt_complete>\n{status()}', NONCE)
+    assert Claims.from_dict(c.to_dict()) == c

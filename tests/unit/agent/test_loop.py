@@ -287,3 +287,18 @@ def test_auth_and_missing_cli_end_blocked_with_one_fix(engine_for, ws, tmp_path)
     engine = Engine(ws, load_config(ws.root))
     assert run_mp(engine, ws).action == "error"
     assert result_field(ws, "Error-Kind") == "agent_not_found" and "Install `" in ws.result_file.read_text()
+
+
+def test_a_stop_before_the_first_iteration_pauses_the_loop_and_the_next_pass_resumes_it(engine_for, ws, tmp_path):
+    log = tmp_path / "calls.log"
+    engine = engine_for([level("good", "good.py", "--log", str(log))])
+    engine.stop.set()
+    res = run_mp(engine, ws)
+    assert res.action == "interrupted"
+    run = only_run(ws)
+    assert progress(run)["status"] == "paused" and progress(run)["pauses"][-1]["kind"] == "stop"
+    assert "FR-EVT-MT-007" in ids(ws) and calls(log) == []
+    engine.stop.clear()
+    resumed = engine.tick()
+    assert resumed.action == "completed" and "FR-EVT-MT-008" in ids(ws)
+    assert len(calls(log)) == 1

@@ -82,3 +82,21 @@ def test_passing_checks_without_a_claim_ask_for_the_claim():
     assert "Every check passed, but no completion was claimed" in text
     assert "Its status block was not accepted: no status block." in text
     assert "claimed completion, but" not in text
+
+
+def test_the_budget_and_the_escalation_left_are_in_the_prompt():
+    text = build()
+    assert text.splitlines()[0] == "# Task from mp-engine: MP-9.1 MT-001 (micro-task 1 of 2), iteration 1, level 0 (small)"
+    assert (
+        "7 of 10 iterations left for the MP; 2 more failed iteration(s) at this level before escalation; "
+        "about 100 of 300 seconds left."
+    ) in text
+    assert "This is the first iteration of this micro-task." in text
+
+
+def test_a_later_micro_task_sees_only_the_checks_that_accept_it():
+    mp = parse(MP)
+    plan = decompose(mp)
+    first = [c.step_id for c in plan.checks_for(mp, 0)]
+    second = [c.step_id for c in plan.checks_for(mp, 1)]
+    assert first == ["check-001"] and second == ["check-001", "check-002"]

@@ -16,6 +16,7 @@ from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.engine import Engine
 from mp_engine.errors import ConfigError
 from mp_engine.inbox.watchers import NativeWatcher
+from tests.conftest import events
 from tests.serviceutil import NotifySocket
 
 
@@ -113,5 +114,38 @@ def test_sync_events_decide_the_last_good_sync(engine, notify, monkeypatch, ws):
         assert read_last_sync_ok(ws.local_dir) is None
         engine.events.emit("sync_pushed", branch="main", head="abc")
         assert read_last_sync_ok(ws.local_dir) is not None
+    finally:
+        sup.uninstall()
+
+
+def test_metrics_on_a_port_another_process_holds_is_a_config_error_naming_the_key(ws, monkeypatch):
+    import socket
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    port = held.getsockname()[1]
+    monkeypatch.setenv("MP_ENGINE_METRICS__LISTEN", f"127.0.0.1:{port}")
+    engine = Engine(ws, load_config(ws.root))
+    sup = Supervisor(engine, engine.config, Notifier(None)).install()
+    try:
+        with pytest.raises(ConfigError, match=f"metrics.listen = '127.0.0.1:{port}': cannot listen there"):
+            sup.start_metrics()
+    finally:
+        sup.uninstall()
+        held.close()
+
+
+def test_metrics_listen_and_are_fed_by_the_event_log(ws, monkeypatch):
+    from tests.serviceutil import scrape
+
+    monkeypatch.setenv("MP_ENGINE_METRICS__LISTEN", "127.0.0.1:0")
+    engine = Engine(ws, load_config(ws.root))
+    sup = Supervisor(engine, engine.config, Notifier(None)).install()
+    try:
+        sup.start_metrics()
+        address = [e for e in events(ws, "metrics_listening")][-1]["address"]
+        engine.events.emit("mp_failed", mp="MP-1.0", run="r", kind="timeout", summary="s", fix="f")
+        assert scrape(address)['mp_engine_mps_total{status="ERROR"}'] == 1.0
     finally:
         sup.uninstall()

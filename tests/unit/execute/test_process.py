@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from mp_engine.execute.process import kill_stale_group, proc_stat, run_process, scrub_env
+from mp_engine.execute.process import kill_stale_group, run_process, scrub_env
+from mp_engine.pids import proc_stat
 from tests.conftest import wait_for
 
 

@@ -36,3 +36,18 @@ def test_watchdog_stop_race_is_not_reported_as_an_error(capsys):
     finally:
         logging.getLogger().handlers.clear()
     assert [line["event"] for line in lines] == ["a real watchdog error"]
+
+
+def test_readable_lines_on_a_terminal_and_the_level_filters(capsys):
+    logs.configure("warning", json_lines=False)
+    try:
+        structlog.get_logger().info("hidden", mp="MP-1.0")
+        structlog.get_logger().warning("sync_failed", stage="poll")
+        err = capsys.readouterr().err
+    finally:
+        logging.getLogger().handlers.clear()
+        logs.configure("info", json_lines=True)
+        logging.getLogger().handlers.clear()
+    assert "hidden" not in err
+    line = err.strip().splitlines()[-1]
+    assert "sync_failed" in line and "stage=poll" in line and not line.startswith("{")

@@ -48,3 +48,35 @@ def test_an_unreachable_remote_is_noted_once_and_the_poll_never_raises(channel, 
         assert ch.unreachable == first
     finally:
         ch.close()
+
+
+def test_a_session_that_saw_an_unexpected_error_is_dropped_and_reopened(channel):
+    _bare, _url, ws, _orch = channel
+    ch = GitChannel(ws, load_config(ws.root).git)
+    try:
+        with ch.session() as first:
+            pass
+        with ch.session() as same:
+            assert same is first  # kept across sync points
+        try:
+            with ch.session():
+                raise KeyError("a bug in a sync point")
+        except KeyError:
+            pass
+        with ch.session() as fresh:
+            assert fresh is not first and fresh.rev("HEAD") == git(ws.root, "rev-parse", "HEAD")
+    finally:
+        ch.close()
+
+
+def test_running_without_commit_running_records_the_baseline_and_commits_nothing(channel, monkeypatch):
+    _bare, _url, ws, _orch = channel
+    monkeypatch.setenv("MP_ENGINE_GIT__COMMIT_RUNNING", "false")
+    ch = GitChannel(ws, load_config(ws.root).git)
+    try:
+        head = git(ws.root, "rev-parse", "HEAD")
+        assert ch.running("MP-3.5", "20260101T000000Z-MP-3.5").problem is None
+        assert git(ws.root, "rev-parse", "HEAD") == head
+        assert "20260101T000000Z-MP-3.5" in ch.c.store.load()["baselines"]
+    finally:
+        ch.close()

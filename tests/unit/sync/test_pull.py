@@ -76,3 +76,24 @@ def test_a_force_pushed_branch_is_refused_and_nothing_is_pulled(parts):
     out = pull.integrate(c, s, rewritten, "")
     assert out.problem is not None and out.problem.kind == "history_rewritten"
     assert not (ws.root / "evil.txt").exists() and s.rev("HEAD") == tip
+
+
+def test_a_fresh_repository_adopts_the_remote_as_it_is(tmp_path, channel):
+    from mp_engine.config import load_config
+    from mp_engine.sync.context import SyncContext
+    from mp_engine.sync.session import GitSession
+    from mp_engine.workspace import init_workspace
+
+    bare, url, _ws, orch = channel
+    tip = push_file(orch, "note.txt", "from the channel\n", "a note")
+    ws, _ = init_workspace(tmp_path / "fresh")
+    git(ws.root, "init", "-q", "-b", "main")
+    git(ws.root, "remote", "add", "origin", url)
+    c = SyncContext(ws, load_config(ws.root).git)
+    s = GitSession(ws.root, 30)
+    try:
+        out = pull.integrate(c, s, pull.ls_remote(c, s), "")
+        assert out.integrated and s.rev("HEAD") == tip == s.rev(PROCESSED_REF)
+        assert events(ws, "sync_pulled")[-1]["how"] == "adopted"
+    finally:
+        s.close()
