@@ -136,3 +136,10 @@ def test_every_command_has_an_example_in_its_help(command, capsys):
     assert main([*command, "--help"]) == 0
     out = capsys.readouterr().out
     assert "Example" in out and "mp-engine " + command[0] in out.split("Example", 1)[1]
+
+
+def test_version_names_the_package_version(capsys):
+    from mp_engine import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"mp-engine, version {__version__}"

@@ -74,3 +74,12 @@ def test_an_agent_chain_is_checked_as_a_whole(tmp_path):
     (tmp_path / "mp-engine.toml").write_text(chain(ok + gate))
     assert [lv.name for lv in load_config(tmp_path).agent.levels] == ["a", "human"]
 
+
+
+def test_this_repositorys_own_workspace_runs_with_git_off():
+    """`make run` serves this repository's own Claude_Inbox/; git sync stays off until a
+    remote is configured (README, quick start)."""
+    from tests.conftest import REPO_ROOT
+
+    config = load_config(REPO_ROOT)
+    assert config.git.enabled is False and config.execution.executor == "shell"

@@ -416,3 +416,17 @@ def test_an_open_run_whose_mp_copy_is_gone_ends_in_one_error_result_in_that_run(
     assert result.action == "error" and result.run_id == run.run_id
     assert result_field(ws, "Error-Kind") == "engine_error" and result_field(ws, "Run") == run.run_id
     assert [p.name for p in ws.runs_dir.iterdir() if p.is_dir()] == [run.run_id]  # no second run for it
+
+
+def test_build_picks_the_channel_git_asks_for(ws, tmp_path):
+    from mp_engine.sync import GitChannel, LocalChannel
+    from tests.gitutil import engine_workspace, make_remote
+
+    assert isinstance(Engine.build(ws, load_config(ws.root)).sync, LocalChannel)
+    git_ws = engine_workspace(tmp_path, f"file://{make_remote(tmp_path)}", name="git-ws")
+    engine = Engine.build(git_ws, load_config(git_ws.root))
+    try:
+        assert isinstance(engine.sync, GitChannel) and engine.sync.enabled
+        assert engine.sync.c.events is engine.events  # one event log, one redactor
+    finally:
+        engine.sync.close()

@@ -80,3 +80,14 @@ def test_the_manifest_hashes_every_file_of_the_iteration(tmp_path):
         "agent/MT-001/iter-002/prompt.md": hashlib.sha256(b"the prompt").hexdigest(),
         "steps/check.stdout": hashlib.sha256(b"check output").hexdigest(),
     }
+
+
+def test_the_diffstat_lists_untracked_files_and_says_when_nothing_changed(repo):
+    w = Worktree(repo)
+    base = w.snapshot()
+    assert w.diffstat(base, w.snapshot()) == " no changes since the loop started\n"
+    (repo / "notes").mkdir()
+    (repo / "notes" / "new.md").write_text("x\n")
+    snap = w.snapshot()
+    assert snap.untracked == ["notes/new.md"]
+    assert " 1 untracked file(s):\n   notes/new.md\n" in w.diffstat(base, snap)

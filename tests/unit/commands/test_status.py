@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 from datetime import UTC, datetime, timedelta
 
@@ -11,8 +12,9 @@ import pytest
 
 from mp_engine.agent.progress import Progress
 from mp_engine.cli import main
-from mp_engine.commands.status import ago, render_status, status_line, status_report
+from mp_engine.commands.status import render_status, status_report
 from mp_engine.config import load_config
+from mp_engine.daemon.health import ago, status_line
 from mp_engine.record.archive import create_run
 from mp_engine.record.state import SessionState
 from tests.conftest import drop, read_state, wait_for
@@ -138,3 +140,19 @@ def test_last_sync_in_status_and_metrics_and_sync_failures_counted(tmp_path, dae
     assert json.loads(out)["last_error"]["event"] == "sync_unreachable"
     d.signal(signal.SIGTERM)
     assert d.wait() == 0
+
+
+def test_a_pending_mp_that_will_be_refused_shows_why_before_the_engine_takes_it(ws):
+    ws.inbox_file.write_text("# MP-4.2\nTimeout: soon\n```bash\ntrue\n```\n")
+    report = status_report(ws, load_config(ws.root))
+    assert report["pending"]["path"] == "Claude_Inbox/incoming_microproject.txt"
+    assert "`Timeout: soon` is invalid" in report["pending"]["invalid"]
+
+
+def test_the_lock_holder_is_named_while_another_engine_works(ws):
+    from mp_engine.lock import WorkspaceLock
+
+    with WorkspaceLock(ws.lock_file, 1).hold("tick"):
+        holder = status_report(ws, load_config(ws.root))["lock_holder"]
+    assert holder["purpose"] == "tick" and holder["pid"] == os.getpid()
+    assert "lock_holder" not in status_report(ws, load_config(ws.root))

@@ -97,3 +97,23 @@ def test_entries_that_can_never_be_an_mp_are_refused_with_a_fix(ws, tmp_path, ki
     with pytest.raises(InvalidMPError) as e:
         inbox.read(scan.entry, 1024)
     assert e.value.fix
+
+
+def test_a_file_removed_after_a_hint_forgets_the_hint(ws, clock):
+    fresh(ws)
+    inbox = Inbox(ws, 60, monotonic=clock, wall=lambda: os.stat(ws.inbox_file).st_mtime)
+    inbox.note_complete()
+    ws.inbox_file.unlink()
+    assert inbox.scan().entry is None
+    fresh(ws, b"# MP-1.0\n")  # the same bytes again, a new file: it must settle again
+    os.utime(ws.inbox_file, ns=(0, os.stat(ws.inbox_file).st_mtime_ns + 10**9))
+    assert not inbox.scan().ready
+
+
+def test_a_file_dated_in_the_future_still_settles_by_observation(ws, clock):
+    fresh(ws)
+    mtime = os.stat(ws.inbox_file).st_mtime
+    inbox = Inbox(ws, 5, monotonic=clock, wall=lambda: mtime - 3600)  # the writer's clock is ahead
+    assert not inbox.scan().ready
+    clock.t += 5
+    assert inbox.scan().ready

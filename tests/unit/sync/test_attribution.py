@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
 from mp_engine.sync import attribution
-from mp_engine.sync.attribution import PROTOCOL_FILES, changes, fingerprint, new_baseline, select
+from mp_engine.sync.attribution import PROTOCOL_FILES, changes, file_clock_ns, fingerprint, new_baseline, select
 from mp_engine.sync.session import GitSession
+from tests.conftest import wait_for
 from tests.gitutil import git
 
 
@@ -23,9 +23,11 @@ def repo(ws):
     s.close()
 
 
-def later() -> None:
-    """Let the kernel's coarse file clock move past the baseline."""
-    time.sleep(0.02)
+def later(ws_or_dir) -> None:
+    """Wait until the kernel's coarse file clock (a tick of a few ms) has moved on."""
+    where = getattr(ws_or_dir, "local_dir", ws_or_dir)
+    now = file_clock_ns(where)
+    wait_for(lambda: file_clock_ns(where) > now, what="the file clock to tick")
 
 
 def test_the_run_carries_what_it_wrote_and_the_operators_edit_stays(repo):
@@ -33,9 +35,9 @@ def test_the_run_carries_what_it_wrote_and_the_operators_edit_stays(repo):
     (ws.root / "notes.txt").write_text("the operator's, before the run\n")
     before = select(ws.root, changes(s, ws.root), None)[1]
     assert list(before) == ["notes.txt"]  # no run: everything stays local
-    later()
+    later(ws)
     baseline = new_baseline(ws.local_dir, before)
-    later()
+    later(ws)
     (ws.root / "out").mkdir()
     (ws.root / "out" / "made.txt").write_text("by the run\n")
     paths, left = select(ws.root, changes(s, ws.root), baseline)
@@ -46,9 +48,9 @@ def test_a_file_the_run_only_touched_keeps_the_operators_content_local(repo):
     ws, s = repo
     (ws.root / "notes.txt").write_text("edit\n")
     dirty = select(ws.root, changes(s, ws.root), None)[1]
-    later()
+    later(ws)
     baseline = new_baseline(ws.local_dir, dirty)
-    later()
+    later(ws)
     os.utime(ws.root / "notes.txt")  # touched (ctime moves), content unchanged
     (ws.root / "notes.txt").write_text("edit\n")
     assert "notes.txt" not in select(ws.root, changes(s, ws.root), baseline)[0]
@@ -88,6 +90,6 @@ def test_fingerprints(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
     first = fingerprint(d)
-    later()
+    later(tmp_path)
     (d / "new").write_text("y")
     assert fingerprint(d) != first and attribution.ctime_ns(d) >= attribution.ctime_ns(d / "new")

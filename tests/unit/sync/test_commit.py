@@ -58,3 +58,23 @@ def test_a_long_path_list_goes_through_a_pathspec_file(committer, monkeypatch):
         (ws.root / name).write_text(name)
     commit.commit_paths(c, s, "MP-1.3: COMPLETED", ["a.txt", "b.txt", ":(glob)*"], foreign_staged=False)
     assert sorted(git(ws.root, "show", "--name-only", "--format=", "HEAD").split()) == [":(glob)*", "a.txt", "b.txt"]
+
+
+def test_commit_run_carries_the_runs_changes_and_drops_its_baseline(committer):
+    from mp_engine.sync import attribution
+    from tests.conftest import wait_for
+
+    ws, c, s = committer
+    (ws.root / "notes.txt").write_text("the operator's\n")
+    data = c.store.load()
+    data["baselines"]["r1"] = attribution.new_baseline(
+        ws.local_dir, {"notes.txt": attribution.fingerprint(ws.root / "notes.txt")}
+    )
+    c.store.save(data)
+    since = data["baselines"]["r1"]["since_ns"]
+    wait_for(lambda: attribution.file_clock_ns(ws.local_dir) > since, what="the file clock to tick")
+    (ws.root / "made.txt").write_text("by the run\n")
+    head = commit.commit_run(c, s, "MP-1.4: COMPLETED", "r1", finished=True)
+    assert head and sorted(git(ws.root, "show", "--name-only", "--format=", "HEAD").split()) == ["made.txt"]
+    stored = c.store.load()
+    assert "r1" not in stored["baselines"] and "notes.txt" in stored["dirty"]

@@ -1,0 +1,57 @@
+"""The header: decoding the bytes, the `# MP-X.Y Title` line, and the `Key: value` lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.errors import InvalidMPError
+from mp_engine.inbox.header import decode, is_header_key, parse_header_line, parse_headers
+
+
+@pytest.mark.parametrize(
+    ("line", "mp_id", "title"),
+    [
+        ("# MP-1.4 Add a greeting", "MP-1.4", "Add a greeting"),
+        ("# MP-12.03 — Dash separated", "MP-12.03", "Dash separated"),
+        ("#\tMP-2.0: colon", "MP-2.0", "colon"),
+        ("# MP-3.1", "MP-3.1", ""),
+    ],
+)
+def test_the_first_non_blank_line_names_the_mp(line, mp_id, title):
+    assert parse_header_line(["", "  ", line, "body"]) == (2, mp_id, title)
+
+
+@pytest.mark.parametrize("line", ["# MP-1.4.2 three parts", "# MP-1.4x", "## MP-1.4", "# mp-1.4"])
+def test_near_misses_are_not_headers(line):
+    with pytest.raises(InvalidMPError) as e:
+        parse_header_line([line])
+    assert e.value.line == 1 and "`# MP-1.4 Short title`" in e.value.fix
+
+
+def test_decode_normalises_line_endings_and_a_bom():
+    assert decode(b"\xef\xbb\xbf# MP-1.0\r\nA\rB\n", max_bytes=100) == "# MP-1.0\nA\nB\n"
+
+
+def test_header_keys_are_case_insensitive_and_typed():
+    headers, end = parse_headers(["timeout: 30", "STEP-TIMEOUT: 5", "executor: Agent", "", "prose"], 0, "MP-1.0")
+    assert headers == {"Timeout": 30.0, "Step-Timeout": 5.0, "Executor": "agent"} and end == 3
+    assert is_header_key("approves") and not is_header_key("Colour")
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("Timeout: -5", "must be a positive number of seconds"),
+        ("Executor: docker", "must be `shell` or `agent`"),
+        ("Approves: yesterday", "must name the failed MP"),
+    ],
+)
+def test_a_bad_value_says_what_the_key_takes(line, reason):
+    with pytest.raises(InvalidMPError) as e:
+        parse_headers([line], 0, "MP-1.0")
+    assert reason in e.value.reason and e.value.mp_id == "MP-1.0" and e.value.line == 1
+
+
+def test_approves_accepts_a_run_id_for_an_mp_that_had_no_readable_header():
+    headers, _ = parse_headers(["Approves: 20261124T101500Z-UNPARSED"], 0, "MP-1.1")
+    assert headers["Approves"] == "20261124T101500Z-UNPARSED"
