@@ -2,7 +2,7 @@
 
 Every error raised on purpose derives from `MpEngineError`. Messages say what to do
 next and carry the evidence (the path, the command, its exit code, its stderr). The CLI
-maps each class to an exit code in one place (`cli.py`).
+maps each class to an exit code in one place (`cli.main`, with the codes of `exitcodes.py`).
 """
 
 from __future__ import annotations

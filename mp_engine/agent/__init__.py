@@ -13,5 +13,6 @@
     certificate halting certificates and their diagnoses
     distill     distillation candidates under SYSTEM/distill/
 
-`mp_engine/executors/agent.py` sequences them.
+`loop.py` sequences them (with `calling`, `recording`, `ending`); `executor.py` is the
+Executor the engine calls.
 """

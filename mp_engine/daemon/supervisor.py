@@ -109,7 +109,7 @@ class Supervisor:
             self.metrics.close()
         self.notifier.close()
 
-    # -- hooks called by Engine.run and the step wait loop ---------------------------
+    # -- hooks called by Daemon.run and the step wait loop ---------------------------
 
     def loop_started(self, watcher: Any) -> None:
         self._watcher = watcher

@@ -9,16 +9,18 @@ then, its content differs from what it was). Everything else is the operator's a
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mp_engine.clock import parse_iso
 from mp_engine.config import CONFIG_FILE
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
-from mp_engine.workspace import EVENTS_FILE, LOCAL_DIR, RESULT_FILE, RUNS_DIR, STATE_FILE, SYSTEM_DIR
+from mp_engine.workspace import EVENTS_FILE, LOCAL_DIR, RESULT_FILE, RUNS_DIR, STATE_FILE, SYSTEM_DIR, Workspace
 
 RUNS_PREFIX = f"{SYSTEM_DIR}/{RUNS_DIR}/"
 # The files the protocol owns; staged whenever they changed.
@@ -102,6 +104,22 @@ def changed_by_run(root: Path, path: str, ch: Change, baseline: dict[str, Any]) 
 def new_baseline(local_dir: Path, dirty: dict[str, str]) -> dict[str, Any]:
     """The baseline of a run starting now: the kernel's file clock, and the dirty set."""
     return {"since_ns": file_clock_ns(local_dir), "dirty": dirty}
+
+
+def derived_baseline(ws: Workspace, run_id: str, dirty: dict[str, str]) -> dict[str, Any] | None:
+    """The baseline of a run whose own was never recorded (the engine died between RUNNING
+    and `running()`): its claim time from the ledger, less a second for the coarse file
+    clock, so nothing the MP wrote is missed; a file the operator wrote in that second is
+    attributed to the run. None when the run has no readable ledger, or ran nothing (an MP
+    refused before it started: executor "none")."""
+    try:
+        ledger = json.loads((ws.runs_dir / run_id / "ledger.json").read_text(encoding="utf-8"))
+        claimed = parse_iso(ledger["created_at"]).timestamp()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if ledger.get("executor") == "none":
+        return None
+    return {"since_ns": int((claimed - 1.0) * 1e9), "dirty": dirty}
 
 
 def file_clock_ns(local_dir: Path) -> int:

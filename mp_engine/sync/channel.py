@@ -20,7 +20,7 @@ from typing import Any
 from mp_engine.config import GitConfig
 from mp_engine.errors import InvalidMPError, RemoteUnreachable, SyncError
 from mp_engine.record.events import EventLog
-from mp_engine.sync import attribution, commit, pull, push, recovery
+from mp_engine.sync import attribution, commit, locks, pull, push, recovery
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession
@@ -92,6 +92,7 @@ class GitChannel:
                 if not self._remote_checked:  # re-read the remotes only after a failure
                     recovery.ensure_remote(self.c, s)
                     self._remote_checked = True
+                commit.commit_unpublished(self.c, s)
                 remote_sha = pull.ls_remote(self.c, s)
                 if remote_sha is not None:
                     out = pull.integrate(self.c, s, remote_sha, self.allowed_signers)
@@ -103,6 +104,7 @@ class GitChannel:
             except SyncError as e:
                 self._remote_checked = False
                 self.c.events.emit("sync_failed", stage="poll", error=str(e))
+                self._after_failure(s, e)
         return out
 
     def running(self, mp_id: str, run_id: str) -> SyncOutcome:
@@ -125,15 +127,19 @@ class GitChannel:
             self.c.mark_unreachable(str(e))
         except SyncError as e:
             self.c.events.emit("sync_failed", stage="running", error=str(e))
+            self._after_failure(None, e)
         return out
 
     def publish(self, message: str, run_id: str | None) -> SyncOutcome:
         """When an MP ended: commit its result and changes (`message` is the outcome's
         commit summary) and push. A push that fails leaves the commit for the next poll."""
         out = SyncOutcome()
+        data = self.c.store.load()
+        data.setdefault("unpublished", []).append({"run_id": run_id, "message": message})
+        self.c.store.save(data, durable=False)
         try:
             with self.session() as s:
-                commit.commit_run(self.c, s, message, run_id, finished=True)
+                commit.commit_unpublished(self.c, s)
                 push.push(self.c, s, out, self.allowed_signers)
                 if (self.c.store.blocked() or {}).get("kind") == "conflict":
                     push.push_side_branch(self.c, s)
@@ -141,7 +147,20 @@ class GitChannel:
             self.c.mark_unreachable(str(e))
         except SyncError as e:
             self.c.events.emit("sync_failed", stage="publish", error=str(e))
+            self._after_failure(None, e)
         return out
+
+
+    def _after_failure(self, s: GitSession | None, e: SyncError) -> None:
+        """A lock left by a killed git blocks every later command: remove it now, so the
+        next sync point (which retries what failed) can succeed."""
+        if not locks.is_lock_error(str(e)):
+            return
+        try:
+            with self.session() as session:
+                locks.remove_stale_locks(self.c, recovery.git_dirs(s or session))
+        except SyncError as again:
+            self.c.events.emit("sync_failed", stage="lock recovery", error=str(again))
 
     def refusal_for(self, data: bytes) -> InvalidMPError | None:
         """The signature refusal recorded for this exact MP, if any (consumed)."""

@@ -30,11 +30,32 @@ def commit_run(
     if found is None:
         found = attribution.changes(s, c.ws.root)
     data = c.store.load()
-    paths, left = attribution.select(c.ws.root, found, data["baselines"].get(run_id) if run_id else None)
+    baseline = data["baselines"].get(run_id) if run_id else None
+    if run_id and baseline is None and (baseline := attribution.derived_baseline(c.ws, run_id, data.get("dirty", {}))):
+        # The engine died between RUNNING and recording the baseline (issue #19): the run's
+        # ledger says when it was claimed, which is all attribution needs.
+        c.events.emit("git_recovered", what="baseline derived from the run's ledger", run=run_id)
+    paths, left = attribution.select(c.ws.root, found, baseline)
     foreign = [p for p, ch in found.items() if ch.code[0] not in " ?" and p not in paths]
-    head = commit_paths(c, s, message, paths, foreign_staged=bool(foreign))
+    # A deletion already in the index (a crash between `git add` and `git commit`) is
+    # committed as it is: `git add -- PATH` of a path gone from index and tree fails.
+    staged_deletions = {p for p, ch in found.items() if ch.code[0] == "D"}
+    head = commit_paths(c, s, message, paths, foreign_staged=bool(foreign), already_staged=staged_deletions)
     remember(c, data, left, forget=run_id if finished else None)
     return head
+
+
+def commit_unpublished(c: SyncContext, s: GitSession) -> None:
+    """Commit the results whose commit has not been made yet: the MP that just ended, or
+    one whose commit failed (a stale git lock, a full disk, a kill between `git add` and
+    `git commit`), retried at startup and at every poll until it succeeds. An entry goes
+    only after its commit, so a result is never lost and committed once."""
+    while pending := c.store.load().get("unpublished"):
+        entry = pending[0]
+        commit_run(c, s, entry["message"], entry["run_id"], finished=True)
+        data = c.store.load()
+        data["unpublished"] = data.get("unpublished", [])[1:]
+        c.store.save(data, durable=False)
 
 
 def remember(c: SyncContext, data: dict[str, Any], left: dict[str, str], *, forget: str | None = None) -> None:
@@ -52,7 +73,15 @@ def foreign_staged(s: GitSession, paths: list[str]) -> list[str]:
     return [p for p in s.staged() if not any(p == q or p.startswith(q + "/") for q in paths)]
 
 
-def commit_paths(c: SyncContext, s: GitSession, message: str, paths: list[str], *, foreign_staged: bool) -> str | None:
+def commit_paths(
+    c: SyncContext,
+    s: GitSession,
+    message: str,
+    paths: list[str],
+    *,
+    foreign_staged: bool,
+    already_staged: set[str] | frozenset[str] = frozenset(),
+) -> str | None:
     """Stage `paths` by name and commit them (and nothing else); return the new HEAD.
 
     Plain `git commit` when nothing else is staged; `git commit --only` semantics
@@ -63,13 +92,10 @@ def commit_paths(c: SyncContext, s: GitSession, message: str, paths: list[str], 
     _redact_archives(c, paths)
     # `--literal-pathspecs`: these are file names, never patterns or `:(magic)`. A short
     # list goes on the command line (no file to create); a long one through a file.
-    if sum(len(p) + 1 for p in paths) <= PATHS_ON_COMMAND_LINE:
-        spec = ["--", *paths]
-    else:
-        spec_file = c.ws.local_dir / "gitsync.pathspec"
-        atomic_write(spec_file, "\0".join(paths) + "\0", durable=False)
-        spec = [f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"]
-    s.run("--literal-pathspecs", "add", "--all", *spec)
+    spec = _pathspec(c, paths, "gitsync.pathspec")
+    to_add = [p for p in paths if p not in already_staged]
+    if to_add:
+        s.run("--literal-pathspecs", "add", "--all", *_pathspec(c, to_add, "gitsync.addspec"))
     only = spec if foreign_staged else []
     code, out, err = s.status(
         "--literal-pathspecs", *s.identity(), "commit", "--quiet", "--no-verify", "-m", message, *only
@@ -81,6 +107,15 @@ def commit_paths(c: SyncContext, s: GitSession, message: str, paths: list[str], 
     head = s.rev("HEAD")
     c.events.emit("sync_committed", message=message, files=len(paths), head=head[:12] if head else None)
     return head
+
+
+def _pathspec(c: SyncContext, paths: list[str], name: str) -> list[str]:
+    """`-- PATHS` on the command line, or a NUL-separated pathspec file past 16 KiB."""
+    if sum(len(p) + 1 for p in paths) <= PATHS_ON_COMMAND_LINE:
+        return ["--", *paths]
+    spec_file = c.ws.local_dir / name
+    atomic_write(spec_file, "\0".join(paths) + "\0", durable=False)
+    return [f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"]
 
 
 def _redact_archives(c: SyncContext, paths: list[str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mp_engine.atomic import atomic_write
 from mp_engine.errors import SyncError
-from mp_engine.sync import attribution, commit
+from mp_engine.sync import attribution, commit, locks
 from mp_engine.sync.attribution import EVENT_LOG, PROTOCOL_FILES, RUNS_PREFIX
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.session import GitSession
@@ -16,7 +16,7 @@ from mp_engine.workspace import EVENTS_FILE, SYSTEM_DIR
 
 
 def startup(c: SyncContext, s: GitSession) -> None:
-    remove_stale_index_lock(c)
+    locks.remove_stale_locks(c, git_dirs(s))
     top = Path(os.path.realpath(s.run("rev-parse", "--show-toplevel").strip()))
     if top != c.ws.root:
         raise SyncError(
@@ -43,15 +43,15 @@ def startup(c: SyncContext, s: GitSession) -> None:
     commit_leftovers(c, s)
 
 
-def remove_stale_index_lock(c: SyncContext) -> None:
-    lock = c.ws.root / ".git" / "index.lock"
-    if lock.exists() and not held_open(lock):
-        lock.unlink(missing_ok=True)
-        c.events.emit("git_recovered", what="stale index.lock removed", path=".git/index.lock")
+def git_dirs(s: GitSession) -> set[Path]:
+    """The repository's git directory and, for a linked worktree, the common one."""
+    return {Path(s.repo.git_dir), Path(s.repo.common_dir)}
 
 
 def commit_leftovers(c: SyncContext, s: GitSession) -> None:
-    """Results of runs that closed before their commit, then protocol files left dirty."""
+    """Results whose commit failed or was cut short, runs that closed before their commit,
+    then protocol files left dirty."""
+    commit.commit_unpublished(c, s)
     data = c.store.load()
     for run_id in list(data["baselines"]):
         ledger = c.ws.runs_dir / run_id / "ledger.json"
@@ -115,18 +115,3 @@ def ensure_remote(c: SyncContext, s: GitSession) -> None:
         s.run("remote", "add", "origin", url)
     c.remote_name = "origin"
 
-
-def held_open(path: Path) -> bool:
-    """True if some process has `path` open (a live git holds its index.lock open)."""
-    target = str(path)
-    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not pid.isdigit():
-            continue
-        fd_dir = f"/proc/{pid}/fd"
-        try:
-            for fd in os.listdir(fd_dir):
-                if os.readlink(f"{fd_dir}/{fd}") == target:
-                    return True
-        except OSError:
-            continue
-    return False

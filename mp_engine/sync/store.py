@@ -3,7 +3,8 @@
 - `baselines`: per open run, when it started and what was already dirty (attribution.py);
 - `dirty`: the changes the last commit left local (the next run's baseline);
 - `refusals`: signature verdicts keyed by the MP's SHA-256 (consumed at claim time);
-- `blocked`: a conflict or a rewrite the engine stopped on, until the remote moves.
+- `blocked`: a conflict or a rewrite the engine stopped on, until the remote moves;
+- `unpublished`: results whose commit is not made yet (retried until it is).
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ def test_a_stale_index_lock_is_removed(parts):
     (ws.root / ".git" / "index.lock").write_text("")
     recovery.startup(c, s)
     assert not (ws.root / ".git" / "index.lock").exists()
-    assert events(ws, "git_recovered")[0]["what"] == "stale index.lock removed"
+    first = events(ws, "git_recovered")[0]
+    assert (first["what"], first["path"]) == ("stale lock removed", ".git/index.lock")
 
 
 def test_a_half_finished_rebase_is_aborted(parts):
@@ -70,12 +71,14 @@ def test_a_url_remote_becomes_origin_and_a_conflicting_origin_is_refused(parts, 
         recovery.ensure_remote(c, s)
 
 
-def test_held_open_sees_our_own_open_file(tmp_path):
+def test_open_paths_sees_our_own_open_file(tmp_path):
+    from mp_engine.sync.locks import open_paths
+
     f = tmp_path / "held"
     f.write_text("")
     with open(f):
-        assert recovery.held_open(f)
-    assert not recovery.held_open(f)
+        assert str(f) in open_paths()
+    assert str(f) not in open_paths()
 
 
 def test_a_pre_0_2_tracked_event_log_is_untracked_once(parts):
