@@ -32,8 +32,6 @@ from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 from mp_engine.workspace import RESULT_FILE, SYSTEM_DIR
 
-EXIT_COMPLETED, EXIT_ERROR = ExitCode.OK, ExitCode.MP_ERROR
-EXIT_PENDING, EXIT_TIMEOUT, EXIT_GIT = ExitCode.PENDING, ExitCode.SEND_TIMEOUT, ExitCode.GIT
 RESULT_PATH = f"{SYSTEM_DIR}/{RESULT_FILE}"
 GIT_TIMEOUT = 120.0
 
@@ -99,7 +97,7 @@ class Sender:
                             f"the remote's inbox still holds an MP ({_mp_line(pending)}) the engine has not taken. "
                             "Wait for its result, or replace it with --force."
                         )
-                        return EXIT_PENDING
+                        return ExitCode.PENDING
                     target = clone / INBOX_PATH
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
@@ -134,7 +132,7 @@ class Sender:
                     found = self._find_result(s, sent, sha)
                     if found is not None:
                         self.echo(found.rstrip("\n"))
-                        return EXIT_COMPLETED if _field(found, "Status") == "COMPLETED" else EXIT_ERROR
+                        return ExitCode.OK if _field(found, "Status") == "COMPLETED" else ExitCode.MP_ERROR
             except SyncError as e:  # the remote may be away for a while; keep waiting
                 self.err(f"still waiting: {e}")
             finally:
@@ -145,9 +143,9 @@ class Sender:
                     f"no result for the MP sent in {sent[:12]} after {timeout:g} s; it stays sent. "
                     "Check `mp-engine status` on the engine host (is it running, halted or unable to push?)."
                 )
-                return EXIT_TIMEOUT
+                return ExitCode.SEND_TIMEOUT
             if stop.wait(min(poll, left)):
-                return EXIT_TIMEOUT
+                return ExitCode.SEND_TIMEOUT
 
     def _find_result(self, s: GitSession, sent: str, sha: str) -> str | None:
         if not s.is_ancestor(sent, self.tracking):
@@ -197,7 +195,7 @@ def send_mp(
     except InvalidMPError as e:
         err(f"{file}: invalid MP: {e.reason}" + (f" (line {e.line})" if e.line else ""))
         err(f"fix: {e.fix}")
-        return EXIT_ERROR
+        return ExitCode.MP_ERROR
     sender = Sender(repo, branch, echo, err)
     try:
         sent = sender.send(data, mp, force)
@@ -206,8 +204,8 @@ def send_mp(
         clone, commit = sent
         echo(f"sent {mp.mp_id} in {commit[:12]} to {repo} ({branch})")
         if not wait:
-            return EXIT_COMPLETED
+            return ExitCode.OK
         return sender.wait(clone, commit, mp.sha256, timeout, poll, stop or threading.Event())
     except SyncError as e:
         err(f"mp-engine send: {e}")
-        return EXIT_GIT
+        return ExitCode.GIT

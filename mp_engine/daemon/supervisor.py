@@ -36,7 +36,6 @@ from mp_engine.exitcodes import ExitCode
 
 log = structlog.get_logger("mp_engine.daemon.supervisor")
 
-EXIT_STALLED = ExitCode.STALLED
 STATUS_EVERY = 1.0  # seconds between STATUS refreshes from a step's heartbeat
 
 
@@ -227,9 +226,9 @@ class Supervisor:
         """
         msg = (
             f"the main loop made no progress for {idle:.0f} s (watch.stall_limit = {self.stall_limit:g} s); "
-            f"exiting with code {EXIT_STALLED} so the service manager restarts the engine"
+            f"exiting with code {ExitCode.STALLED} so the service manager restarts the engine"
         )
-        log.critical("main loop stalled", idle=round(idle, 1), stall_limit=self.stall_limit, exit_code=EXIT_STALLED)
+        log.critical("main loop stalled", idle=round(idle, 1), stall_limit=self.stall_limit, exit_code=ExitCode.STALLED)
         writer = threading.Thread(
             target=self.engine.events.emit, args=("engine_stalled",), kwargs={"detail": msg}, daemon=True
         )
@@ -237,5 +236,5 @@ class Supervisor:
         writer.join(timeout=2.0)
         if self.notifier.enabled:
             self.notifier.send(STATUS=f"stalled: {msg}")
-        os._exit(EXIT_STALLED)
+        os._exit(ExitCode.STALLED)
 

@@ -104,7 +104,7 @@ class GitChannel:
             except SyncError as e:
                 self._remote_checked = False
                 self.c.events.emit("sync_failed", stage="poll", error=str(e))
-                self._after_failure(s, e)
+                self._after_failure(e)
         return out
 
     def running(self, mp_id: str, run_id: str) -> SyncOutcome:
@@ -127,12 +127,14 @@ class GitChannel:
             self.c.mark_unreachable(str(e))
         except SyncError as e:
             self.c.events.emit("sync_failed", stage="running", error=str(e))
-            self._after_failure(None, e)
+            self._after_failure(e)
         return out
 
     def publish(self, message: str, run_id: str | None) -> SyncOutcome:
         """When an MP ended: commit its result and changes (`message` is the outcome's
-        commit summary) and push. A push that fails leaves the commit for the next poll."""
+        commit summary) and push. The result is recorded as unpublished first, so a
+        commit that fails (or a kill before it) is made by the next poll or start; a push
+        that fails leaves the commit for the next poll."""
         out = SyncOutcome()
         data = self.c.store.load()
         data.setdefault("unpublished", []).append({"run_id": run_id, "message": message})
@@ -147,18 +149,17 @@ class GitChannel:
             self.c.mark_unreachable(str(e))
         except SyncError as e:
             self.c.events.emit("sync_failed", stage="publish", error=str(e))
-            self._after_failure(None, e)
+            self._after_failure(e)
         return out
 
-
-    def _after_failure(self, s: GitSession | None, e: SyncError) -> None:
+    def _after_failure(self, e: SyncError) -> None:
         """A lock left by a killed git blocks every later command: remove it now, so the
         next sync point (which retries what failed) can succeed."""
         if not locks.is_lock_error(str(e)):
             return
         try:
-            with self.session() as session:
-                locks.remove_stale_locks(self.c, recovery.git_dirs(s or session))
+            with self.session() as s:
+                locks.remove_stale_locks(self.c, recovery.git_dirs(s))
         except SyncError as again:
             self.c.events.emit("sync_failed", stage="lock recovery", error=str(again))
 
