@@ -31,10 +31,14 @@ def commit_run(
         found = attribution.changes(s, c.ws.root)
     data = c.store.load()
     baseline = data["baselines"].get(run_id) if run_id else None
-    if run_id and baseline is None and (baseline := attribution.derived_baseline(c.ws, run_id, data.get("dirty", {}))):
+    if run_id and baseline is None:
         # The engine died between RUNNING and recording the baseline (issue #19): the run's
-        # ledger says when it was claimed, which is all attribution needs.
-        c.events.emit("git_recovered", what="baseline derived from the run's ledger", run=run_id)
+        # ledger says when it was claimed, which is all attribution needs. A run whose
+        # result is already in HEAD had its baseline and dropped it after that commit.
+        derived = attribution.derived_baseline(c.ws, run_id, data.get("dirty", {}))
+        if derived is not None and not _result_committed(s, run_id):
+            baseline = derived
+            c.events.emit("git_recovered", what="baseline derived from the run's ledger", run=run_id)
     paths, left = attribution.select(c.ws.root, found, baseline)
     foreign = [p for p, ch in found.items() if ch.code[0] not in " ?" and p not in paths]
     # A deletion already in the index (a crash between `git add` and `git commit`) is
@@ -43,6 +47,10 @@ def commit_run(
     head = commit_paths(c, s, message, paths, foreign_staged=bool(foreign), already_staged=staged_deletions)
     remember(c, data, left, forget=run_id if finished else None)
     return head
+
+
+def _result_committed(s: GitSession, run_id: str) -> bool:
+    return s.status("cat-file", "-e", f"HEAD:{RUNS_PREFIX}{run_id}/RESULT.md")[0] == 0
 
 
 def commit_unpublished(c: SyncContext, s: GitSession) -> None:

@@ -76,3 +76,21 @@ def test_a_run_whose_baseline_was_never_recorded_still_pushes_what_the_mp_wrote(
     assert remote_file(bare, "out/count-3.txt") == "run\n"
     assert any(e["what"] == "baseline derived from the run's ledger" for e in events(ws, "git_recovered"))
     assert remote_log(bare).count("MP-19.3: COMPLETED") == 1
+
+
+def test_a_result_committed_twice_after_a_crash_takes_nothing_of_the_operators(channel):
+    """Killed after the result commit but before its unpublished entry was cleared: the
+    retry finds the result in HEAD and derives no baseline, so an edit the operator made
+    after the run stays local."""
+    bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    push_mp(orch, COUNTED.format(n=6))
+    assert sync_tick(engine).action == "completed"
+    run_id = read_state(ws)["last_result"]["run_id"]
+    (ws.root / "operator.txt").write_text("edited after the run\n")
+    data = engine.sync.c.store.load()
+    data["unpublished"] = [{"run_id": run_id, "message": "MP-19.6: COMPLETED"}]
+    engine.sync.c.store.save(data)
+    sync_tick(engine)
+    assert remote_file(bare, "operator.txt") is None
+    assert not any(e.get("run") == run_id for e in events(ws, "git_recovered"))
