@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mp_engine.errors import SyncConflict, SyncError
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.replay import replay
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH, check_range
 
@@ -120,7 +121,13 @@ def _fast_forward(s: GitSession, remote_sha: str) -> None:
 
 
 def rebase(c: SyncContext, s: GitSession, onto: str) -> SyncConflict | None:
-    """Rebase unpushed local commits onto `onto`; on conflict abort and return it."""
+    """Put unpushed local commits onto `onto`, without rewriting the engine's files in the
+    working tree (replay.py); when that path cannot be taken, `git rebase --autostash`.
+    On a conflict nothing is changed and the conflict is returned."""
+    done = replay(s, onto)
+    if done is not False:
+        return done
+    c.events.emit("sync_rebase_fallback", onto=onto[:12])
     code, _out, err = s.status("rebase", "--autostash", "--quiet", onto)
     if code == 0:
         return None

@@ -56,6 +56,10 @@ class GitSession:
     def result(self, *args: str, timeout: float | None = None) -> GitResult:
         return git(self.root, *args, check=False, timeout=timeout or self.timeout)
 
+    def run_env(self, env: dict[str, str], *args: str, input: str | None = None) -> str:
+        """stdout of `git ARGS` with extra environment variables (and stdin)."""
+        return git(self.root, *args, timeout=self.timeout, env=env, input=input).out
+
     # -- refs ---------------------------------------------------------------------------
 
     def rev(self, name: str) -> str | None:
