@@ -34,6 +34,9 @@ class EngineConfig(_Section):
         10 * 1024 * 1024, ge=0, description="size at which SYSTEM/.engine/events.jsonl is rotated (0 = never)"
     )
     events_keep: int = Field(5, ge=1, description="rotated event logs kept in SYSTEM/.engine/")
+    disk_reserve_bytes: int = Field(
+        1024 * 1024, ge=0, description="kept free in SYSTEM/.engine/reserve to record a result on a full disk (0 = none)"
+    )
 
 
 class WatchConfig(_Section):

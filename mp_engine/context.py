@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mp_engine.config import Config
+from mp_engine.disk import Reserve
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore
@@ -37,5 +38,6 @@ class EngineContext:
     inbox: Inbox
     channel: Channel
     redact: Callable[[str], str]
+    reserve: Reserve | None = None  # freed to record a result when the disk is full
     stop: threading.Event = field(default_factory=threading.Event)
     stop_now: threading.Event = field(default_factory=threading.Event)

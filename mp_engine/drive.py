@@ -9,6 +9,7 @@ import time
 
 import structlog
 
+from mp_engine import disk
 from mp_engine.clock import now_iso, parse_iso, seconds_until
 from mp_engine.context import EngineContext, TickResult
 from mp_engine.execute import ExecResult, Executor
@@ -48,9 +49,14 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
     )
     try:
         res = executor.run(step_ctx)
-    except Exception as e:  # a bug must still end in a result, not a dead daemon
-        log.exception("executor crashed", mp=mp.mp_id)
-        res = ExecResult(status="failed", diagnosis=diag.engine_error(e))
+    except Exception as e:  # a bug, or a full disk, must still end in a result, not a dead daemon
+        if disk.is_full(e):
+            freed = ctx.reserve.release() if ctx.reserve is not None else 0
+            ctx.events.emit("disk_full", mp=mp.mp_id, run=run.run_id, where=disk.describe(ctx.ws.root), reserve_freed=freed)
+            res = ExecResult(status="failed", diagnosis=diag.disk_full(disk.describe(ctx.ws.root), e))
+        else:
+            log.exception("executor crashed", mp=mp.mp_id)
+            res = ExecResult(status="failed", diagnosis=diag.engine_error(e))
     if res.status == "waiting":
         waiting = res.extra["waiting"]
         ctx.state.update(waiting=waiting, reason=f"waiting: {waiting['kind']} until {waiting['resume_at']}")

@@ -27,6 +27,7 @@ from mp_engine.claim import claim, reject, reopen
 from mp_engine.clock import now_iso, seconds_until
 from mp_engine.config import Config
 from mp_engine.context import EngineContext, TickResult
+from mp_engine.disk import Reserve
 from mp_engine.drive import drive
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.execute import Executor, ShellExecutor
@@ -69,8 +70,9 @@ class Engine:
         self.inbox = Inbox(ws, config.engine.settle_seconds)
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
         self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor()}
+        self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
         self.ctx = EngineContext(
-            ws, config, self.events, self.state, self.inbox, self.sync, self.redact, self.stop, self.stop_now
+            ws, config, self.events, self.state, self.inbox, self.sync, self.redact, self.reserve, self.stop, self.stop_now
         )
         self._recovery_scan_done = False
         self._held_notice: tuple | None = None
@@ -92,6 +94,7 @@ class Engine:
                 self.events.emit("temp_file_removed", path=self.ws.rel(path))
         for path in sweep_incomplete_runs(self.ws):
             self.events.emit("temp_file_removed", path=self.ws.rel(path))
+        self.reserve.ensure()
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso(), "mode": "daemon" if daemon else "once"}
         try:
             with self.lock.hold("engine start"):
@@ -114,7 +117,7 @@ class Engine:
                 if daemon and daemon.get("pid") == os.getpid():
                     status = Status.ERROR if state.halt else Status.OFFLINE
                     self.state.update(status=status, daemon=None, reason="engine stopped")
-        except (LockTimeout, MpEngineError) as e:
+        except (LockTimeout, MpEngineError, OSError) as e:  # OSError: a full disk, say
             log.warning("could not record OFFLINE", error=str(e))
         self.events.emit("engine_stopped", pid=os.getpid())
         self.events.sync()
@@ -141,9 +144,12 @@ class Engine:
             return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
         try:
             with self.lock.hold("tick"):
-                return self._tick_locked()
+                result = self._tick_locked()
         except LockTimeout as e:
             return TickResult("busy", detail=str(e))
+        if result.action in ("completed", "error"):
+            self.reserve.ensure()  # refilled once a full disk has room again
+        return result
 
     def _tick_locked(self) -> TickResult:
         state = self.state.read()

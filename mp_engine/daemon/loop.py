@@ -26,6 +26,7 @@ class Daemon:
         self.supervisor = supervisor
         self.wake = threading.Event()
         self._last_trim = 0.0
+        self._last_failure: tuple[str, float] | None = None
 
     def watch_target(self) -> WatchTarget:
         e = self.engine
@@ -87,15 +88,24 @@ class Daemon:
         try:
             result = engine.tick()
         except MpEngineError as e:
-            engine.events.emit("tick_failed", error=str(e))
+            self._failed(str(e))
             return TickResult("failed", detail=str(e), wait_until=retry_at)
         except Exception as e:
             log.exception("tick crashed")
-            engine.events.emit("tick_failed", error=f"{type(e).__name__}: {e}")
+            self._failed(f"{type(e).__name__}: {e}")
             return TickResult("failed", detail=str(e), wait_until=retry_at)
         if result.action in ("completed", "error"):
             self.trim_heap()
         return result
+
+    def _failed(self, error: str, every: float = 60.0) -> None:
+        """`tick_failed`, once per `every` seconds for the same error: a condition that lasts
+        (a full disk, a state file someone broke) is one line a minute, not one per pass."""
+        now = time.monotonic()
+        if self._last_failure and self._last_failure[0] == error and now - self._last_failure[1] < every:
+            return
+        self._last_failure = (error, now)
+        self.engine.events.emit("tick_failed", error=error)
 
     def trim_heap(self, min_interval: float = 5.0) -> None:
         """Give freed heap memory back to the OS (glibc `malloc_trim`), at most every

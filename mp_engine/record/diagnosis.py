@@ -38,3 +38,15 @@ def engine_error(exc: BaseException) -> Diagnosis:
         f"mp-engine itself failed: {type(exc).__name__}: {exc}.",
         "Report this as an mp-engine bug with SYSTEM/.engine/events.jsonl and the run archive attached.",
     )
+
+
+def disk_full(where: str, exc: BaseException) -> Diagnosis:
+    """The engine could not record the run: the disk (or quota) is full."""
+    return Diagnosis(
+        "disk_full",
+        f"no space left on {where.split(' ')[0]}",
+        f"The disk filled while the MP ran, so the engine could not record it: no space left on {where} "
+        f"({type(exc).__name__}: {exc}). The step that ran out of space is not run again by itself.",
+        "Free space on that file system (old runs are in SYSTEM/runs/), then send the MP again with "
+        "an `Approves:` header naming this one.",
+    )

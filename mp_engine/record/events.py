@@ -26,6 +26,7 @@ import structlog
 
 from mp_engine.atomic import append_durable, fsync_dir, make_durable
 from mp_engine.clock import now_iso
+from mp_engine.disk import is_full
 
 log = structlog.get_logger("mp_engine")
 
@@ -105,10 +106,17 @@ class EventLog:
             if self.max_bytes:
                 self._rotate_if_full(len(line.encode("utf-8")) + 1)
             try:
-                append_durable(self.path, line, durable=self.durable)
-            except FileNotFoundError:  # SYSTEM/ removed under a running engine: recreate it
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                append_durable(self.path, line, durable=self.durable)
+                try:
+                    append_durable(self.path, line, durable=self.durable)
+                except FileNotFoundError:  # SYSTEM/ removed under a running engine: recreate it
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    append_durable(self.path, line, durable=self.durable)
+            except OSError as e:
+                if not is_full(e):
+                    raise
+                # A full disk must not take the engine down from inside an error handler:
+                # the line goes to stderr (the journal) only (issue #19).
+                log.warning("event log not written: the disk is full", lost_event=event)
             if self.tee is not None:
                 try:
                     append_durable(self.tee, line, durable=False)

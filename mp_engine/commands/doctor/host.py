@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
+from mp_engine.disk import mount_of
 from mp_engine.workspace import Workspace
 
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb", "smb3", "smbfs", "fuse.sshfs", "9p", "afs", "ceph", "glusterfs")
@@ -50,20 +51,8 @@ def _count_dirs(root: Path, cap: int = 200_000) -> int:
 
 def mount_type(path: Path, mounts: Path = Path("/proc/mounts")) -> str | None:
     """The file-system type of the mount holding `path` (longest mount-point prefix)."""
-    try:
-        lines = mounts.read_text().splitlines()
-    except OSError:
-        return None
-    best, fstype = "", None
-    target = str(path)
-    for line in lines:
-        parts = line.split()
-        if len(parts) < 3:
-            continue
-        point = parts[1].replace("\\040", " ")
-        if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
-            best, fstype = point, parts[2]
-    return fstype
+    mount = mount_of(path, mounts)
+    return mount[1] if mount else None
 
 
 def network_fs(ws: Workspace, config: Config) -> Check:

@@ -48,3 +48,12 @@ def test_run_takes_an_mp_and_stops_offline(daemon, ws):
     daemon.wake.set()
     t.join(timeout=20)
     assert not t.is_alive() and read_state(ws)["status"] == "OFFLINE"
+
+
+def test_a_lasting_failure_is_logged_once_a_minute_not_once_a_pass(daemon, ws):
+    daemon.engine.start(daemon=False)
+    ws.state_file.write_text("{torn")
+    drop(ws, "# MP-1.2\n```bash\ntrue\n```\n")
+    for _ in range(5):
+        assert daemon.safe_tick().action == "failed"
+    assert len(events(ws, "tick_failed")) == 1
