@@ -31,13 +31,13 @@ from mp_engine.disk import Reserve
 from mp_engine.drive import drive
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.execute import Executor, ShellExecutor
-from mp_engine.finalize import after_sync, finalize, record_error_run
+from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_run
 from mp_engine.inbox.intake import Entry, Inbox
 from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.lock import WorkspaceLock
 from mp_engine.pids import pid_alive
 from mp_engine.record import diagnosis as diag
-from mp_engine.record.archive import RunArchive, open_runs, sweep_incomplete_runs, sweep_unfilled_runs
+from mp_engine.record.archive import RunArchive, open_runs, runs_of, sweep_incomplete_runs, sweep_unfilled_runs
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import IDLE, SessionState, StateStore, Status
 from mp_engine.sync import Channel, LocalChannel, channel_for
@@ -199,6 +199,8 @@ class Engine:
             if state.halt:
                 return self._hold(state, entry, f"invalid MP ({e.reason})")
             return finalize(self.ctx, *reject(self.ctx, entry, data, e))
+        if (earlier := self._ran_already(mp, data)) is not None:
+            return self._drop_duplicate(mp, earlier)
         if state.halt:
             if mp.approves and mp.approves in (state.halt.mp_id, state.halt.run_id):
                 self.state.update(halt=None, reason=f"approved by {mp.mp_id}")
@@ -208,6 +210,20 @@ class Engine:
                 return self._hold(state, entry, f"{mp.mp_id} waits: {why}")
         run, ledger = claim(self.ctx, mp, data, executor.name)
         return drive(self.ctx, run, ledger, mp, executor)
+
+    def _ran_already(self, mp: MicroProject, data: bytes) -> RunArchive | None:
+        """The run that already took this very arrival of the MP, if git put it back.
+        No git is asked unless an earlier run had exactly these bytes."""
+        return next((r for r in runs_of(self.ws, mp.mp_id, mp.sha256) if self.sync.same_arrival(r.run_id, data)), None)
+
+    def _drop_duplicate(self, mp: MicroProject, earlier: RunArchive) -> TickResult:
+        """Remove the copy git put back, and commit that removal, instead of running the MP
+        a second time."""
+        clear_inbox(self.ctx, earlier, earlier.ledger())
+        detail = f"{mp.mp_id} already ran as {earlier.run_id}; the copy a git operation put back is removed"
+        self.events.emit("inbox_duplicate_dropped", mp=mp.mp_id, run=earlier.run_id)
+        after_sync(self.ctx, self.sync.publish(f"{mp.mp_id}: already ran as {earlier.run_id}", None))
+        return TickResult("idle", mp_id=mp.mp_id, run_id=earlier.run_id, detail=detail)
 
     def _executor_for(self, mp: MicroProject) -> Executor:
         name = mp.executor or self.config.execution.executor

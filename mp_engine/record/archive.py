@@ -122,6 +122,24 @@ def fill_run(run: RunArchive, *, mp_id: str | None, data: bytes | None, mp_sha25
     return ledger
 
 
+def runs_of(ws: Workspace, mp_id: str, mp_sha256: str) -> list[RunArchive]:
+    """Earlier runs of these exact MP bytes, newest first (found by the MP id in the run's
+    name, confirmed by the SHA-256 in its ledger)."""
+    label = _label(mp_id)
+    try:
+        names = sorted((n for n in os.listdir(ws.runs_dir) if n.endswith(f"-{label}") or f"-{label}-" in n), reverse=True)
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        try:
+            if json.loads((ws.runs_dir / name / LEDGER).read_text(encoding="utf-8")).get("mp_sha256") == mp_sha256:
+                found.append(RunArchive(ws.runs_dir / name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def sweep_unfilled_runs(ws: Workspace) -> list[Path]:
     """Remove runs whose ledger is missing or unreadable: reserved by a claim that crashed
     before `fill_run` finished (its MP is still in the inbox). Call with the workspace lock

@@ -24,7 +24,7 @@ from mp_engine.sync import attribution, commit, locks, pull, push, recovery
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession
-from mp_engine.sync.signatures import checked_signers_file
+from mp_engine.sync.signatures import INBOX_PATH, checked_signers_file
 from mp_engine.workspace import STATE_FILE, Workspace
 
 
@@ -162,6 +162,22 @@ class GitChannel:
                 locks.remove_stale_locks(self.c, recovery.git_dirs(s))
         except SyncError as again:
             self.c.events.emit("sync_failed", stage="lock recovery", error=str(again))
+
+    def same_arrival(self, run_id: str, data: bytes) -> bool:
+        """True when the inbox file holding `data` is the one run `run_id` already took: the
+        commit that last wrote the inbox path comes before the run's first commit. A failed
+        git operation (a half-applied merge, an autostash) can put a processed file back;
+        an MP runs once per arrival (issue #19). False when git cannot tell."""
+        try:
+            with self.session() as s:
+                if s.blob("HEAD", INBOX_PATH) != data:
+                    return False  # not the file git has: it came from somewhere else
+                arrival = s.run("log", "-1", "--format=%H", "--", INBOX_PATH).strip()
+                ledger = f"{attribution.RUNS_PREFIX}{run_id}/ledger.json"
+                first = s.run("log", "--format=%H", "--diff-filter=A", "--", ledger).split()
+                return bool(arrival and first) and s.is_ancestor(arrival, first[-1])
+        except SyncError:
+            return False
 
     def refusal_for(self, data: bytes) -> InvalidMPError | None:
         """The signature refusal recorded for this exact MP, if any (consumed)."""

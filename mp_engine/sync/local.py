@@ -41,6 +41,9 @@ class LocalChannel:
     def publish(self, message: str, run_id: str | None) -> SyncOutcome:
         return SyncOutcome()
 
+    def same_arrival(self, run_id: str, data: bytes) -> bool:
+        return False  # without git, every file dropped into the inbox is a new arrival
+
     def refusal_for(self, data: bytes) -> InvalidMPError | None:
         return None
 

@@ -94,3 +94,27 @@ def test_a_result_committed_twice_after_a_crash_takes_nothing_of_the_operators(c
     sync_tick(engine)
     assert remote_file(bare, "operator.txt") is None
     assert not any(e.get("run") == run_id for e in events(ws, "git_recovered"))
+
+
+def test_an_mp_that_git_puts_back_after_it_ran_is_not_run_again(channel):
+    """A failed result commit left the inbox deletion uncommitted; a git operation then put
+    the processed file back (as a failed autostash or a half-applied merge does). The same
+    arrival is dropped, and its removal committed; a re-send of the same bytes later runs."""
+    bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    text = "# MP-19.7 Once\n\n```bash\nmkdir -p out && echo run >> out/count-7.txt && touch .git/HEAD.lock\n```\n"
+    push_mp(orch, text)
+    assert sync_tick(engine).action == "completed"
+    # A git operation resets the path to HEAD (an autostash that is not popped, a merge
+    # that updated the tree but not HEAD): the processed MP is back, in index and tree.
+    git(ws.root, "checkout", "HEAD", "--", "Claude_Inbox/incoming_microproject.txt")
+    engine.inbox.note_complete()  # what the watcher says when git writes the file
+    result = sync_tick(engine)
+    assert result.action == "idle" and "already ran" in result.detail
+    assert (ws.root / "out/count-7.txt").read_text() == "run\n" and not ws.inbox_file.exists()
+    assert events(ws, "inbox_duplicate_dropped")[-1]["mp"] == "MP-19.7"
+    assert remote_file(bare, "Claude_Inbox/incoming_microproject.txt") is None  # the removal travelled
+    # The orchestrator sends the very same bytes again: a new arrival, so it runs.
+    push_mp(orch, text)
+    assert sync_tick(engine).action == "completed"
+    assert (ws.root / "out/count-7.txt").read_text() == "run\nrun\n"
