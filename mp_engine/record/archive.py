@@ -122,14 +122,16 @@ def fill_run(run: RunArchive, *, mp_id: str | None, data: bytes | None, mp_sha25
     return ledger
 
 
-def runs_of(ws: Workspace, mp_id: str, mp_sha256: str) -> list[RunArchive]:
-    """Earlier runs of these exact MP bytes, newest first (found by the MP id in the run's
-    name, confirmed by the SHA-256 in its ledger)."""
+def runs_of(ws: Workspace, mp_id: str, mp_sha256: str, newest: int = 20) -> list[RunArchive]:
+    """Earlier runs of these exact MP bytes among the `newest` runs of that MP id, newest
+    first (found by the MP id in the run's name, confirmed by the SHA-256 in its ledger).
+    A copy put back by git belongs to a recent run; older ones are not read."""
     label = _label(mp_id)
     try:
         names = sorted((n for n in os.listdir(ws.runs_dir) if n.endswith(f"-{label}") or f"-{label}-" in n), reverse=True)
     except FileNotFoundError:
         return []
+    names = names[:newest]
     found = []
     for name in names:
         try:

@@ -58,3 +58,15 @@ def test_a_run_with_step_output_is_never_taken_for_unfilled(ws):
     (run.dir / "steps").mkdir()
     (run.dir / "steps" / "step-001.stdout").write_text("output\n")
     assert sweep_unfilled_runs(ws) == [] and run.dir.is_dir()
+
+
+def test_earlier_runs_of_the_same_bytes_are_found_newest_first(ws):
+    from mp_engine.record.archive import runs_of
+
+    first, _ = create_run(ws, mp_id="MP-7.0", data=b"a", mp_sha256="same", executor="shell")
+    create_run(ws, mp_id="MP-7.0", data=b"b", mp_sha256="other", executor="shell")
+    second, _ = create_run(ws, mp_id="MP-7.0", data=b"a", mp_sha256="same", executor="shell")
+    create_run(ws, mp_id="MP-17.0", data=b"a", mp_sha256="same", executor="shell")  # another MP id
+    assert runs_of(ws, "MP-7.0", "same") == [second, first]
+    assert runs_of(ws, "MP-7.0", "same", newest=1) == [second]
+    assert runs_of(ws, "MP-9.9", "same") == []
