@@ -213,7 +213,10 @@ class Engine:
 
     def _ran_already(self, mp: MicroProject, data: bytes) -> RunArchive | None:
         """The run that already took this very arrival of the MP, if git put it back.
-        No git is asked unless an earlier run had exactly these bytes."""
+        Without git every drop is a new arrival, so the run archive is not even listed;
+        with git, no git is asked unless an earlier run had exactly these bytes."""
+        if not self.sync.enabled:
+            return None
         return next((r for r in runs_of(self.ws, mp.mp_id, mp.sha256) if self.sync.same_arrival(r.run_id, data)), None)
 
     def _drop_duplicate(self, mp: MicroProject, earlier: RunArchive) -> TickResult:

@@ -9,7 +9,6 @@ then, its content differs from what it was). Everything else is the operator's a
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 
 from mp_engine.clock import parse_iso
 from mp_engine.config import CONFIG_FILE
+from mp_engine.record.archive import RunArchive
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 from mp_engine.workspace import EVENTS_FILE, LOCAL_DIR, RESULT_FILE, RUNS_DIR, STATE_FILE, SYSTEM_DIR, Workspace
@@ -113,12 +113,12 @@ def derived_baseline(ws: Workspace, run_id: str, dirty: dict[str, str]) -> dict[
     attributed to the run. None when the run has no readable ledger, or ran nothing (an MP
     refused before it started: executor "none")."""
     try:
-        ledger = json.loads((ws.runs_dir / run_id / "ledger.json").read_text(encoding="utf-8"))
-        claimed = parse_iso(ledger["created_at"]).timestamp()
-    except (OSError, ValueError, KeyError, TypeError):
+        ledger = RunArchive(ws.runs_dir / run_id).ledger().model
+    except (OSError, ValueError):  # no ledger, or one pydantic cannot read
         return None
-    if ledger.get("executor") == "none":
+    if ledger.executor == "none":
         return None
+    claimed = parse_iso(ledger.created_at).timestamp()
     return {"since_ns": int((claimed - 1.0) * 1e9), "dirty": dirty}
 
 

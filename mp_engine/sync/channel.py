@@ -87,24 +87,16 @@ class GitChannel:
         """Pull when the branch moved, then push anything unpushed. Never raises SyncError."""
         self._next_poll = time.monotonic() + self.cfg.poll_interval
         out = SyncOutcome()
-        with self.session() as s:
-            try:
-                if not self._remote_checked:  # re-read the remotes only after a failure
-                    recovery.ensure_remote(self.c, s)
-                    self._remote_checked = True
-                commit.commit_unpublished(self.c, s)
-                remote_sha = pull.ls_remote(self.c, s)
-                if remote_sha is not None:
-                    out = pull.integrate(self.c, s, remote_sha, self.allowed_signers)
-                if out.problem is None:
-                    push.push(self.c, s, out, self.allowed_signers)
-            except RemoteUnreachable as e:
-                self._remote_checked = False
-                self.c.mark_unreachable(str(e))
-            except SyncError as e:
-                self._remote_checked = False
-                self.c.events.emit("sync_failed", stage="poll", error=str(e))
-                self._after_failure(e)
+        with self._sync_point("poll") as s:
+            if not self._remote_checked:  # re-read the remotes only after a failure
+                recovery.ensure_remote(self.c, s)
+                self._remote_checked = True
+            commit.commit_unpublished(self.c, s)
+            remote_sha = pull.ls_remote(self.c, s)
+            if remote_sha is not None:
+                out = pull.integrate(self.c, s, remote_sha, self.allowed_signers)
+            if out.problem is None:
+                push.push(self.c, s, out, self.allowed_signers)
         return out
 
     def running(self, mp_id: str, run_id: str) -> SyncOutcome:
@@ -112,22 +104,16 @@ class GitChannel:
         know later what the MP changed); commit and push so the orchestrator sees RUNNING.
         The RUNNING commit holds named paths only (the state and the new run archive)."""
         out = SyncOutcome()
-        try:
-            with self.session() as s:
-                data = self.c.store.load()
-                if run_id not in data["baselines"]:
-                    data["baselines"][run_id] = attribution.new_baseline(self.ws.local_dir, data.get("dirty", {}))
-                    self.c.store.save(data, durable=False)
-                if self.cfg.commit_running:
-                    paths = [p for p in (STATE_FILE, f"{attribution.RUNS_PREFIX}{run_id}") if (self.ws.root / p).exists()]
-                    foreign = commit.foreign_staged(s, paths)
-                    if commit.commit_paths(self.c, s, f"{mp_id}: RUNNING", paths, foreign_staged=bool(foreign)):
-                        push.push(self.c, s, out, self.allowed_signers)
-        except RemoteUnreachable as e:
-            self.c.mark_unreachable(str(e))
-        except SyncError as e:
-            self.c.events.emit("sync_failed", stage="running", error=str(e))
-            self._after_failure(e)
+        with self._sync_point("running") as s:
+            data = self.c.store.load()
+            if run_id not in data["baselines"]:
+                data["baselines"][run_id] = attribution.new_baseline(self.ws.local_dir, data.get("dirty", {}))
+                self.c.store.save(data, durable=False)
+            if self.cfg.commit_running:
+                paths = [p for p in (STATE_FILE, f"{attribution.RUNS_PREFIX}{run_id}") if (self.ws.root / p).exists()]
+                foreign = commit.foreign_staged(s, paths)
+                if commit.commit_paths(self.c, s, f"{mp_id}: RUNNING", paths, foreign_staged=bool(foreign)):
+                    push.push(self.c, s, out, self.allowed_signers)
         return out
 
     def publish(self, message: str, run_id: str | None) -> SyncOutcome:
@@ -139,24 +125,33 @@ class GitChannel:
         data = self.c.store.load()
         data.setdefault("unpublished", []).append({"run_id": run_id, "message": message})
         self.c.store.save(data, durable=False)
-        try:
-            with self.session() as s:
-                commit.commit_unpublished(self.c, s)
-                push.push(self.c, s, out, self.allowed_signers)
-                if (self.c.store.blocked() or {}).get("kind") == "conflict":
-                    push.push_side_branch(self.c, s)
-        except RemoteUnreachable as e:
-            self.c.mark_unreachable(str(e))
-        except SyncError as e:
-            self.c.events.emit("sync_failed", stage="publish", error=str(e))
-            self._after_failure(e)
+        with self._sync_point("publish") as s:
+            commit.commit_unpublished(self.c, s)
+            push.push(self.c, s, out, self.allowed_signers)
+            if (self.c.store.blocked() or {}).get("kind") == "conflict":
+                push.push_side_branch(self.c, s)
         return out
 
-    def _after_failure(self, e: SyncError) -> None:
-        """A lock left by a killed git blocks every later command: remove it now, so the
-        next sync point (which retries what failed) can succeed."""
-        if not locks.is_lock_error(str(e)):
-            return
+    @contextmanager
+    def _sync_point(self, stage: str) -> Iterator[GitSession]:
+        """The open repository for one sync point, whose failures are events, never
+        exceptions: an unreachable remote is remembered (results stay committed and are
+        pushed later); any other failure is `sync_failed`, and the remotes are read again
+        at the next poll. A lock left by a killed git blocks every later command, so it is
+        removed at once, and the next sync point (which retries what failed) can succeed."""
+        try:
+            with self.session() as s:
+                yield s
+        except RemoteUnreachable as e:
+            self._remote_checked = False
+            self.c.mark_unreachable(str(e))
+        except SyncError as e:
+            self._remote_checked = False
+            self.c.events.emit("sync_failed", stage=stage, error=str(e))
+            if locks.is_lock_error(str(e)):
+                self._remove_stale_locks()
+
+    def _remove_stale_locks(self) -> None:
         try:
             with self.session() as s:
                 locks.remove_stale_locks(self.c, recovery.git_dirs(s))

@@ -24,9 +24,11 @@ def commit_run(
     found: dict[str, Change] | None = None,
     *,
     finished: bool = False,
+    published: bool = False,
 ) -> str | None:
     """Commit the protocol files and what run `run_id` changed; return the new HEAD.
-    `finished`: the run is over, so its baseline is dropped once the commit is made."""
+    `finished`: the run is over, so its baseline is dropped once the commit is made;
+    `published`: this is the first unpublished result, whose entry goes in the same write."""
     if found is None:
         found = attribution.changes(s, c.ws.root)
     data = c.store.load()
@@ -45,7 +47,7 @@ def commit_run(
     # committed as it is: `git add -- PATH` of a path gone from index and tree fails.
     staged_deletions = {p for p, ch in found.items() if ch.code[0] == "D"}
     head = commit_paths(c, s, message, paths, foreign_staged=bool(foreign), already_staged=staged_deletions)
-    remember(c, data, left, forget=run_id if finished else None)
+    remember(c, data, left, forget=run_id if finished else None, published=published)
     return head
 
 
@@ -60,17 +62,20 @@ def commit_unpublished(c: SyncContext, s: GitSession) -> None:
     only after its commit, so a result is never lost and committed once."""
     while pending := c.store.load().get("unpublished"):
         entry = pending[0]
-        commit_run(c, s, entry["message"], entry["run_id"], finished=True)
-        data = c.store.load()
-        data["unpublished"] = data.get("unpublished", [])[1:]
-        c.store.save(data, durable=False)
+        commit_run(c, s, entry["message"], entry["run_id"], finished=True, published=True)
 
 
-def remember(c: SyncContext, data: dict[str, Any], left: dict[str, str], *, forget: str | None = None) -> None:
-    """Store the dirty set that stays local and drop run `forget`'s baseline, in one write."""
+def remember(
+    c: SyncContext, data: dict[str, Any], left: dict[str, str], *, forget: str | None = None, published: bool = False
+) -> None:
+    """Store the dirty set that stays local, drop run `forget`'s baseline and, once its
+    commit is made, the first unpublished result: one write."""
     changed = data.get("dirty") != left
     data["dirty"] = left
     if forget is not None and data["baselines"].pop(forget, None) is not None:
+        changed = True
+    if published:
+        data["unpublished"] = data.get("unpublished", [])[1:]
         changed = True
     if changed:
         c.store.save(data, durable=False)
@@ -103,7 +108,8 @@ def commit_paths(
     spec = _pathspec(c, paths, "gitsync.pathspec")
     to_add = [p for p in paths if p not in already_staged]
     if to_add:
-        s.run("--literal-pathspecs", "add", "--all", *_pathspec(c, to_add, "gitsync.addspec"))
+        add_spec = spec if len(to_add) == len(paths) else _pathspec(c, to_add, "gitsync.addspec")
+        s.run("--literal-pathspecs", "add", "--all", *add_spec)
     only = spec if foreign_staged else []
     code, out, err = s.status(
         "--literal-pathspecs", *s.identity(), "commit", "--quiet", "--no-verify", "-m", message, *only

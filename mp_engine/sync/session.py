@@ -50,7 +50,7 @@ class GitSession:
 
     def status(self, *args: str, timeout: float | None = None) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of `git ARGS`, never raising for a non-zero exit."""
-        r = git(self.root, *args, check=False, timeout=timeout or self.timeout)
+        r = self.result(*args, timeout=timeout)
         return r.code, r.out, r.err
 
     def result(self, *args: str, timeout: float | None = None) -> GitResult:
