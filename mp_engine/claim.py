@@ -18,21 +18,35 @@ from mp_engine.record.state import Status
 from mp_engine.workspace import EVENTS_FILE
 
 
-def claim(ctx: EngineContext, mp: MicroProject, data: bytes, executor_name: str) -> tuple[RunArchive, Ledger]:
+def claim(
+    ctx: EngineContext, mp: MicroProject, data: bytes, executor_name: str, *, source: str | None = None
+) -> tuple[RunArchive, Ledger]:
     """Reserve a run, publish RUNNING, archive the MP and tell the channel.
 
     The run id is reserved (one mkdir) and RUNNING published first; the archive copy and
     the ledger are written next and fsynced before the first side effect. Drop ->
     RUNNING then costs one directory and one durable write. After a crash in between,
     recovery finds no readable ledger, clears the run pointer, removes the unfilled run
-    and claims the MP again from the inbox."""
+    and claims the MP again from the inbox.
+
+    `source`: the queue entry the MP was taken from (inbox/queue.py); such a run leaves
+    the slot, which holds a newer MP, alone."""
     run = reserve_run(ctx.ws, mp.mp_id)
     ctx.events.tee = run.dir / EVENTS_FILE
     ctx.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="MP claimed")
-    ledger = fill_run(run, mp_id=mp.mp_id, data=data, mp_sha256=mp.sha256, executor=executor_name)
+    inbox_entry = "untouched" if source else "delete"
+    ledger = fill_run(
+        run,
+        mp_id=mp.mp_id,
+        data=data,
+        mp_sha256=mp.sha256,
+        executor=executor_name,
+        source=source,
+        inbox_entry=inbox_entry,
+    )
     run.make_durable()
-    ctx.events.emit("mp_claimed", mp=mp.mp_id, run=run.run_id, sha256=mp.sha256, title=mp.title)
-    ctx.inbox.forget()
+    ctx.events.emit("mp_claimed", mp=mp.mp_id, run=run.run_id, sha256=mp.sha256, title=mp.title, source=source)
+    ctx.inbox.run_started(mp.sha256, from_slot=source is None)
     ctx.channel.running(mp.mp_id, run.run_id)
     return run, ledger
 

@@ -34,8 +34,6 @@ root_option = click.option(
 )
 
 
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mp-engine")
 @click.option(

@@ -35,7 +35,9 @@ class EngineConfig(_Section):
     )
     events_keep: int = Field(5, ge=1, description="rotated event logs kept in SYSTEM/.engine/")
     disk_reserve_bytes: int = Field(
-        1024 * 1024, ge=0, description="kept free in SYSTEM/.engine/reserve to record a result on a full disk (0 = none)"
+        1024 * 1024,
+        ge=0,
+        description="kept free in SYSTEM/.engine/reserve to record a result on a full disk (0 = none)",
     )
 
 

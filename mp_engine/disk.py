@@ -33,7 +33,9 @@ def mount_of(path: Path, mounts: Path = Path("/proc/mounts")) -> tuple[str, str]
         if len(parts) < 3:
             continue
         point = parts[1].replace("\\040", " ")
-        if (target == point or target.startswith(point.rstrip("/") + "/")) and (best is None or len(point) >= len(best[0])):
+        if (target == point or target.startswith(point.rstrip("/") + "/")) and (
+            best is None or len(point) >= len(best[0])
+        ):
             best = (point, parts[2])
     return best
 

@@ -52,7 +52,9 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
     except Exception as e:  # a bug, or a full disk, must still end in a result, not a dead daemon
         if disk.is_full(e):
             freed = ctx.reserve.release() if ctx.reserve is not None else 0
-            ctx.events.emit("disk_full", mp=mp.mp_id, run=run.run_id, where=disk.describe(ctx.ws.root), reserve_freed=freed)
+            ctx.events.emit(
+                "disk_full", mp=mp.mp_id, run=run.run_id, where=disk.describe(ctx.ws.root), reserve_freed=freed
+            )
             res = ExecResult(status="failed", diagnosis=diag.disk_full(disk.describe(ctx.ws.root), e))
         else:
             log.exception("executor crashed", mp=mp.mp_id)

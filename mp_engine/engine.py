@@ -31,9 +31,11 @@ from mp_engine.disk import Reserve
 from mp_engine.drive import drive
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.execute import Executor, ShellExecutor
-from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_run
+from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_run, record_superseded_run
+from mp_engine.inbox.header import sha256_hex
 from mp_engine.inbox.intake import Entry, Inbox
 from mp_engine.inbox.mpfile import MicroProject, parse
+from mp_engine.inbox.queue import GIT, SEEN, Queued
 from mp_engine.lock import WorkspaceLock
 from mp_engine.pids import pid_alive
 from mp_engine.record import diagnosis as diag
@@ -65,14 +67,23 @@ class Engine:
         self.redact = redact or (lambda text: text)
         self.events = EventLog(ws.events_file, redact=self.redact)
         self.sync: Channel = sync if sync is not None else LocalChannel()
-        self.sync.bind(self.events)
         self.state = StateStore(ws.state_file, self.events)
-        self.inbox = Inbox(ws, config.engine.settle_seconds)
+        self.inbox = Inbox(ws, config.engine.settle_seconds, max_bytes=config.engine.max_mp_bytes)
+        self.sync.bind(self.events, self.inbox)
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
         self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor()}
         self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
         self.ctx = EngineContext(
-            ws, config, self.events, self.state, self.inbox, self.sync, self.redact, self.reserve, self.stop, self.stop_now
+            ws,
+            config,
+            self.events,
+            self.state,
+            self.inbox,
+            self.sync,
+            self.redact,
+            self.reserve,
+            self.stop,
+            self.stop_now,
         )
         self._recovery_scan_done = False
         self._held_notice: tuple | None = None
@@ -95,7 +106,12 @@ class Engine:
         for path in sweep_incomplete_runs(self.ws):
             self.events.emit("temp_file_removed", path=self.ws.rel(path))
         self.reserve.ensure()
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso(), "mode": "daemon" if daemon else "once"}
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": now_iso(),
+            "mode": "daemon" if daemon else "once",
+        }
         try:
             with self.lock.hold("engine start"):
                 move_legacy_event_log(self.ws, self.events.emit)
@@ -105,7 +121,9 @@ class Engine:
                 self.state.update(status=status, daemon=info, reason="engine started")
         except LockTimeout:
             log.info("another engine holds the workspace; leaving its state as it is")
-        self.events.emit("engine_started", pid=os.getpid(), version=__version__, root=str(self.ws.root), mode=info["mode"])
+        self.events.emit(
+            "engine_started", pid=os.getpid(), version=__version__, root=str(self.ws.root), mode=info["mode"]
+        )
 
     def shutdown(self) -> None:
         """Clean stop: OFFLINE, or ERROR while halted, so the orchestrator still sees the
@@ -140,7 +158,12 @@ class Engine:
             if failed is not None:
                 return failed
         scan = self.inbox.scan()
-        if not scan.ready and self._recovery_scan_done and self.state.read().run_id is None:
+        if (
+            not scan.ready
+            and self._recovery_scan_done
+            and not len(self.inbox.queue)
+            and self.state.read().run_id is None
+        ):
             return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
         try:
             with self.lock.hold("tick"):
@@ -180,6 +203,8 @@ class Engine:
         return open_runs(self.ws)
 
     def _take_from_inbox(self, state: SessionState) -> TickResult:
+        if len(self.inbox.queue) and (taken := self._take_queued(state)) is not None:
+            return taken
         scan = self.inbox.scan()
         if not scan.ready or scan.entry is None:
             return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
@@ -207,8 +232,75 @@ class Engine:
                 self.events.emit("approved", via="mp", approved=state.halt.mp_id, by=mp.mp_id)
             else:
                 why = f"its `Approves:` names {mp.approves}" if mp.approves else "it has no `Approves:` header"
+                self.inbox.queue.add(data, SEEN)  # replaced while held, it still gets a result
                 return self._hold(state, entry, f"{mp.mp_id} waits: {why}")
         run, ledger = claim(self.ctx, mp, data, executor.name)
+        return drive(self.ctx, run, ledger, mp, executor)
+
+    def _take_queued(self, state: SessionState) -> TickResult | None:
+        """Run, refuse or supersede the oldest queued MP (inbox/queue.py); None when every
+        queued version is the one in the slot, which then runs from there."""
+        slot = self.inbox.waiting_bytes()
+        slot_sha = sha256_hex(slot) if slot is not None else None
+        for q in self.inbox.queue.entries():
+            if q.kind != GIT and q.sha256 == slot_sha:
+                continue  # still in the slot: it runs from there, in its turn
+            try:
+                data = q.data()
+            except OSError as e:
+                self.inbox.queue.remove(q.id)
+                self.events.emit("inbox_queue_lost", entry=q.id, error=str(e))
+                continue
+            return self._take_entry(state, q, data, slot_sha)
+        return None
+
+    def _take_entry(self, state: SessionState, q: Queued, data: bytes, slot_sha: str | None) -> TickResult:
+        mp: MicroProject | InvalidMPError
+        try:
+            mp = parse(data, max_bytes=max(self.config.engine.max_mp_bytes, len(data)))
+        except InvalidMPError as e:
+            mp = e
+        mp_id = mp.mp_id if isinstance(mp, MicroProject) else mp.mp_id
+        if any(r.ledger().model.source == q.source for r in runs_of(self.ws, mp_id or "UNPARSED", q.sha256)):
+            self.inbox.queue.remove(q.id)  # its run exists: a restart found it still queued
+            return TickResult("idle", mp_id=mp_id, detail=f"queued entry {q.id} already taken")
+        halt = state.halt
+        approves = bool(halt and isinstance(mp, MicroProject) and mp.approves in (halt.mp_id, halt.run_id))
+        if q.kind == SEEN or (halt and not approves):
+            if q.kind != SEEN:
+                why = "a newer MP arrived while the engine was halted and this one does not approve the halt"
+            else:
+                why = "a newer MP replaced it in the inbox" if slot_sha else "it was removed from the inbox"
+            why += " before it ran"
+            title = mp.title if isinstance(mp, MicroProject) else ""
+            run, ledger = record_superseded_run(
+                self.ctx, mp_id=mp_id, title=title, data=data, sha256=q.sha256, why=why, source=q.source
+            )
+            self.inbox.queue.remove(q.id)
+            return finalize(self.ctx, run, ledger)
+        try:
+            if (refusal := self.sync.refusal_for(data)) is not None:
+                raise refusal
+            if isinstance(mp, InvalidMPError):
+                raise mp
+            executor = self._executor_for(mp)
+            executor.validate(mp)
+        except InvalidMPError as e:
+            run, ledger = record_error_run(
+                self.ctx,
+                mp_id=e.mp_id or mp_id,
+                diagnosis=diag.invalid_mp(e.reason, e.fix, e.line),
+                data=data,
+                sha256=q.sha256,
+                source=q.source,
+            )
+            self.inbox.queue.remove(q.id)
+            return finalize(self.ctx, run, ledger)
+        if approves and halt is not None:
+            self.state.update(halt=None, reason=f"approved by {mp.mp_id}")
+            self.events.emit("approved", via="mp", approved=halt.mp_id, by=mp.mp_id)
+        run, ledger = claim(self.ctx, mp, data, executor.name, source=q.source)
+        self.inbox.queue.remove(q.id)
         return drive(self.ctx, run, ledger, mp, executor)
 
     def _ran_already(self, mp: MicroProject, data: bytes) -> RunArchive | None:
@@ -272,7 +364,10 @@ class Engine:
             _, failed = record_error_run(self.ctx, mp_id=ledger.model.mp_id, diagnosis=diag.engine_error(e), into=run)
             return finalize(self.ctx, run, failed)
         cleared = {"waiting": None} if self.state.read().waiting else {}
-        self.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="resuming after restart", **cleared)
+        self.inbox.run_started(mp.sha256, from_slot=run.ledger().model.source is None)
+        self.state.update(
+            current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="resuming after restart", **cleared
+        )
         return drive(self.ctx, run, run.ledger(), mp, executor)
 
     # -- approval --------------------------------------------------------------------
@@ -285,6 +380,8 @@ class Engine:
                 return None
             daemon = getattr(state, "daemon", None)
             alive = bool(daemon) and daemon.get("host") == socket.gethostname() and pid_alive(daemon.get("pid"))
-            self.state.update(halt=None, current=IDLE, status=Status.ONLINE if alive else Status.OFFLINE, reason=f"approved via {via}")
+            self.state.update(
+                halt=None, current=IDLE, status=Status.ONLINE if alive else Status.OFFLINE, reason=f"approved via {via}"
+            )
             self.events.emit("approved", via=via, approved=state.halt.mp_id)
             return state.halt.mp_id

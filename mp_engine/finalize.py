@@ -2,7 +2,8 @@
 closed, commit and push). Idempotent, so a crash anywhere in it is finished next tick.
 
 `record_error_run()` is the one way to end an MP that was refused or failed before it
-started (an invalid MP, a signature refusal, a sync problem, an unreadable archive).
+started (an invalid MP, a signature refusal, a sync problem, an unreadable archive);
+`record_superseded_run()` ends one that was replaced before it ran.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from mp_engine.inbox.intake import CLAIMED_PREFIX
 from mp_engine.record.archive import RunArchive, create_run
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.record.ledger import Ledger
-from mp_engine.record.outcome import COMPLETED, ERROR, Outcome
+from mp_engine.record.outcome import COMPLETED, ERROR, NO_HALT, SUPERSEDED, Outcome
 from mp_engine.record.result import write_result
 from mp_engine.record.state import IDLE, Halt, Status
 from mp_engine.sync.pull import SyncOutcome
@@ -32,14 +33,17 @@ def record_error_run(
     sha256: str = "",
     inbox_entry: str = "untouched",
     into: RunArchive | None = None,
+    source: str | None = None,
 ) -> tuple[RunArchive, Ledger]:
     """A run whose recorded outcome is ERROR with `diagnosis` (finalize publishes it): a new
     one, or `into`, an open run that cannot go on. `inbox_entry`: "delete" the MP we
-    refused, "archive" a bad entry, or leave it "untouched"."""
+    refused, "archive" a bad entry, or leave it "untouched". `source`: the queue entry
+    the MP came from."""
     now = now_iso()
     if into is None:
         run, ledger = create_run(ctx.ws, mp_id=mp_id, data=data, mp_sha256=sha256, executor="none")
-        ledger.model.inbox_entry = inbox_entry
+        ledger.model.inbox_entry = inbox_entry  # type: ignore[assignment]
+        ledger.model.source = source
         started, executor = now, "none"
     else:
         run, ledger = into, into.ledger()
@@ -63,6 +67,32 @@ def record_error_run(
     return run, ledger
 
 
+def record_superseded_run(
+    ctx: EngineContext, *, mp_id: str | None, title: str, data: bytes, sha256: str, why: str, source: str
+) -> tuple[RunArchive, Ledger]:
+    """A run for an MP that was replaced before it ran: archived, never executed, and
+    ended with a SUPERSEDED result (no halt), so every MP that arrived has one result."""
+    run, ledger = create_run(ctx.ws, mp_id=mp_id, data=data, mp_sha256=sha256, executor="none")
+    ledger.model.inbox_entry = "untouched"
+    ledger.model.source = source
+    ctx.events.tee = run.dir / EVENTS_FILE
+    now = now_iso()
+    outcome = Outcome(
+        status=SUPERSEDED,
+        mp_id=mp_id or "UNPARSED",
+        title=title,
+        run_id=run.run_id,
+        mp_sha256=sha256,
+        started_at=now,
+        finished_at=now,
+        executor="none",
+        notes=[f"Not run: {why}. Send it again if it is still wanted."],
+    )
+    ledger.set_outcome(outcome.to_dict())
+    ctx.events.emit("mp_superseded", mp=mp_id, run=run.run_id, sha256=sha256, reason=why)
+    return run, ledger
+
+
 def after_sync(ctx: EngineContext, out: SyncOutcome) -> TickResult | None:
     """Act on a sync point: pulled files are complete; a sync problem is an ERROR result."""
     if out.integrated:
@@ -82,14 +112,19 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     write_result(ctx.ws, run, outcome, redact=ctx.redact)
     last_result = {
         "mp_id": outcome.mp_id,
+        "mp_sha256": outcome.mp_sha256,
         "status": outcome.status,
         "run_id": run.run_id,
         "finished_at": outcome.finished_at,
     }
     clear_inbox(ctx, run, ledger)  # before the state says done: an orchestrator may then drop the next MP
-    if outcome.status == COMPLETED:
+    if outcome.status == SUPERSEDED and ctx.state.read().halt is not None:
+        # Replaced while the engine was halted: the halt stands, and so does its state.
+        ctx.state.update(run_id=None, last_result=last_result, reason=outcome.commit_summary)
+    elif outcome.status in NO_HALT:
+        done = {"last_completed": outcome.mp_id} if outcome.status == COMPLETED else {}
         ctx.state.update(
-            last_completed=outcome.mp_id,
+            **done,
             current=IDLE,
             status=Status.ONLINE,
             run_id=None,
@@ -99,7 +134,10 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     else:
         assert outcome.diagnosis is not None
         halt = Halt(
-            mp_id=outcome.halt_token or outcome.mp_id, run_id=run.run_id, reason=outcome.diagnosis.summary, since=now_iso()
+            mp_id=outcome.halt_token or outcome.mp_id,
+            run_id=run.run_id,
+            reason=outcome.diagnosis.summary,
+            since=now_iso(),
         )
         ctx.state.update(
             current=outcome.mp_id,
@@ -113,6 +151,8 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     if outcome.status == COMPLETED:
         ctx.events.emit("mp_completed", mp=outcome.mp_id, run=run.run_id, duration=outcome.duration)
         result = TickResult("completed", mp_id=outcome.mp_id, run_id=run.run_id)
+    elif outcome.status == SUPERSEDED:
+        result = TickResult("superseded", mp_id=outcome.mp_id, run_id=run.run_id)
     else:
         assert outcome.diagnosis is not None
         d = outcome.diagnosis
@@ -122,6 +162,7 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     ctx.events.sync()  # the MP's events are durable with its result (one fsync)
     ctx.events.tee = None  # the run's own copy is complete: it travels with the commit
     failed = after_sync(ctx, ctx.channel.publish(outcome.commit_summary, run.run_id))
+    ctx.inbox.run_ended()
     return failed or result
 
 

@@ -213,7 +213,9 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         ctx, cfg = self.ctx, self.cfg
         task = self.plan.tasks[state.mt_index]
         if ctx.stop.is_set() or ctx.stop_now.is_set():
-            return self.pause(state, "stop", "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts")
+            return self.pause(
+                state, "stop", "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts"
+            )
         if (self.ws.system_dir / STOP_FILE).exists():
             state.end(
                 cert.BACKPRESSURE,
@@ -258,7 +260,12 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         ctx.ledger.start(step)
         self.publish(state, live=True)
         self.emit(
-            "micro_task_iteration_started", "FR-EVT-MT-002", mt=task.mt_id, iteration=iteration, level=state.level, agent=level.name
+            "micro_task_iteration_started",
+            "FR-EVT-MT-002",
+            mt=task.mt_id,
+            iteration=iteration,
+            level=state.level,
+            agent=level.name,
         )
         return step, ev
 

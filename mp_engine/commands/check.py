@@ -13,7 +13,9 @@ from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
 
 
-def check(file: Path, as_json: bool, max_bytes: int, echo: Callable[[str], None], err: Callable[[str], None]) -> ExitCode:
+def check(
+    file: Path, as_json: bool, max_bytes: int, echo: Callable[[str], None], err: Callable[[str], None]
+) -> ExitCode:
     micro_tasks: list[dict] = []
     try:
         mp = parse(file.read_bytes(), max_bytes=max_bytes)
@@ -50,6 +52,8 @@ def render(mp: MicroProject, summary: dict, micro_tasks: list[dict]) -> list[str
         for t in micro_tasks:
             lines.append(f"  {t['id']}  line {t['line']:<4} {t['title']}  [{', '.join(t['checks']) or 'no checks'}]")
         if mp.steps:
-            lines.append("note: the agent executor does not run the fenced blocks above; they are part of the instructions")
+            lines.append(
+                "note: the agent executor does not run the fenced blocks above; they are part of the instructions"
+            )
     lines += [f"note: {note}" for note in mp.notes]
     return lines

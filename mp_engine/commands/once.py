@@ -14,6 +14,7 @@ from mp_engine.exitcodes import ExitCode
 
 ONCE_EXIT = {
     "completed": ExitCode.OK,
+    "superseded": ExitCode.OK,
     "idle": ExitCode.OK,
     "waiting": ExitCode.OK,
     "error": ExitCode.MP_ERROR,
@@ -34,13 +35,14 @@ def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
         # A file dropped just now is not "complete" until it settles; one pass waits for
         # that window rather than reporting nothing to do. An agent run waiting out a rate
         # or usage limit (run_id set) may wait for hours: report it instead.
-        while (
-            result.action == "waiting"
-            and result.wait_until is not None
-            and result.run_id is None
-            and not engine.stop.is_set()
+        # A SUPERSEDED result (an MP replaced before it ran) is bookkeeping: the pass goes
+        # on to the MP that replaced it.
+        while not engine.stop.is_set() and (
+            result.action == "superseded"
+            or (result.action == "waiting" and result.wait_until is not None and result.run_id is None)
         ):
-            engine.stop.wait(max(0.0, result.wait_until - time.monotonic()))
+            if result.action == "waiting" and result.wait_until is not None:
+                engine.stop.wait(max(0.0, result.wait_until - time.monotonic()))
             result = engine.tick()
     finally:
         engine.shutdown()

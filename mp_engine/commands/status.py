@@ -42,12 +42,6 @@ TAIL_BYTES = 256 * 1024  # how much of the event log `status` reads for the last
 STATUS_COLOURS = {"ONLINE": "green", "RUNNING": "cyan", "ERROR": "red", "OFFLINE": "yellow"}
 
 
-
-
-
-
-
-
 def run_result(ws: Workspace, run_id: str | None) -> dict[str, Any] | None:
     """A finished run's result.json (title, status, duration, certificate), if readable."""
     if not run_id:
@@ -76,8 +70,6 @@ def last_error(events_file: Path) -> dict[str, Any] | None:
         if key:
             return {"ts": rec.get("ts"), "event": rec["event"], "message": str(rec.get(key, "")), "mp": rec.get("mp")}
     return None
-
-
 
 
 def status_report(ws: Workspace, config: Config) -> dict[str, Any]:

@@ -237,4 +237,3 @@ class Supervisor:
         if self.notifier.enabled:
             self.notifier.send(STATUS=f"stalled: {msg}")
         os._exit(ExitCode.STALLED)
-

@@ -10,6 +10,7 @@ stable for `settle_seconds`.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import threading
@@ -20,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from mp_engine.errors import InvalidMPError
+from mp_engine.inbox.queue import SEEN, MPQueue
 from mp_engine.workspace import Workspace
 
 # The engine renames a finished MP aside to this name (plus the run id) inside the inbox
@@ -80,10 +82,14 @@ class Inbox:
         settle_seconds: float,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        max_bytes: int = 1024 * 1024,
     ):
         self.ws = ws
         self.path = ws.inbox_file
         self.settle = settle_seconds
+        self.max_bytes = max_bytes
+        self.queue = MPQueue(ws.local_dir / "queue")
+        self.busy_sha: str | None = None  # the MP being run, while one is
         self._monotonic = monotonic
         self._wall = wall
         self._lock = threading.Lock()
@@ -98,11 +104,42 @@ class Inbox:
         return Entry(self.path, _kind(st.st_mode), Signature.of(st))
 
     def note_complete(self) -> None:
-        """Hint from a watcher: a writer closed the file, or it was renamed into place."""
+        """Hint from a watcher: a writer closed the file, or it was renamed into place.
+        While an MP runs, a complete version other than the running one is queued as
+        `seen` at once: replaced before the engine is free, it still gets a result."""
         entry = self.lstat_entry()
         if entry is not None and entry.kind is EntryKind.FILE:
             with self._lock:
                 self._complete_marks = {entry.sig}
+            if self.busy_sha is not None:
+                data = self.waiting_bytes()
+                if data is not None:
+                    self.queue.add(data, SEEN)
+
+    def run_started(self, sha256: str, *, from_slot: bool = True) -> None:
+        """An MP with these bytes was claimed: forget the slot's hints (when it came from
+        the slot), and queue what arrives while it runs."""
+        if from_slot:
+            self.forget()
+        self.busy_sha = sha256
+        self.queue.discard_seen(sha256)
+
+    def run_ended(self) -> None:
+        self.busy_sha = None
+
+    def waiting_bytes(self) -> bytes | None:
+        """The slot's bytes when it holds a regular file that is not the MP running (and
+        within the size cap); None otherwise."""
+        entry = self.lstat_entry()
+        if entry is None or entry.kind is not EntryKind.FILE:
+            return None
+        try:
+            data = self.read(entry, self.max_bytes)
+        except (InvalidMPError, OSError):
+            return None
+        if data is None or hashlib.sha256(data).hexdigest() == self.busy_sha:
+            return None
+        return data
 
     def scan(self) -> Scan:
         entry = self.lstat_entry()

@@ -41,7 +41,6 @@ COMMAND_LANGS = {"bash": "bash", "sh": "sh"}
 FILE_LANG = "file"
 
 
-
 @dataclass(frozen=True)
 class Block:
     """One executable fenced block: a command, a file to write, or a validation check."""

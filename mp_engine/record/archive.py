@@ -103,7 +103,16 @@ def reserve_run(ws: Workspace, mp_id: str | None) -> RunArchive:
     raise RuntimeError(f"could not allocate a run directory under {ws.runs_dir}")
 
 
-def fill_run(run: RunArchive, *, mp_id: str | None, data: bytes | None, mp_sha256: str, executor: str) -> Ledger:
+def fill_run(
+    run: RunArchive,
+    *,
+    mp_id: str | None,
+    data: bytes | None,
+    mp_sha256: str,
+    executor: str,
+    source: str | None = None,
+    inbox_entry: str = "delete",
+) -> Ledger:
     """Write the MP copy and a fresh ledger into a reserved run, without fsync (the caller
     calls `run.make_durable()` before the run has any side effect). Plain writes: a ledger
     cut short by a crash does not parse, and the run then counts as unfilled."""
@@ -118,6 +127,8 @@ def fill_run(run: RunArchive, *, mp_id: str | None, data: bytes | None, mp_sha25
         executor=executor,
         write=False,
     )
+    ledger.model.source = source
+    ledger.model.inbox_entry = inbox_entry  # type: ignore[assignment]
     run.ledger_path.write_text(ledger.dumps(), encoding="utf-8")
     return ledger
 
@@ -128,7 +139,9 @@ def runs_of(ws: Workspace, mp_id: str, mp_sha256: str, newest: int = 20) -> list
     A copy put back by git belongs to a recent run; older ones are not read."""
     label = _label(mp_id)
     try:
-        names = sorted((n for n in os.listdir(ws.runs_dir) if n.endswith(f"-{label}") or f"-{label}-" in n), reverse=True)
+        names = sorted(
+            (n for n in os.listdir(ws.runs_dir) if n.endswith(f"-{label}") or f"-{label}-" in n), reverse=True
+        )
     except FileNotFoundError:
         return []
     names = names[:newest]

@@ -63,6 +63,10 @@ class RunLedger(BaseModel):
     # archived as mp.txt), move it into the run directory (bad input we could not read),
     # or leave the inbox alone (the run did not come from the inbox, e.g. a sync problem).
     inbox_entry: Literal["delete", "archive", "untouched"] = "delete"
+    # Where the MP came from when not from the slot: `queue:<id>` (inbox/queue.py). A
+    # queued version is taken out of the queue after its run exists; this field tells a
+    # restart that the entry it finds still queued already has its run.
+    source: str | None = None
     steps: list[LedgerStep] = []
     resume_point: str | None = None
     resume_reason: str | None = None

@@ -15,6 +15,9 @@ from mp_engine.record.diagnosis import Diagnosis
 
 COMPLETED = "COMPLETED"
 ERROR = "ERROR"
+SUPERSEDED = "SUPERSEDED"  # replaced by a newer MP before it ran (docs/PROTOCOL.md §2)
+# Statuses that end a run without a halt: the MP ran to the end, or never had to run.
+NO_HALT = (COMPLETED, SUPERSEDED)
 
 
 @dataclass
@@ -36,7 +39,7 @@ class StepReport:
 
 @dataclass
 class Outcome:
-    status: str  # COMPLETED | ERROR
+    status: str  # COMPLETED | ERROR | SUPERSEDED
     mp_id: str
     title: str
     run_id: str
@@ -70,7 +73,7 @@ class Outcome:
     @property
     def commit_summary(self) -> str:
         """`MP-1.4: COMPLETED` or `MP-1.4: ERROR (timeout in step 2)`."""
-        if self.status == COMPLETED or self.diagnosis is None:
+        if self.status in NO_HALT or self.diagnosis is None:
             return f"{self.mp_id}: {self.status}"
         return f"{self.mp_id}: {self.status} ({self.diagnosis.summary})"
 

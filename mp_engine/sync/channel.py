@@ -19,6 +19,7 @@ from typing import Any
 
 from mp_engine.config import GitConfig
 from mp_engine.errors import InvalidMPError, RemoteUnreachable, SyncError
+from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
 from mp_engine.sync import attribution, commit, locks, pull, push, recovery
 from mp_engine.sync.context import SyncContext
@@ -42,9 +43,11 @@ class GitChannel:
         self._remote_checked = False
         self.allowed_signers = checked_signers_file(ws.root, cfg)
 
-    def bind(self, events: EventLog) -> None:
-        """Share the engine's event log (one writer, one redactor)."""
+    def bind(self, events: EventLog, inbox: Inbox | None = None) -> None:
+        """Share the engine's event log (one writer, one redactor) and its inbox, whose
+        queue a pull fills with the MPs the slot would lose (arrivals.py)."""
         self.c.events = events
+        self.c.inbox = inbox
 
     @property
     def unreachable(self) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mp_engine.config import GitConfig
+from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
 from mp_engine.sync.store import SyncStore
 from mp_engine.workspace import Workspace
@@ -23,6 +24,7 @@ class SyncContext:
         self.store = SyncStore(ws.local_dir / "gitsync.json")
         self.remote_name = cfg.remote
         self.unreachable: str | None = None  # why the remote could not be reached, or None
+        self.inbox: Inbox | None = None  # the engine's, once bound: its queue takes arrivals
 
     @property
     def tracking(self) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from mp_engine.errors import SyncConflict, SyncError
 from mp_engine.record.diagnosis import Diagnosis
+from mp_engine.sync import arrivals
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.replay import replay
 from mp_engine.sync.session import GitSession
@@ -77,8 +78,11 @@ def integrate(c: SyncContext, s: GitSession, remote_sha: str, allowed_signers: s
     proven = fast_forward and processed == tracking
     if processed and not proven and not s.is_ancestor(processed, remote_sha):
         return refuse_rewrite(c, data, processed, remote_sha)
+    versions = arrivals.incoming_versions(s, head, remote_sha)
     if c.cfg.require_signed:
-        _verify_signatures(c, s, data, remote_sha, [head] + ([processed] if processed else []), allowed_signers)
+        known = [head] + ([processed] if processed else [])
+        _verify_signatures(c, s, data, remote_sha, known, allowed_signers, versions)
+    queued = arrivals.queue_arrivals(c, s, head, versions)
     # processed == head is the common case (nothing local since the last push), and then
     # the rewrite check above already proved head is an ancestor of the remote.
     if head == processed or s.is_ancestor(head, remote_sha):
@@ -87,6 +91,8 @@ def integrate(c: SyncContext, s: GitSession, remote_sha: str, allowed_signers: s
     else:
         conflict = rebase(c, s, remote_sha)
         if conflict is not None:
+            if c.inbox is not None:
+                c.inbox.queue.rollback(queued)  # not integrated: the slot still holds its MP
             return block_on_conflict(c, s, data, remote_sha, conflict)
         how = "rebase"
     s.update_refs({PROCESSED_REF: remote_sha})
@@ -98,14 +104,28 @@ def integrate(c: SyncContext, s: GitSession, remote_sha: str, allowed_signers: s
     return SyncOutcome(integrated=True)
 
 
-def _verify_signatures(c: SyncContext, s: GitSession, data: dict, tip: str, known: list[str], signers: str) -> None:
+def _verify_signatures(
+    c: SyncContext,
+    s: GitSession,
+    data: dict,
+    tip: str,
+    known: list[str],
+    signers: str,
+    versions: list[tuple[str, bool]],
+) -> None:
+    """Record the refusal of every MP version the range brings (each is refused at its
+    turn with an ERROR result), when any commit in it is not signed by an allowed signer."""
     verdict = check_range(s.run, tip, known, signers, c.cfg.allowed_gpg_keys)
     if verdict.ok:
         return
-    mp_bytes = s.blob(tip, INBOX_PATH)
-    c.events.emit("sync_refused", to=tip[:12], reason=verdict.reason, mp_pending=mp_bytes is not None)
-    if mp_bytes is not None:
+    mps = [b for commit, present in versions if present and (b := s.blob(commit, INBOX_PATH)) is not None]
+    tip_mp = s.blob(tip, INBOX_PATH)
+    if tip_mp is not None and tip_mp not in mps:
+        mps.append(tip_mp)
+    c.events.emit("sync_refused", to=tip[:12], reason=verdict.reason, mp_pending=bool(mps))
+    for mp_bytes in mps:
         data["refusals"][hashlib.sha256(mp_bytes).hexdigest()] = verdict.reason
+    if mps:
         c.store.save(data)
 
 
@@ -139,7 +159,9 @@ def rebase(c: SyncContext, s: GitSession, onto: str) -> SyncConflict | None:
     return SyncConflict(err.strip(), paths or ["(git did not name them)"])
 
 
-def block_on_conflict(c: SyncContext, s: GitSession, data: dict, remote_sha: str, conflict: SyncConflict) -> SyncOutcome:
+def block_on_conflict(
+    c: SyncContext, s: GitSession, data: dict, remote_sha: str, conflict: SyncConflict
+) -> SyncOutcome:
     side = c.side_branch
     unpushed = s.count(f"{remote_sha}..HEAD")
     data["blocked"] = {"kind": "conflict", "remote": remote_sha, "paths": conflict.paths}

@@ -60,7 +60,9 @@ def push(c: SyncContext, s: GitSession, out: SyncOutcome, allowed_signers: str) 
     try:
         for attempt in Retrying(
             stop=stop_after_attempt(c.cfg.push_attempts),
-            wait=wait_exponential_jitter(multiplier=0.05, max=c.cfg.push_backoff_max, jitter=c.cfg.push_backoff_max / 10),
+            wait=wait_exponential_jitter(
+                multiplier=0.05, max=c.cfg.push_backoff_max, jitter=c.cfg.push_backoff_max / 10
+            ),
             retry=retry_if_exception_type(PushRejected),
             reraise=True,
         ):

@@ -114,4 +114,3 @@ def ensure_remote(c: SyncContext, s: GitSession) -> None:
     if "origin" not in names:
         s.run("remote", "add", "origin", url)
     c.remote_name = "origin"
-

@@ -1,5 +1,5 @@
 """Putting the engine's unpushed commits on top of the remote without rewriting its own
-files in the working tree (issue #19).
+files in the working tree (issue #19), and without ever conflicting over the inbox.
 
 `git rebase` first checks out the remote's tip and then replays the local commits, so for
 a moment the working tree holds the remote's older `SESSION_STATE.json` (or none): a
@@ -9,12 +9,22 @@ index), recommitted with its own author and message (`git commit-tree`), and the
 moves with `git reset --keep`, which rewrites only the paths that differ between the old
 and the new tip: the orchestrator's changes. The engine's own files are the same in both
 tips, so git never touches them; the engine's atomic writes stay their only writer.
+
+The inbox file is the one path both sides write: the engine's result commit deletes the
+MP it ran while the orchestrator's newer commit already holds the next one (and git's
+rename detection may even pair the deleted MP with a step script the run archived). When
+the remote changed the inbox, each commit is merged with a stand-in for `onto` whose inbox
+is as at the merge base, so that path cannot conflict, and every replayed tree then gets
+the remote's inbox file: the orchestrator's newer MP keeps the slot (issue #14).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mp_engine.errors import SyncConflict
 from mp_engine.sync.session import GitSession
+from mp_engine.sync.signatures import INBOX_PATH
 
 FIELD = "%x00"
 
@@ -31,18 +41,26 @@ def replay(s: GitSession, onto: str) -> SyncConflict | None | bool:
     if any(len(parts) != 2 for parts in lines):
         return False
     new = onto
+    remote_inbox = _inbox_entry(s, onto)
+    merge_with = onto
+    if remote_inbox != (base_inbox := _inbox_entry(s, base)):
+        stand_in = _with_inbox(s, f"{onto}^{{tree}}", base_inbox)
+        message = "mp-engine: the remote's tip with the inbox as at the merge base (never pushed)"
+        merge_with = s.run("commit-tree", stand_in, "-p", onto, "-m", message).strip()
     for commit, _parent in lines:
         # Each local commit merged with `onto` over their common base: the remote's changes
         # plus everything up to and including this commit. (git 2.39's merge-tree has no
         # --merge-base, so cherry-picking commit by commit onto the new chain would use the
         # wrong base from the second commit on.)
-        r = s.result("merge-tree", "--write-tree", "--name-only", "--no-messages", onto, commit)
+        r = s.result("merge-tree", "--write-tree", "--name-only", "--no-messages", merge_with, commit)
         if r.code == 1:
             paths = [p for p in r.out.splitlines()[1:] if p]
             return SyncConflict(f"{commit[:12]} does not apply onto {onto[:12]}", paths or ["(git did not name them)"])
         if r.code != 0:
             return False
         tree = r.out.splitlines()[0]
+        if merge_with != onto:
+            tree = _with_inbox(s, tree, remote_inbox)
         if tree == s.run("rev-parse", f"{new}^{{tree}}").strip():
             continue  # already on the remote: dropped, as `git rebase` drops it
         new = _recommit(s, commit, tree, new)
@@ -56,3 +74,27 @@ def _recommit(s: GitSession, commit: str, tree: str, parent: str) -> str:
     name, email, date, message = s.run("log", "-1", f"--format=%an{FIELD}%ae{FIELD}%aI{FIELD}%B", commit).split("\0", 3)
     env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date}
     return s.run_env(env, *s.identity(), "commit-tree", tree, "-p", parent, "-F", "-", input=message).strip()
+
+
+def _inbox_entry(s: GitSession, commit: str) -> str:
+    """`MODE BLOB` of the inbox file at `commit`, or "" when it has none."""
+    out = s.run("ls-tree", commit, "--", INBOX_PATH).strip()
+    mode, _type, rest = out.split(" ", 2) if out else ("", "", "")
+    return f"{mode} {rest.split(chr(9), 1)[0]}" if out else ""
+
+
+def _with_inbox(s: GitSession, tree: str, entry: str) -> str:
+    """`tree` with the inbox file set to `entry` (`MODE BLOB`, or "" for none), built in a
+    temporary index: the real index and the working tree are not touched."""
+    index = Path(s.repo.git_dir) / "mp-engine-replay.index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    try:
+        s.run_env(env, "read-tree", tree)
+        if entry:
+            mode, blob = entry.split()
+            s.run_env(env, "update-index", "--add", "--cacheinfo", f"{mode},{blob},{INBOX_PATH}")
+        else:
+            s.run_env(env, "update-index", "--force-remove", "--", INBOX_PATH)
+        return s.run_env(env, "write-tree").strip()
+    finally:
+        index.unlink(missing_ok=True)

@@ -160,3 +160,31 @@ def test_kill9_with_report_policy_reports_the_interrupted_step(ws, daemon_factor
     assert result_field(ws, "Error-Kind") == "interrupted"
     d2.signal(signal.SIGTERM)
     d2.wait()
+
+
+def test_an_mp_overwritten_while_another_runs_gets_a_superseded_result(ws, daemon_factory, tmp_path):
+    """MP-13.2 dropped while MP-13.1 runs, then replaced by MP-13.3 before the engine was
+    free: 13.2 does not vanish, it ends SUPERSEDED; 13.3 runs; nothing halts (issue #14)."""
+    release = tmp_path / "release"
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: online(ws, d.pid), what="ONLINE")
+    drop(ws, f"# MP-13.1 Slow\n\n```bash\nwhile [ ! -e {release} ]; do sleep 0.05; done\n```\n")
+    wait_for(lambda: read_state(ws)["status"] == "RUNNING", what="MP-13.1 to run")
+    drop(ws, "# MP-13.2 Replaced\n\n```bash\ntouch should-not-run\n```\n")
+    queue = ws.local_dir / "queue" / "queue.json"
+    wait_for(lambda: queue.exists() and json.loads(queue.read_text())["entries"], what="MP-13.2 to be queued")
+    drop(ws, "# MP-13.3 Newest\n\n```bash\ntouch newest-ran\n```\n")
+    release.touch()
+    wait_for(lambda: (read_state(ws).get("last_result") or {}).get("mp_id") == "MP-13.3", what="MP-13.3's result")
+    statuses = {}
+    for run in ws.runs_dir.iterdir():
+        if run.is_dir():
+            data = json.loads((run / "result.json").read_text())
+            statuses[data["mp_id"]] = data["status"]
+    assert statuses == {"MP-13.1": "COMPLETED", "MP-13.2": "SUPERSEDED", "MP-13.3": "COMPLETED"}
+    assert (ws.root / "newest-ran").exists() and not (ws.root / "should-not-run").exists()
+    superseded = events(ws, "mp_superseded")
+    assert [e["mp"] for e in superseded] == ["MP-13.2"] and "replaced" in superseded[0]["reason"]
+    state = read_state(ws)
+    assert state["status"] == "ONLINE" and state.get("halt") is None and not ws.inbox_file.exists()
+    assert state["last_result"]["mp_sha256"] and not json.loads(queue.read_text())["entries"]

@@ -29,7 +29,7 @@ class RecordingChannel:
     def __init__(self) -> None:
         self.running_calls: list[tuple[str, str]] = []
 
-    def bind(self, events) -> None:
+    def bind(self, events, inbox=None) -> None:
         pass
 
     def running(self, mp_id: str, run_id: str) -> SyncOutcome:

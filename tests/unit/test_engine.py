@@ -120,13 +120,19 @@ def test_halt_holds_new_mps_until_one_approves(engine, ws):
     assert res.action == "halted" and "no `Approves:` header" in res.detail
     assert ws.inbox_file.exists() and not (ws.root / "should-not-run").exists()
     drop(ws, "# MP-2.1\nApproves: MP-1.9\n\n```bash\ntouch should-not-run\n```\n")
+    # The held version was replaced before it ran: it gets its result, and the halt stays.
+    assert engine.tick().action == "superseded"
+    assert read_state(ws)["status"] == "ERROR" and read_state(ws)["halt"]["mp_id"] == "MP-2.0"
+    assert result_field(ws, "Status") == "SUPERSEDED"
     assert engine.tick().action == "halted"
     drop(ws, "# MP-2.1\nApproves: MP-2.0\n\n```bash\ntouch ran\n```\n")
+    assert engine.tick().action == "superseded"
     assert engine.tick().action == "completed"
     assert (ws.root / "ran").exists()
     state = read_state(ws)
     assert state["status"] == "ONLINE" and state.get("halt") is None and state["last_completed"] == "MP-2.1"
     assert events(ws, "approved")[-1]["by"] == "MP-2.1"
+    assert len(events(ws, "mp_superseded")) == 2 and not len(engine.inbox.queue)
 
 
 def test_local_approve_lifts_the_halt(engine, ws):

@@ -79,7 +79,9 @@ def branch(ws: Workspace, config: Config) -> Check:
             f"the workspace is on {head or 'a detached HEAD'}, not {branch}",
             f"git -C {ws.root} checkout {branch}",
         )
-    remote = _git(ws, "ls-remote", "--heads", config.git.remote, branch, timeout=min(config.git.timeout, REMOTE_TIMEOUT))
+    remote = _git(
+        ws, "ls-remote", "--heads", config.git.remote, branch, timeout=min(config.git.timeout, REMOTE_TIMEOUT)
+    )
     if remote.code == TIMED_OUT:
         return Check("git branch", WARN, f"on {branch} locally; the remote did not answer")
     if remote.code == 0 and not remote.out.strip():

@@ -18,8 +18,11 @@ def test_an_mp_runs_fails_holds_and_is_approved_through_the_inbox(ws):
     assert held.returncode == 3 and "it has no `Approves:` header" in held.stdout
     drop(ws, "# MP-3.3 Fixed\nApproves: MP-3.1\n\n```bash\ntrue\n```\n")
     ok = mpe("once", "--root", root)
+    # MP-3.2, held and then replaced, got its SUPERSEDED result on the way.
     assert ok.returncode == 0 and ok.stdout.strip() == "completed MP-3.3"
     assert read_state(ws)["last_completed"] == "MP-3.3" and read_state(ws).get("halt") is None
+    superseded = [r for r in ws.runs_dir.glob("*MP-3.2*/result.json") if '"SUPERSEDED"' in r.read_text()]
+    assert len(superseded) == 1
 
 
 def test_an_invalid_mp_is_an_error_result_not_a_crash(ws):

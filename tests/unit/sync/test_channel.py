@@ -368,8 +368,9 @@ def test_steady_state_mp_spawns_only_batched_bookkeeping_git_and_a_staged_file_s
     commands = _git_commands(trace)
     protocol = ["ls-remote", "fetch", "merge", "add", "commit", "push", "status", "add", "commit", "push"]
     # One ref transaction per sync point (pull, RUNNING push, result push); what is staged
-    # is asked once, for the RUNNING commit (the result commit reads it from `git status`).
-    bookkeeping = ["update-ref", "update-ref", "update-ref", "diff"]
+    # is asked once, for the RUNNING commit (the result commit reads it from `git status`);
+    # one `git log` per pull lists the MP versions it brings (history is the queue).
+    bookkeeping = ["update-ref", "update-ref", "update-ref", "diff", "log"]
     assert sorted(c.split()[0] for c in commands) == sorted(protocol + bookkeeping), commands
     assert all(c == "update-ref --stdin" for c in commands if c.startswith("update-ref")), commands
     assert not [c for c in commands if c.split()[0] in ("merge-base", "rev-parse", "cat-file")], commands

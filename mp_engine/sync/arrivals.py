@@ -1,0 +1,63 @@
+"""Git history as the queue: every commit that sets the inbox file to new content is one MP.
+
+A pull brings the remote's commits into the working tree, where the inbox file holds only
+the newest version. Before it does, `queue_arrivals()` reads the versions the incoming
+commits wrote, in commit order, and queues (inbox/queue.py) each one the slot is about to
+lose:
+  - the MP waiting in the slot that the pull replaces (not the one running: it is the
+    engine's already), queued as `slot`, so that it still runs from the slot if the pull
+    fails;
+  - each incoming version but the newest, which the slot takes (all of them when the
+    newest commit deleted the file).
+The engine runs the queue before the slot, so the MPs run one at a time in commit order.
+"""
+
+from __future__ import annotations
+
+from mp_engine.inbox.queue import GIT, SLOT
+from mp_engine.sync.context import SyncContext
+from mp_engine.sync.session import GitSession
+from mp_engine.sync.signatures import INBOX_PATH
+
+
+def incoming_versions(s: GitSession, head: str, tip: str) -> list[tuple[str, bool]]:
+    """(commit, whether it left the inbox file in place) for each commit reachable from
+    `tip` but not `head` that changed the inbox file, oldest first. One `git log`: the
+    bytes are read only for the versions that are queued."""
+    out = s.run(
+        "log",
+        "--reverse",
+        "--topo-order",
+        "--no-renames",
+        "--format=%x1e%H",
+        "--name-status",
+        f"{head}..{tip}",
+        "--",
+        INBOX_PATH,
+    )
+    versions = []
+    for record in out.split("\x1e")[1:]:
+        commit, _, changes = record.partition("\n")
+        versions.append((commit.strip(), not changes.strip().startswith("D")))
+    return versions
+
+
+def queue_arrivals(c: SyncContext, s: GitSession, head: str, versions: list[tuple[str, bool]]) -> list[str]:
+    """Queue what the slot is about to lose (see the module docstring); the ids queued."""
+    inbox = c.inbox
+    if inbox is None or not versions:
+        return []
+    queue, added = inbox.queue, []
+    waiting = inbox.waiting_bytes()  # None when empty, or when it is the MP running
+    if waiting is not None:
+        q = queue.add(waiting, SLOT, commit=f"{head}:slot")
+        if q is not None:
+            added.append(q.id)
+    lost = versions[:-1] if versions[-1][1] else versions  # the newest takes the slot
+    for commit, present in lost:
+        data = s.blob(commit, INBOX_PATH) if present else None
+        if data is not None and (q := queue.add(data, GIT, commit=commit)) is not None:
+            added.append(q.id)
+    if added:
+        c.events.emit("inbox_queued", entries=added, pending=len(queue))
+    return added
