@@ -78,6 +78,7 @@ class GitConfig(_Section):
     timeout: float = Field(60.0, gt=0, description="seconds any one git command may take")
     push_attempts: int = Field(5, ge=1, description="push attempts when the remote moved in the meantime")
     push_backoff_max: float = Field(5.0, gt=0, description="cap of the jittered backoff between attempts")
+    max_file_bytes: int = Field(1024 * 1024, ge=0, description="files above this size stay on the host (0 = no cap)")
     require_signed: bool = False
     allowed_signers: str = Field("", description="ssh allowed-signers file, outside the repository")
     allowed_gpg_keys: tuple[str, ...] = Field((), description="GPG fingerprints accepted as signers")

@@ -109,6 +109,8 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     """Publish a recorded outcome: result, inbox cleared, state, ledger closed, push."""
     assert ledger.model.outcome is not None
     outcome = Outcome.from_dict(ledger.model.outcome)
+    if (notice := ctx.channel.notice()) is not None:
+        outcome.notes.append(f"Git: {notice}. This result is committed on the engine host and not pushed.")
     write_result(ctx.ws, run, outcome, redact=ctx.redact)
     last_result = {
         "mp_id": outcome.mp_id,

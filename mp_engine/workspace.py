@@ -32,6 +32,24 @@ SYSTEM_GITIGNORE = (
     f"# where versions before 0.2 kept the event log (only here: runs/*/events.jsonl travel)\n/{EVENTS_FILE}\n"
 )
 
+# The workspace's own .gitignore (written by `init` when there is none): what a result
+# commit must never carry, so an MP's check run does not push bytecode or a virtualenv.
+ROOT_GITIGNORE = """# Written by `mp-engine init`: never committed with a result (edit freely).
+__pycache__/
+*.py[cod]
+.pytest_cache/
+.mypy_cache/
+.ruff_cache/
+.tox/
+.venv/
+venv/
+node_modules/
+*.egg-info/
+.DS_Store
+# the engine's host-local files (lock, queue, event log)
+/SYSTEM/.engine/
+"""
+
 
 @dataclass(frozen=True)
 class Workspace:
@@ -195,6 +213,7 @@ def init_workspace(root: Path | str) -> tuple[Workspace, list[str]]:
         ws.inbox_dir / ".gitkeep": "",
         ws.runs_dir / ".gitkeep": "",
         ws.system_dir / ".gitignore": SYSTEM_GITIGNORE,
+        ws.root / ".gitignore": ROOT_GITIGNORE,
         ws.config_file: config_template(),
     }
     for path, text in files.items():

@@ -190,7 +190,9 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("git"):
         g = report["git"]
         line = f"  git:             {g['remote']} {g['branch']}, {g.get('unpushed', '?')} unpushed commit(s)"
-        if g.get("blocked"):
+        if (g.get("blocked") or {}).get("kind") == "push_refused":
+            line += f"  [push refused by the remote: {g['blocked'].get('message')}]"
+        elif g.get("blocked"):
             line += f"  [blocked: {g['blocked'].get('kind')} at {str(g['blocked'].get('remote'))[:12]}]"
         if g.get("error"):
             line += f"  [{g['error']}]"

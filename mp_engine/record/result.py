@@ -6,6 +6,7 @@ The Markdown opens with `Key: value` lines an orchestrator can parse without a M
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from mp_engine import __version__
@@ -13,6 +14,10 @@ from mp_engine.atomic import atomic_write, make_durable
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.outcome import Outcome, StepReport, fenced
 from mp_engine.workspace import Workspace
+
+# RESULT_last.md travels with every result commit and is what an orchestrator (often a
+# model) reads first: it is kept under this size; whole outputs stay in the run archive.
+RESULT_MAX_BYTES = 64 * 1024
 
 
 def _fmt_seconds(value: float | None) -> str:
@@ -100,14 +105,74 @@ def render_markdown(o: Outcome, ws: Workspace) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def write_result(ws: Workspace, run: RunArchive, outcome: Outcome, redact=lambda s: s) -> str:
-    """Write the result into the archive and to SYSTEM/RESULT_last.md; return the text."""
-    text = redact(render_markdown(outcome, ws))
+def _cut(text: str, keep: int) -> str:
+    """`text` cut to about `keep` characters, head and tail kept."""
+    if len(text) <= keep:
+        return text
+    omitted = len(text) - keep
+    note = f"\n[... {omitted} characters cut to keep the result under {RESULT_MAX_BYTES // 1024} KiB; see the archive ...]\n"
+    return text[: keep // 2] + note + text[-(keep - keep // 2) :]
+
+
+def _shrunk(o: Outcome, keep: int) -> Outcome:
+    def report(r: StepReport) -> StepReport:
+        return dataclasses.replace(r, stdout=_cut(r.stdout, keep), stderr=_cut(r.stderr, keep))
+
+    return dataclasses.replace(
+        o,
+        steps=[report(r) for r in o.steps],
+        checks=[report(r) for r in o.checks],
+        error_output=_cut(o.error_output, keep * 2),
+    )
+
+
+def render_bounded(o: Outcome, ws: Workspace, cap: int = RESULT_MAX_BYTES) -> str:
+    """The Markdown within `cap` bytes: each output is cut (head and tail, the archive path
+    of the whole file stays in the text) until it fits; a result that still does not fit
+    (thousands of steps) is cut as a whole, its `Key: value` lines first."""
+    text = render_markdown(o, ws)
+    keep = 8 * 1024
+    while len(text.encode("utf-8")) > cap and keep >= 128:
+        text = render_markdown(_shrunk(o, keep), ws)
+        keep //= 2
+    data = text.encode("utf-8")
+    if len(data) <= cap:
+        return text
+    tail = (
+        f"\n\n[... cut at {cap // 1024} KiB; the whole result is in {ws.rel(ws.runs_dir / o.run_id)}/result.json ...]\n"
+    )
+    return data[: cap - len(tail.encode())].decode("utf-8", errors="ignore") + tail
+
+
+def write_result(ws: Workspace, run: RunArchive, outcome: Outcome, redact=lambda s: s, *, last: bool = True) -> str:
+    """Write the result into the archive and (when `last`) to SYSTEM/RESULT_last.md."""
+    text = redact(render_bounded(outcome, ws))
     # Three atomic replaces, then one round of fsyncs: half the cost of three durable writes.
     atomic_write(
         run.result_json, redact(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False)) + "\n", durable=False
     )
     atomic_write(run.result_md, text, durable=False)
-    atomic_write(ws.result_file, text, durable=False)
-    make_durable(run.result_json, run.result_md, ws.result_file)
+    written = [run.result_json, run.result_md]
+    if last:
+        atomic_write(ws.result_file, text, durable=False)
+        written.append(ws.result_file)
+    make_durable(*written)
     return text
+
+
+def add_note(ws: Workspace, run: RunArchive, note: str, redact=lambda s: s) -> bool:
+    """Add `note` to a written result (once): its archive copies and, when it is still the
+    last result, RESULT_last.md. False when the run has no result."""
+    try:
+        outcome = Outcome.from_dict(json.loads(run.result_json.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return False
+    if note in outcome.notes:
+        return True
+    outcome.notes.append(note)
+    try:
+        last = json.loads(ws.state_file.read_text(encoding="utf-8")).get("last_result", {}).get("run_id") == run.run_id
+    except (OSError, ValueError, AttributeError):
+        last = False
+    write_result(ws, run, outcome, redact, last=last)
+    return True

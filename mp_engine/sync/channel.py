@@ -191,6 +191,10 @@ class GitChannel:
             "this result names.",
         )
 
+    def notice(self) -> str | None:
+        """What every result should say about the channel (a push the remote refused)."""
+        return push.refusal_notice(self.c.store.blocked())
+
     def report(self) -> dict[str, Any]:
         """Remote, branch, unpushed commit count and any block, for `mp-engine status`."""
         info: dict[str, Any] = {"remote": self.cfg.remote, "branch": self.cfg.branch}

@@ -6,7 +6,7 @@ from typing import Any
 
 from mp_engine.atomic import atomic_write
 from mp_engine.errors import SyncError
-from mp_engine.sync import attribution
+from mp_engine.sync import attribution, size_cap
 from mp_engine.sync.attribution import RUNS_PREFIX, Change
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.redact import redact_file
@@ -42,11 +42,14 @@ def commit_run(
             baseline = derived
             c.events.emit("git_recovered", what="baseline derived from the run's ledger", run=run_id)
     paths, left = attribution.select(c.ws.root, found, baseline)
+    paths, held = size_cap.hold_back(c, data, paths, run_id)
     foreign = [p for p, ch in found.items() if ch.code[0] not in " ?" and p not in paths]
     # A deletion already in the index (a crash between `git add` and `git commit`) is
     # committed as it is: `git add -- PATH` of a path gone from index and tree fails.
     staged_deletions = {p for p, ch in found.items() if ch.code[0] == "D"}
-    head = commit_paths(c, s, message, paths, foreign_staged=bool(foreign), already_staged=staged_deletions)
+    head = commit_paths(
+        c, s, message, paths, foreign_staged=bool(foreign), already_staged=staged_deletions, unstage=held
+    )
     remember(c, data, left, forget=run_id if finished else None, published=published)
     return head
 
@@ -94,8 +97,10 @@ def commit_paths(
     *,
     foreign_staged: bool,
     already_staged: set[str] | frozenset[str] = frozenset(),
+    unstage: list[str] | None = None,
 ) -> str | None:
     """Stage `paths` by name and commit them (and nothing else); return the new HEAD.
+    `unstage`: files inside those paths (a new directory) that must stay out (size_cap.py).
 
     Plain `git commit` when nothing else is staged; `git commit --only` semantics
     (pathspec) otherwise, which rebuilds a temporary index and costs twice as much in a
@@ -110,6 +115,8 @@ def commit_paths(
     if to_add:
         add_spec = spec if len(to_add) == len(paths) else _pathspec(c, to_add, "gitsync.addspec")
         s.run("--literal-pathspecs", "add", "--all", *add_spec)
+    if unstage:
+        s.run("--literal-pathspecs", "reset", "-q", *_pathspec(c, unstage, "gitsync.unstage"))
     only = spec if foreign_staged else []
     code, out, err = s.status(
         "--literal-pathspecs", *s.identity(), "commit", "--quiet", "--no-verify", "-m", message, *only

@@ -48,5 +48,8 @@ class LocalChannel:
     def refusal_for(self, data: bytes) -> InvalidMPError | None:
         return None
 
+    def notice(self) -> str | None:
+        return None
+
     def report(self) -> dict[str, Any]:
         return {"enabled": False}

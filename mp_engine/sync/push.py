@@ -1,5 +1,10 @@
 """Pushing: `git push --porcelain` with every way it can fail checked, and a bounded,
-jittered retry that fetches, verifies and rebases when the remote moved meanwhile."""
+jittered retry that fetches, verifies and rebases when the remote moved meanwhile.
+
+A push the remote refuses for good (a pre-receive hook, a file too large, a protected
+branch, no permission) is not retried: the commits stay local, the channel is blocked
+with the remote's own message (`status`, `doctor` and every later result show it), and
+the push is tried again only when the remote's branch moves or the engine restarts."""
 
 from __future__ import annotations
 
@@ -19,6 +24,27 @@ class PushRejected(SyncError):
     """The push was refused because the remote has commits we do not (retried)."""
 
 
+class PushRefused(SyncError):
+    """The remote refused the push for good (a hook, a size limit, a protected branch, a
+    permission): retrying the same commits cannot succeed."""
+
+
+# What remotes say when they refuse a push on purpose (git's own `[remote rejected]`, and
+# GitHub's / GitLab's wording for size limits, protected branches and permissions).
+REFUSED_RE = re.compile(
+    r"\[remote rejected\]|hook declined|protected branch|GH00\d|large files? detected|file size limit|"
+    r"not allowed to (push|force)|permission to \S+ denied|returned error: 403|insufficient permission",
+    re.I,
+)
+
+
+def _refusal(summary: str, err: str) -> PushRefused:
+    said = [line.removeprefix("remote:").strip() for line in err.splitlines() if line.startswith("remote:")]
+    said = [line for line in said if line]
+    message = "; ".join([summary.strip(), *said[:6]]) if summary else "; ".join(said[:6]) or err.strip()
+    return PushRefused(message[:1000])
+
+
 def push_checked(s: GitSession, remote_name: str, branch: str, timeout: float) -> None:
     """`git push --porcelain REMOTE HEAD:BRANCH`; raises `PushRejected` when the remote has
     commits we lack, `SyncError` for any other refusal.
@@ -34,13 +60,12 @@ def push_checked(s: GitSession, remote_name: str, branch: str, timeout: float) -
         if flag == "!":
             if summary.startswith("[rejected]"):
                 raise PushRejected(f"push of {branch} rejected: {summary}")
-            raise SyncError(
-                f"push of {branch} to {remote_name} failed: {summary}. "
-                "The commit stays local; check the remote's hooks and permissions."
-            )
+            raise _refusal(summary, r.err)
     if r.code != 0:
         if re.search(r"\[rejected\]|non-fast-forward|fetch first", r.err):
             raise PushRejected(str(failure(r)))
+        if REFUSED_RE.search(r.err):
+            raise _refusal("", r.err)
         raise failure(r)
     if not results:
         raise RemoteUnreachable(f"`git push {remote_name} {refspec}` reported no result; will retry.")
@@ -81,10 +106,29 @@ def push(c: SyncContext, s: GitSession, out: SyncOutcome, allowed_signers: str) 
     except PushRejected as e:
         c.events.emit("sync_push_deferred", error=f"still rejected after {c.cfg.push_attempts} attempts: {e}")
         return
+    except PushRefused as e:
+        block_refused(c, s, str(e))
+        return
     head = s.rev("HEAD")
     assert head is not None
     s.update_refs({c.tracking: head, PROCESSED_REF: head})
     c.events.emit("sync_pushed", branch=c.cfg.branch, head=head[:12])
+
+
+def block_refused(c: SyncContext, s: GitSession, message: str) -> None:
+    """Stop pushing until the remote moves (or a restart): the refusal is remembered with
+    the remote tip it was made against, and reported."""
+    data = c.store.load()
+    data["blocked"] = {"kind": "push_refused", "remote": s.rev(c.tracking) or "", "message": message}
+    c.store.save(data)
+    c.events.emit("sync_push_refused", message=message, unpushed=unpushed(c, s))
+
+
+def refusal_notice(blocked: dict | None) -> str | None:
+    """The line `status`, `doctor` and results show for a refused push, or None."""
+    if not blocked or blocked.get("kind") != "push_refused":
+        return None
+    return f"push refused by the remote: {blocked.get('message', '')}"
 
 
 def push_side_branch(c: SyncContext, s: GitSession) -> None:

@@ -17,6 +17,11 @@ from mp_engine.workspace import EVENTS_FILE, SYSTEM_DIR
 
 def startup(c: SyncContext, s: GitSession) -> None:
     locks.remove_stale_locks(c, git_dirs(s))
+    data = c.store.load()
+    if (data.get("blocked") or {}).get("kind") == "push_refused":  # a restart tries once more
+        data["blocked"] = None
+        c.store.save(data)
+        c.events.emit("sync_unblocked", reason="restart: the refused push is tried again")
     top = Path(os.path.realpath(s.run("rev-parse", "--show-toplevel").strip()))
     if top != c.ws.root:
         raise SyncError(

@@ -26,7 +26,7 @@ def setup_remote(directory: Path, url: str, branch: str) -> list[str]:
     done += [f"created {p}" for p in created]
     enable_git_config(ws.config_file, "origin", branch)
     done.append(f"enabled [git] in {ws.rel(ws.config_file)} (remote origin, branch {branch})")
-    layout = [p for p in (STATE_FILE, CONFIG_FILE, f"{SYSTEM_DIR}/.gitignore") if (ws.root / p).exists()]
+    layout = [p for p in (STATE_FILE, CONFIG_FILE, f"{SYSTEM_DIR}/.gitignore", ".gitignore") if (ws.root / p).exists()]
     layout += [ws.rel(ws.inbox_dir / ".gitkeep"), ws.rel(ws.runs_dir / ".gitkeep")]
     cfg = load_config(ws.root).git
     s = GitSession(ws.root, cfg.timeout)

@@ -24,6 +24,7 @@ CHECKS: list[Callable[[Workspace, Config], Check]] = [
     git_checks.identity,
     git_checks.remote,
     git_checks.branch,
+    git_checks.pushes,
     git_checks.signatures,
     host.inotify,
     host.network_fs,

@@ -9,7 +9,9 @@ import stat
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
 from mp_engine.gitcmd import TIMED_OUT, GitResult, git
+from mp_engine.sync.push import refusal_notice
 from mp_engine.sync.signatures import signers_path
+from mp_engine.sync.store import SyncStore
 from mp_engine.workspace import Workspace
 
 REMOTE_TIMEOUT = 20.0
@@ -92,6 +94,25 @@ def branch(ws: Workspace, config: Config) -> Check:
             f"git -C {ws.root} push -u {config.git.remote} {branch}",
         )
     return Check("git branch", OK, f"on {branch}" + (", which the remote has" if remote.code == 0 else ""))
+
+
+def pushes(ws: Workspace, config: Config) -> Check:
+    """A push the remote refused for good (sync/push.py) is a failure the operator must see."""
+    if not config.git.enabled:
+        return Check("git push", OK, "[git] is off")
+    blocked = SyncStore(ws.local_dir / "gitsync.json").blocked()
+    notice = refusal_notice(blocked)
+    if notice is not None:
+        return Check(
+            "git push",
+            FAIL,
+            f"{notice}; results are committed on this host and not pushed",
+            "make the remote accept the push (its message says why), or drop the refused commits with "
+            f"`git -C {ws.root} reset --soft {config.git.remote}/{config.git.branch}`; then restart the engine",
+        )
+    if blocked:
+        return Check("git push", WARN, f"the channel is blocked: {blocked.get('kind')}", "see `mp-engine status`")
+    return Check("git push", OK, "no push refused")
 
 
 def signatures(ws: Workspace, config: Config) -> Check:

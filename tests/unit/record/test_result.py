@@ -77,3 +77,27 @@ def test_a_fence_is_longer_than_any_backtick_run_inside():
 def test_an_engine_error_asks_for_a_bug_report():
     d = engine_error(KeyError("x"))
     assert d.kind == "engine_error" and "KeyError" in d.diagnosis and "bug" in d.fix
+
+
+def test_result_last_stays_under_64_kib_with_head_tail_and_the_archive_path(ws):
+    """A 1 MiB error output and 200 steps of 16 KiB each: RESULT_last.md stays within
+    64 KiB, keeps its Key: value lines, each output's head and tail and the path of the
+    whole file; result.json in the archive keeps everything."""
+    from mp_engine.record.result import RESULT_MAX_BYTES
+
+    run, _ = create_run(ws, mp_id="MP-8.3", data=b"x", mp_sha256="s", executor="shell")
+    big = "HEAD-MARK\n" + "x" * (1024 * 1024) + "\nTAIL-MARK\n"
+    steps = [
+        StepReport(f"step-{i:03d}", "command", "cat big", i, "ok", 0, 0.1, "o" * 16000, "", "steps/s.stdout")
+        for i in range(200)
+    ]
+    diag = Diagnosis("nonzero_exit", "exit 1 in step 1", "It failed.", "Fix it.", step_id="step-001")
+    o = outcome(run.run_id, status="ERROR", steps=steps, diagnosis=diag, error_output=big, halt_token="MP-8.3")
+    text = write_result(ws, run, o)
+    assert len(text.encode()) <= RESULT_MAX_BYTES
+    assert "Status: ERROR" in text.splitlines() and "Approve-With: Approves: MP-8.3" in text.splitlines()
+    assert "HEAD-MARK" in text and "TAIL-MARK" in text and "cut to keep the result under 64 KiB" in text
+    assert len(json.loads(run.result_json.read_text())["error_output"]) == len(big)
+    # A small result is not touched.
+    small = outcome(run.run_id, steps=[StepReport("step-001", "command", "echo", 1, "ok", 0, 0.1, "hi\n")])
+    assert "characters cut" not in write_result(ws, run, small)

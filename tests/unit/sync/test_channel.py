@@ -151,23 +151,6 @@ def test_unreachable_remote_keeps_results_local_and_pushes_them_later(channel, t
     assert events(ws, "sync_reachable")
 
 
-def test_a_push_refused_by_the_remote_is_detected_and_kept_local(channel):
-    bare, _url, ws, orch = channel
-    hook = bare / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'pushes are frozen' >&2\nexit 1\n")
-    hook.chmod(0o755)
-    engine = make_engine(ws)
-    ws.inbox_file.write_text(HELLO)  # dropped locally: the result still travels by git
-    engine.inbox.settle = 0
-    assert engine.tick().action == "completed"
-    failed = [e for e in events(ws, "sync_failed") if "pre-receive" in e["error"] or "declined" in e["error"]]
-    assert failed, events(ws, "sync_failed")
-    assert unpushed(ws) >= 2
-    hook.unlink()
-    sync_tick(engine)
-    assert unpushed(ws) == 0 and remote_log(bare)[0] == "MP-0.1: COMPLETED"
-
-
 def test_force_push_rewriting_processed_history_is_refused(channel, tmp_path):
     bare, url, ws, orch = channel
     push_mp(orch, HELLO)
