@@ -16,6 +16,7 @@ from mp_engine.context import EngineContext, TickResult
 from mp_engine.inbox.intake import CLAIMED_PREFIX
 from mp_engine.record.archive import RunArchive, create_run
 from mp_engine.record.diagnosis import Diagnosis
+from mp_engine.record.digest import write_digest
 from mp_engine.record.ledger import Ledger
 from mp_engine.record.outcome import COMPLETED, ERROR, NO_HALT, SUPERSEDED, Outcome
 from mp_engine.record.result import write_result
@@ -112,6 +113,7 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     if (notice := ctx.channel.notice()) is not None:
         outcome.notes.append(f"Git: {notice}. This result is committed on the engine host and not pushed.")
     write_result(ctx.ws, run, outcome, redact=ctx.redact)
+    write_digest(ctx.ws, outcome, redact=ctx.redact)
     last_result = {
         "mp_id": outcome.mp_id,
         "mp_sha256": outcome.mp_sha256,

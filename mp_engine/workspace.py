@@ -141,7 +141,8 @@ class Workspace:
         top = parts[0]
         if top in (STATE_FILE, CONFIG_FILE, INBOX_DIR):
             return True
-        return top == SYSTEM_DIR and len(parts) > 1 and parts[1] in (RESULT_FILE, EVENTS_FILE, RUNS_DIR, LOCAL_DIR)
+        owned = (RESULT_FILE, "RESULT_last.json", "results.jsonl", "results.1.jsonl", EVENTS_FILE, RUNS_DIR, LOCAL_DIR)
+        return top == SYSTEM_DIR and len(parts) > 1 and parts[1] in owned
 
     def confine(self, relpath: str) -> Path:
         """Resolve `relpath` (as written in an MP) to a path inside the workspace.

@@ -24,7 +24,13 @@ from mp_engine.workspace import EVENTS_FILE, LOCAL_DIR, RESULT_FILE, RUNS_DIR, S
 
 RUNS_PREFIX = f"{SYSTEM_DIR}/{RUNS_DIR}/"
 # The files the protocol owns; staged whenever they changed.
-PROTOCOL_FILES = (STATE_FILE, f"{SYSTEM_DIR}/{RESULT_FILE}")
+PROTOCOL_FILES = (
+    STATE_FILE,
+    f"{SYSTEM_DIR}/{RESULT_FILE}",
+    f"{SYSTEM_DIR}/RESULT_last.json",
+    f"{SYSTEM_DIR}/results.jsonl",
+    f"{SYSTEM_DIR}/results.1.jsonl",
+)
 # The host's event log stays local: committed, it made every commit and push grow with it
 # (to its 10 MiB rotation bound). Each run's events travel in `SYSTEM/runs/<run>/`.
 EVENT_LOG = f"{SYSTEM_DIR}/{EVENTS_FILE}"

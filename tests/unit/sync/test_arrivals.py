@@ -22,6 +22,12 @@ def results(ws) -> list[tuple[str, str]]:
     return [(d["mp_id"], d["status"]) for d in (json.loads((run / "result.json").read_text()) for run in runs)]
 
 
+def remote_index(bare) -> list[tuple[str, str]]:
+    """(MP id, status) of each line of SYSTEM/results.jsonl on the remote."""
+    text = remote_file(bare, "SYSTEM/results.jsonl") or ""
+    return [(r["mp_id"], r["status"]) for r in map(json.loads, text.splitlines())]
+
+
 def drain(engine, limit: int = 10) -> list[str]:
     actions = []
     for _ in range(limit):
@@ -45,6 +51,9 @@ def test_three_mps_in_three_commits_between_two_polls_run_in_commit_order(channe
     assert state["status"] == "ONLINE" and state["last_result"]["mp_id"] == "MP-5.3"
     assert [s for s in remote_log(bare) if s.endswith("COMPLETED")] == [f"MP-5.{n}: COMPLETED" for n in (3, 2, 1)]
     assert not len(engine.inbox.queue)
+    assert remote_index(bare) == results(ws)
+    last = json.loads(remote_file(bare, "SYSTEM/RESULT_last.json"))
+    assert last["mp_id"] == "MP-5.3" and last["mp_sha256"] == state["last_result"]["mp_sha256"]
 
 
 def test_the_next_mp_pushed_while_one_runs_keeps_the_slot_without_a_conflict(channel):
@@ -86,6 +95,7 @@ def test_an_mp_waiting_in_the_slot_is_queued_when_a_pull_replaces_it(channel):
     assert (ws.root / "order.txt").read_text() == "approved\n"
     superseded = remote_log(bare)
     assert "MP-5.1: SUPERSEDED" in superseded and superseded[0] == "MP-6.2: COMPLETED"
+    assert remote_index(bare) == results(ws)
 
 
 def test_a_pull_that_conflicts_queues_nothing_twice(channel):

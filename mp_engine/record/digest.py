@@ -1,0 +1,135 @@
+"""The result in the form a program (or a model) reads in one fetch (issue #14):
+
+  - `SYSTEM/RESULT_last.json`: the last result, a small versioned document (schema below,
+    documented in docs/PROTOCOL.md §7), beside RESULT_last.md;
+  - `SYSTEM/results.jsonl`: one line per finished MP, append-only, so the whole history is
+    one file read; rotated to `SYSTEM/results.1.jsonl` past `INDEX_MAX_BYTES`.
+
+Both are written by `finalize` before the result commit, atomically (the index: one
+appended line, never a duplicate: finalize may run twice for one run after a crash).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from mp_engine.atomic import append_durable, atomic_write, make_durable, read_tail
+from mp_engine.record.outcome import ERROR, Outcome, StepReport
+from mp_engine.workspace import Workspace
+
+SCHEMA = "mp-engine/result/1"
+LAST_JSON = "RESULT_last.json"
+INDEX = "results.jsonl"
+INDEX_ROTATED = "results.1.jsonl"
+INDEX_MAX_BYTES = 1024 * 1024
+TAIL_CHARS = 2000  # of each output, in RESULT_last.json (the archive holds the whole)
+
+
+def public_status(o: Outcome) -> str:
+    """COMPLETED, ERROR, SUPERSEDED, CANCELLED, or REFUSED (an MP refused before anything
+    ran: invalid, or unsigned): what an orchestrator branches on."""
+    if o.status == ERROR and o.diagnosis is not None and o.diagnosis.kind == "invalid_mp":
+        return "REFUSED"
+    return o.status
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= TAIL_CHARS else "[...]" + text[-TAIL_CHARS:]
+
+
+def _step(r: StepReport, run_rel: str) -> dict[str, Any]:
+    return {
+        "id": r.step_id,
+        "kind": r.kind,
+        "what": r.what,
+        "line": r.line,
+        "status": r.status,
+        "exit_code": r.exit_code,
+        "duration": None if r.duration is None else round(r.duration, 3),
+        "attempts": r.attempts,
+        "stdout_tail": _tail(r.stdout),
+        "stderr_tail": _tail(r.stderr),
+        "stdout_path": f"{run_rel}/{r.stdout_ref}" if r.stdout_ref else None,
+        "stderr_path": f"{run_rel}/{r.stderr_ref}" if r.stderr_ref else None,
+    }
+
+
+def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
+    """RESULT_last.json's content for outcome `o`."""
+    run_rel = ws.rel(ws.runs_dir / o.run_id)
+    d = o.diagnosis
+    return {
+        "schema": SCHEMA,
+        "mp_id": o.mp_id,
+        "mp_sha256": o.mp_sha256,
+        "title": o.title,
+        "status": public_status(o),
+        "run_id": o.run_id,
+        "archive": f"{run_rel}/",
+        "executor": o.executor,
+        "started_at": o.started_at,
+        "finished_at": o.finished_at,
+        "duration": round(o.duration, 3),
+        "certificate": o.extra.get("certificate"),
+        "steps": [_step(r, run_rel) for r in o.steps],
+        "checks": [_step(r, run_rel) for r in o.checks],
+        "diagnosis": None
+        if d is None
+        else {"kind": d.kind, "summary": d.summary, "text": d.diagnosis, "step_id": d.step_id, "line": d.line},
+        "fix": d.fix if d else None,
+        "approve_with": f"Approves: {o.halt_token}" if o.halt_token and o.status == ERROR else None,
+        "commit_subject": o.commit_summary,
+        "notes": o.notes,
+    }
+
+
+def index_line(o: Outcome) -> dict[str, Any]:
+    return {
+        "mp_id": o.mp_id,
+        "mp_sha256": o.mp_sha256,
+        "status": public_status(o),
+        "finished_at": o.finished_at,
+        "run_id": o.run_id,
+        "summary": o.diagnosis.summary if o.diagnosis else None,
+    }
+
+
+def write_digest(ws: Workspace, o: Outcome, redact=lambda s: s) -> None:
+    """RESULT_last.json replaced, and the run's line appended to results.jsonl (once);
+    both fsynced in one round."""
+    last = ws.system_dir / LAST_JSON
+    atomic_write(last, redact(json.dumps(document(o, ws), indent=1, ensure_ascii=False)) + "\n", durable=False)
+    index = ws.system_dir / INDEX
+    if f'"run_id": "{o.run_id}"' not in read_tail(index, 64 * 1024):  # not after a crash mid-finalize
+        line = redact(json.dumps(index_line(o), ensure_ascii=False))
+        _rotate(index, len(line) + 1)
+        append_durable(index, line, durable=False)
+    make_durable(last, index)
+
+
+def _rotate(index: Path, incoming: int) -> None:
+    try:
+        size = index.stat().st_size
+    except FileNotFoundError:
+        return
+    if size + incoming > INDEX_MAX_BYTES:
+        os.replace(index, index.with_name(INDEX_ROTATED))
+
+
+def read_index(ws: Workspace) -> list[dict[str, Any]]:
+    """Every line of the index, oldest first (the rotated file, then the current one)."""
+    out = []
+    for name in (INDEX_ROTATED, INDEX):
+        try:
+            text = (ws.system_dir / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        for line in text.splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out
