@@ -224,13 +224,17 @@ def check(file: Path, as_json: bool, max_bytes: int) -> int:
 @click.option("--wait", is_flag=True, help="Wait for the result, print it, exit 0 COMPLETED / 1 ERROR.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits (then exit 7).")
 @click.option("--poll", type=float, default=2.0, show_default=True, help="Seconds between checks while waiting.")
-@click.option("--force", is_flag=True, help="Replace an MP still pending in the inbox.")
+@click.option(
+    "--force", is_flag=True, help="Send even though the engine is halted and the MP does not approve the halt."
+)
 def send(file: Path, repo: str, branch: str, wait: bool, timeout: float, poll: float, force: bool) -> int:
     """Send an MP to an engine through its git remote (the orchestrator's side).
 
-    Validates FILE as `check` does, commits it as Claude_Inbox/incoming_microproject.txt
-    in a working clone of --repo and pushes. Exit codes: 0 sent / COMPLETED, 1 invalid MP /
-    ERROR, 6 an MP is still pending, 7 --wait timed out, 8 git failed (docs/GIT.md).
+    Validates FILE as `check` does, reads the remote's state, commits FILE as
+    Claude_Inbox/incoming_microproject.txt in a working clone of --repo and pushes. MPs
+    sent while another waits or runs are queued (git history is the queue). Exit codes:
+    0 sent / COMPLETED, 1 invalid MP / ERROR, 6 the engine is halted and the MP does not
+    approve the halt (nothing sent), 7 --wait timed out, 8 git failed (docs/GIT.md).
 
     \b
     Example:

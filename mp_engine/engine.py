@@ -384,4 +384,6 @@ class Engine:
                 halt=None, current=IDLE, status=Status.ONLINE if alive else Status.OFFLINE, reason=f"approved via {via}"
             )
             self.events.emit("approved", via=via, approved=state.halt.mp_id)
+            # The orchestrator reads the state on the remote: the lifted halt travels too.
+            self.sync.commit_state(f"{state.halt.mp_id}: halt approved on the engine host")
             return state.halt.mp_id

@@ -14,7 +14,7 @@ class ExitCode(IntEnum):
     HALTED = 3  # `once`: an MP is waiting but the engine is halted on a failed MP
     BUSY = 4  # `once`/`approve`: another engine held the workspace lock past the lock timeout
     INTERRUPTED = 5  # `once`: stopped by a signal before the MP finished; it resumes on the next start
-    PENDING = 6  # `send`: an MP is still pending in the remote's inbox (use --force to replace it)
+    NOT_RUNNABLE = 6  # `send`: the engine is halted and the MP does not approve the halt (nothing sent; --force)
     SEND_TIMEOUT = 7  # `send --wait`: no result before --timeout (the MP stays sent)
     GIT = 8  # `send`: git failed (clone, fetch or push); the message says why
     STALLED = 9  # `run`: the main loop stalled past [watch] stall_limit; the service manager restarts it

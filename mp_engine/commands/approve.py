@@ -12,6 +12,10 @@ from mp_engine.exitcodes import ExitCode
 
 def approve(root: Path, echo: Callable[[str], None]) -> ExitCode:
     ws, config = load(root)
-    approved = Engine(ws, config).approve(via="cli")
+    engine = Engine.build(ws, config)  # with the git channel, so the lifted halt is pushed
+    try:
+        approved = engine.approve(via="cli")
+    finally:
+        engine.sync.close()
     echo(f"approved: the halt on {approved} is lifted" if approved else "the engine is not halted; nothing to approve")
     return ExitCode.OK

@@ -15,6 +15,7 @@ Exit codes (docs/GIT.md):
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
@@ -30,10 +31,12 @@ from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
 from mp_engine.sync.push import PushRejected, push_checked
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
-from mp_engine.workspace import RESULT_FILE, SYSTEM_DIR
+from mp_engine.workspace import RESULT_FILE, STATE_FILE, SYSTEM_DIR
 
 RESULT_PATH = f"{SYSTEM_DIR}/{RESULT_FILE}"
 GIT_TIMEOUT = 120.0
+# What the orchestrator's clone checks out (git sparse-checkout, non-cone patterns).
+SPARSE = ["/Claude_Inbox/", f"/{STATE_FILE}", f"/{SYSTEM_DIR}/RESULT_last.*", f"/{SYSTEM_DIR}/results*.jsonl"]
 
 
 class Sender:
@@ -55,7 +58,19 @@ class Sender:
         dest = cache / hashlib.sha256(self.repo_arg.encode()).hexdigest()[:16]
         if not (dest / ".git").exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            git(dest.parent, "clone", "--quiet", self.repo_arg, str(dest), timeout=GIT_TIMEOUT)
+            # Blob-filtered (where the server allows it; otherwise a full clone) and
+            # sparse: the run archives are neither fetched whole nor checked out.
+            git(
+                dest.parent,
+                "clone",
+                "--quiet",
+                "--filter=blob:none",
+                "--no-checkout",
+                self.repo_arg,
+                str(dest),
+                timeout=GIT_TIMEOUT,
+            )
+            git(dest, "sparse-checkout", "set", "--no-cone", *SPARSE, timeout=GIT_TIMEOUT)
         return dest
 
     def refresh(self, s: GitSession, *, own_clone: bool) -> str:
@@ -91,13 +106,14 @@ class Sender:
             ):
                 with attempt:
                     tip = self.refresh(s, own_clone=own)
+                    state = _state(s, tip)
+                    refused = _cannot_run(state, mp)
+                    if refused and not force:
+                        self.err(f"not sent: {refused}")
+                        return ExitCode.NOT_RUNNABLE
                     pending = s.blob(tip, INBOX_PATH)
-                    if pending is not None and not force:
-                        self.err(
-                            f"the remote's inbox still holds an MP ({_mp_line(pending)}) the engine has not taken. "
-                            "Wait for its result, or replace it with --force."
-                        )
-                        return ExitCode.PENDING
+                    if pending is not None and attempt.retry_state.attempt_number == 1:
+                        self.err(f"{_describe_pending(pending, state)}; {mp.mp_id} is queued behind it")
                     target = clone / INBOX_PATH
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
@@ -118,9 +134,10 @@ class Sender:
 
     # -- waiting ---------------------------------------------------------------------
 
-    def wait(self, clone: Path, sent: str, sha: str, timeout: float, poll: float, stop: threading.Event) -> int:
+    def wait(self, clone: Path, sent: str, mp: MicroProject, timeout: float, poll: float, stop: threading.Event) -> int:
         deadline = time.monotonic() + timeout
         last_tip = sent
+        said = ""
         while True:
             s = GitSession(clone, GIT_TIMEOUT)
             try:
@@ -129,10 +146,14 @@ class Sender:
                 if tip and tip != last_tip:
                     s.run("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.branch}:{self.tracking}")
                     last_tip = tip
-                    found = self._find_result(s, sent, sha)
+                    found = self._find_result(s, sent, mp.sha256)
                     if found is not None:
                         self.echo(found.rstrip("\n"))
                         return ExitCode.OK if _field(found, "Status") == "COMPLETED" else ExitCode.MP_ERROR
+                    progress = _progress(_state(s, self.tracking), mp)
+                    if progress != said:
+                        self.err(f"waiting: {progress}")
+                        said = progress
             except SyncError as e:  # the remote may be away for a while; keep waiting
                 self.err(f"still waiting: {e}")
             finally:
@@ -166,6 +187,49 @@ def _field(text: str, key: str) -> str | None:
         if line.startswith(f"{key}: "):
             return line.split(": ", 1)[1].strip()
     return None
+
+
+def _state(s: GitSession, commit: str) -> dict:
+    """SESSION_STATE.json at `commit` ({} when missing or unreadable)."""
+    blob = s.blob(commit, STATE_FILE)
+    try:
+        data = json.loads(blob) if blob else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _cannot_run(state: dict, mp: MicroProject) -> str | None:
+    """Why `mp` could not run on an engine in `state`, or None."""
+    halt = state.get("halt") or {}
+    if not halt or mp.approves in (halt.get("mp_id"), halt.get("run_id")):
+        return None
+    return (
+        f"the engine is halted on {halt.get('mp_id')} ({halt.get('reason', 'see its result')}) and {mp.mp_id} does "
+        f"not approve it, so it could not run. Add the header line `Approves: {halt.get('mp_id')}` to the MP "
+        "(after fixing what failed), or send it anyway with --force (it then waits, and is SUPERSEDED by the "
+        "next MP sent before the halt is lifted)."
+    )
+
+
+def _describe_pending(pending: bytes, state: dict) -> str:
+    mp_line = _mp_line(pending)
+    if state.get("status") == "RUNNING" and mp_line.startswith(str(state.get("current"))):
+        return f"the engine is running {state.get('current')} (run {state.get('run_id')})"
+    return f"{mp_line} is waiting in the remote's inbox (the engine has not taken it yet)"
+
+
+def _progress(state: dict, mp: MicroProject) -> str:
+    """One line on where the engine is, as the remote shows it."""
+    status, current = state.get("status", "?"), state.get("current", "?")
+    if status == "RUNNING" and current == mp.mp_id:
+        return f"{mp.mp_id} is RUNNING (run {state.get('run_id')})"
+    if status == "RUNNING":
+        return f"{mp.mp_id} is queued; the engine is running {current}"
+    if status == "ERROR" and state.get("halt"):
+        halt = state["halt"]
+        return f"the engine is halted on {halt.get('mp_id')}: {halt.get('reason')}"
+    return f"{mp.mp_id} is not taken yet; the engine is {status}"
 
 
 def _mp_line(data: bytes) -> str:
@@ -205,7 +269,7 @@ def send_mp(
         echo(f"sent {mp.mp_id} in {commit[:12]} to {repo} ({branch})")
         if not wait:
             return ExitCode.OK
-        return sender.wait(clone, commit, mp.sha256, timeout, poll, stop or threading.Event())
+        return sender.wait(clone, commit, mp, timeout, poll, stop or threading.Event())
     except SyncError as e:
         err(f"mp-engine send: {e}")
         return ExitCode.GIT

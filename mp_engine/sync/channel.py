@@ -135,6 +135,17 @@ class GitChannel:
                 push.push_side_branch(self.c, s)
         return out
 
+    def commit_state(self, message: str) -> SyncOutcome:
+        """Commit SESSION_STATE.json alone and push it (a halt lifted on the host must
+        reach the remote, or the orchestrator still reads ERROR)."""
+        out = SyncOutcome()
+        with self._sync_point("state") as s:
+            recovery.ensure_remote(self.c, s)
+            foreign = commit.foreign_staged(s, [STATE_FILE])
+            if commit.commit_paths(self.c, s, message, [STATE_FILE], foreign_staged=bool(foreign)):
+                push.push(self.c, s, out, self.allowed_signers)
+        return out
+
     @contextmanager
     def _sync_point(self, stage: str) -> Iterator[GitSession]:
         """The open repository for one sync point, whose failures are events, never

@@ -42,6 +42,9 @@ class LocalChannel:
     def publish(self, message: str, run_id: str | None) -> SyncOutcome:
         return SyncOutcome()
 
+    def commit_state(self, message: str) -> SyncOutcome:
+        return SyncOutcome()
+
     def same_arrival(self, run_id: str, data: bytes) -> bool:
         return False  # without git, every file dropped into the inbox is a new arrival
 

@@ -75,7 +75,6 @@ def test_an_agent_chain_is_checked_as_a_whole(tmp_path):
     assert [lv.name for lv in load_config(tmp_path).agent.levels] == ["a", "human"]
 
 
-
 def test_this_repositorys_own_workspace_runs_with_git_off():
     """`make run` serves this repository's own Claude_Inbox/; git sync stays off until a
     remote is configured (README, quick start)."""

@@ -98,4 +98,3 @@ def _in_argv(tree: ast.AST, const: ast.Constant) -> bool:
 
 def _on_repo(node: ast.Attribute) -> bool:
     return isinstance(node.value, ast.Attribute) and node.value.attr == "repo"
-

@@ -99,17 +99,68 @@ def test_push_race_both_commits_survive(engine, tmp_path):
     assert remote_file(bare, "waited.txt") == "done\n"
 
 
-def test_send_refuses_a_pending_inbox_unless_forced(tmp_path):
+def test_an_mp_sent_behind_a_pending_one_is_queued_not_refused(tmp_path):
     bare = make_remote(tmp_path)
     url = f"file://{bare}"
     engine_workspace(tmp_path, url)  # no daemon: the first MP stays pending
     assert finish(send(tmp_path, HELLO, url, wait=False))[0] == 0
     code, _out, err = finish(send(tmp_path, HELLO.replace("MP-0.1", "MP-0.9"), url, wait=False, name="b.md"))
-    assert code == 6 and "MP-0.1" in err
-    code, _out, _err = finish(
-        send(tmp_path, HELLO.replace("MP-0.1", "MP-0.9"), url, "--force", wait=False, name="b.md")
+    assert code == 0 and "MP-0.1" in err and "waiting in the remote's inbox" in err and "queued behind it" in err
+    assert "MP-0.9" in remote_file(bare, "Claude_Inbox/incoming_microproject.txt")
+    assert git(bare, "log", "--format=%s", "-2").splitlines() == [
+        "MP-0.9: send Hello over git",
+        "MP-0.1: send Hello over git",
+    ]
+
+
+def test_send_to_a_halted_engine_is_refused_at_once_unless_it_approves(engine, tmp_path):
+    bare, url, _ws, d = engine
+    assert finish(send(tmp_path, FAILING, url))[0] == 1
+    before = remote_log(bare)
+    nxt = "# MP-0.7 Next\n\n```bash\ntrue\n```\n"
+    code, _out, err = finish(send(tmp_path, nxt, url, name="next.md"))  # --wait: exits at once anyway
+    assert code == 6 and "halted on MP-0.2" in err and "Approves: MP-0.2" in err
+    assert remote_log(bare) == before  # nothing sent
+    code, _out, err = finish(send(tmp_path, nxt, url, "--force", wait=False, name="next.md"))
+    assert code == 0 and remote_log(bare)[0] == "MP-0.7: send Next"
+    fix = "# MP-0.8 Fix\nApproves: MP-0.2\n\n```bash\necho fixed\n```\n"
+    code, out, err = finish(send(tmp_path, fix, url, name="fix.md"))
+    assert code == 0, err + d.output()
+    index = [json.loads(line) for line in remote_file(bare, "SYSTEM/results.jsonl").splitlines()]
+    assert [(r["mp_id"], r["status"]) for r in index] == [
+        ("MP-0.2", "ERROR"),
+        ("MP-0.7", "SUPERSEDED"),
+        ("MP-0.8", "COMPLETED"),
+    ]
+
+
+def test_send_wait_reports_the_running_mp_and_its_own_progress(engine, tmp_path):
+    bare, url, _ws, d = engine
+    flag = tmp_path / "go"
+    slow = f"# MP-0.5 Slow\n\n```bash\nwhile [ ! -e {flag} ]; do sleep 0.05; done\n```\n"
+    first = send(tmp_path, slow, url, name="slow.md")
+    wait_for(lambda: running_on_remote(bare, "MP-0.5"), what="MP-0.5 RUNNING on the remote")
+    second = send(tmp_path, "# MP-0.6 After\n\n```bash\ntrue\n```\n", url, name="after.md")
+    wait_for(lambda: "MP-0.6: send After" in remote_log(bare), what="MP-0.6 sent")
+    flag.touch()
+    code, out, err = finish(second)
+    assert code == 0, err + d.output()
+    assert "the engine is running MP-0.5" in err and "queued behind it" in err
+    assert "Status: COMPLETED" in out and "MP: MP-0.6" in out
+    assert finish(first)[0] == 0
+
+
+def test_approve_on_the_host_reaches_the_remote(engine, tmp_path):
+    bare, url, ws, d = engine
+    assert finish(send(tmp_path, FAILING, url))[0] == 1
+    assert json.loads(remote_file(bare, "SESSION_STATE.json"))["status"] == "ERROR"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "approve", "--root", str(ws.root)], capture_output=True, text=True
     )
-    assert code == 0 and "MP-0.9" in remote_file(bare, "Claude_Inbox/incoming_microproject.txt")
+    assert proc.returncode == 0, proc.stderr
+    state = json.loads(remote_file(bare, "SESSION_STATE.json"))
+    assert state.get("halt") is None and state["status"] == "ONLINE"
+    assert remote_log(bare)[0] == "MP-0.2: halt approved on the engine host"
 
 
 def test_send_refuses_an_invalid_mp_and_sends_nothing(tmp_path):

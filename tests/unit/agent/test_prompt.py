@@ -86,7 +86,9 @@ def test_passing_checks_without_a_claim_ask_for_the_claim():
 
 def test_the_budget_and_the_escalation_left_are_in_the_prompt():
     text = build()
-    assert text.splitlines()[0] == "# Task from mp-engine: MP-9.1 MT-001 (micro-task 1 of 2), iteration 1, level 0 (small)"
+    assert (
+        text.splitlines()[0] == "# Task from mp-engine: MP-9.1 MT-001 (micro-task 1 of 2), iteration 1, level 0 (small)"
+    )
     assert (
         "7 of 10 iterations left for the MP; 2 more failed iteration(s) at this level before escalation; "
         "about 100 of 300 seconds left."

@@ -13,7 +13,7 @@ def test_load_checks_the_workspace_and_the_whole_configuration(ws, tmp_path):
     assert loaded.root == ws.root and config.engine.poll_interval > 0
     with pytest.raises(WorkspaceError, match="mp-engine init"):
         load(tmp_path / "not-a-workspace")
-    ws.config_file.write_text("[git]\nenabled = \"maybe\"\n")
+    ws.config_file.write_text('[git]\nenabled = "maybe"\n')
     with pytest.raises(ConfigError, match="git.enabled"):
         load(ws.root)
 

@@ -36,5 +36,15 @@ def test_a_workspace_held_by_another_engine_exits_busy(ws, monkeypatch):
 
 
 def test_every_pass_result_has_an_exit_code():
-    assert set(ONCE_EXIT) == {"completed", "superseded", "idle", "waiting", "error", "halted", "busy", "interrupted", "failed"}
+    assert set(ONCE_EXIT) == {
+        "completed",
+        "superseded",
+        "idle",
+        "waiting",
+        "error",
+        "halted",
+        "busy",
+        "interrupted",
+        "failed",
+    }
     assert ONCE_EXIT["interrupted"] == ExitCode.INTERRUPTED == 5

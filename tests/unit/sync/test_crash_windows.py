@@ -33,7 +33,9 @@ def test_a_commit_staged_but_not_made_is_finished_and_pushed_at_the_next_start(c
     engine = make_engine(ws)
     # The result commit fails after `git add` (HEAD.lock is in the way): the index holds the
     # staged result, as after a kill between `git add` and `git commit`.
-    push_mp(orch, "# MP-19.2 Staged\n\n```bash\nmkdir -p out && echo run >> out/count-2.txt && touch .git/HEAD.lock\n```\n")
+    push_mp(
+        orch, "# MP-19.2 Staged\n\n```bash\nmkdir -p out && echo run >> out/count-2.txt && touch .git/HEAD.lock\n```\n"
+    )
     assert sync_tick(engine).action == "completed"
     (ws.root / ".git" / "HEAD.lock").touch()  # ...and the engine died with the lock still there
     staged = git(ws.root, "status", "--porcelain", "--no-renames").splitlines()

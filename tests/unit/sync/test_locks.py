@@ -42,7 +42,9 @@ def test_the_object_store_is_not_walked(parts):
 def test_gits_own_words_for_a_lock_in_the_way_are_recognised(parts, held):
     _bare, ws, _orch, _c, _s = parts
     (ws.root / ".git" / held).write_text("")
-    proc = subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "x"], cwd=ws.root, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", "x"], cwd=ws.root, capture_output=True, text=True
+    )
     assert proc.returncode != 0 and locks.is_lock_error(proc.stderr), proc.stderr
     assert not locks.is_lock_error("fatal: could not read Username for 'https://github.com'")
 

@@ -11,7 +11,9 @@ from mp_engine.inbox.watchers.events import WatchTarget
 
 
 def target(ws, emitted: list) -> WatchTarget:
-    return WatchTarget(ws.inbox_dir, ws.inbox_file, lambda: None, lambda: None, lambda e, **f: emitted.append((e, f)), 0.1)
+    return WatchTarget(
+        ws.inbox_dir, ws.inbox_file, lambda: None, lambda: None, lambda e, **f: emitted.append((e, f)), 0.1
+    )
 
 
 class NoWatchesLeft(InotifyObserver):
