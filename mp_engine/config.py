@@ -66,6 +66,15 @@ class RecoveryConfig(_Section):
     interrupted_step: Literal["rerun", "report"] = "rerun"
 
 
+class ArchiveConfig(_Section):
+    """How many run archives are kept (SYSTEM/runs/), on the host and on the channel."""
+
+    keep_runs: int = Field(200, ge=0, description="newest runs kept; older ones are pruned (0 = keep all)")
+    max_bytes: int = Field(
+        1024 * 1024 * 1024, ge=0, description="oldest runs are pruned while the archives are larger (0 = no cap)"
+    )
+
+
 class GitConfig(_Section):
     """The git channel (issue #3, docs/GIT.md). Off unless `enabled`."""
 
@@ -194,6 +203,7 @@ class Config(_Section):
     watch: WatchConfig = WatchConfig()
     execution: ExecutionConfig = ExecutionConfig()
     recovery: RecoveryConfig = RecoveryConfig()
+    archive: ArchiveConfig = ArchiveConfig()
     git: GitConfig = GitConfig()
     secrets: SecretsConfig = SecretsConfig()
     agent: AgentConfig = AgentConfig()

@@ -41,3 +41,4 @@ class EngineContext:
     reserve: Reserve | None = None  # freed to record a result when the disk is full
     stop: threading.Event = field(default_factory=threading.Event)
     stop_now: threading.Event = field(default_factory=threading.Event)
+    finalized: int = 0  # runs finalized by this process (the size of the archives is checked every 10th)

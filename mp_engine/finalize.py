@@ -20,6 +20,7 @@ from mp_engine.record.digest import write_digest
 from mp_engine.record.ledger import Ledger
 from mp_engine.record.outcome import COMPLETED, ERROR, NO_HALT, SUPERSEDED, Outcome
 from mp_engine.record.result import write_result
+from mp_engine.record.retention import prune
 from mp_engine.record.state import IDLE, Halt, Status
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.workspace import EVENTS_FILE
@@ -167,7 +168,21 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     ctx.events.tee = None  # the run's own copy is complete: it travels with the commit
     failed = after_sync(ctx, ctx.channel.publish(outcome.commit_summary, run.run_id))
     ctx.inbox.run_ended()
-    return failed or result
+    return failed or prune_runs(ctx) or result
+
+
+def prune_runs(ctx: EngineContext) -> TickResult | None:
+    """Apply `[archive]` retention (record/retention.py) and publish the deletions in one
+    commit. The run of a halt and the run in progress are never pruned."""
+    cfg = ctx.config.archive
+    ctx.finalized += 1
+    state = ctx.state.read()
+    protect = {r for r in (state.halt.run_id if state.halt else None, state.run_id) if r}
+    removed = prune(ctx.ws, cfg.keep_runs, cfg.max_bytes, protect, check_bytes=ctx.finalized % 10 == 1)
+    if not removed:
+        return None
+    ctx.events.emit("runs_pruned", count=len(removed), oldest=removed[0], newest=removed[-1])
+    return after_sync(ctx, ctx.channel.publish(f"mp-engine: pruned {len(removed)} old run(s)", None))
 
 
 def clear_inbox(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> None:
