@@ -36,6 +36,7 @@ BENCHES = {
     "throughput": ("bench.memory:run_throughput", 1000, 150),  # reuses the memory run's MPs
     "startup": ("bench.startup:run", 20, 8),
     "agent": ("bench.agentloop:run", 30, 10),
+    "network": ("bench.network:run", 20, 6),  # 50 ms round trips: a few seconds per MP pair
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"
