@@ -153,6 +153,88 @@ def _serve(base: Path) -> tuple[subprocess.Popen, int]:
     raise RuntimeError("git daemon did not start")
 
 
+def _sshd(base: Path) -> tuple[subprocess.Popen, int, str]:
+    """sshd on 127.0.0.1 with a generated host key and one authorized user key; returns
+    the process, its port and the ssh command a client uses (without sharing options)."""
+    for name in ("host_key", "user_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(base / name)], check=True)
+    (base / "authorized_keys").write_text((base / "user_key.pub").read_text())
+    port = _free_port()
+    cfg = base / "sshd_config"
+    cfg.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {base / 'host_key'}\n"
+        f"AuthorizedKeysFile {base / 'authorized_keys'}\nPasswordAuthentication no\n"
+        f"KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPermitRootLogin yes\n"
+        f"PidFile {base / 'sshd.pid'}\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory
+    proc = subprocess.Popen(
+        [shutil.which("sshd") or "/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_port(proc, port)
+    ssh = f"ssh -i {base / 'user_key'} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+    return proc, port, ssh
+
+
+def _wait_port(proc: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.02)
+    proc.kill()
+    raise RuntimeError(f"server on port {port} did not start")
+
+
+def _measure(
+    base: Path, proxy: DelayProxy, urls: dict[str, tuple[str, str]], kinds: dict, ssh: dict[str, str], reps: int
+) -> dict[str, dict[str, Stat]]:
+    """Alternate the sides over `reps` MPs; per side, Stats of wall ms, round trips and
+    connections. `urls[kind]` = (the engine's URL, through the link; the orchestrator's)."""
+    import os
+
+    sides = {}
+    for kind, cls in kinds.items():
+        linked, direct = urls[kind]
+        if kind in ssh:
+            os.environ["GIT_SSH_COMMAND"] = ssh[kind]
+        sides[kind] = (cls(base, linked, f"{kind}-ws"), _orchestrator(base, direct, f"{kind}-orch"))
+    samples: dict[str, dict[str, list[float]]] = {k: {"wall": [], "trips": [], "conns": []} for k in kinds}
+    for i in range(reps + 1):
+        for kind, (side, orch) in sides.items():
+            if kind in ssh:
+                os.environ["GIT_SSH_COMMAND"] = ssh[kind]
+            _push_mp(orch, mp_text(f"MP-{i + 1}.0"))
+            proxy.reset()
+            elapsed, step = side.one()
+            trips, conns = proxy.reset()
+            if i > 0:
+                samples[kind]["wall"].append((elapsed - step) * 1000)
+                samples[kind]["trips"].append(trips)
+                samples[kind]["conns"].append(conns)
+    os.environ.pop("GIT_SSH_COMMAND", None)
+    return {k: {m: Stat.of(v) for m, v in s.items()} for k, s in samples.items()}
+
+
+def _rows(title: str, st: dict[str, dict[str, Stat]], engine: str, floor: str, floor_name: str) -> list[Row]:
+    return [
+        ratio_row(
+            f"{title}: push -> result on the remote, minus the step",
+            st[engine]["wall"],
+            floor_name,
+            st[floor]["wall"],
+            1.15,
+        ),
+        ratio_row(
+            f"{title}: network round trips", st[engine]["trips"], floor_name, st[floor]["trips"], 1.0, unit="trips"
+        ),
+        info_row(f"{title}: TCP connections", st[engine]["conns"], floor_name, st[floor]["conns"], unit="conns"),
+    ]
+
+
 def run(reps: int) -> list[Row]:
     if not Path(GIT_DAEMON).exists():
         return [info_row("10. trivial MP over a 50 ms link: skipped (git daemon is not installed)", Stat(0, 0, 1))]
@@ -161,54 +243,47 @@ def run(reps: int) -> list[Row]:
         base = Path(d)
         srv = base / "srv"
         srv.mkdir()
+        for kind in ("engine", "cli", "engine-ssh", "engine-ssh-noshare", "cli-ssh"):
+            seed_remote(srv, kind)  # srv/<kind>.git
         daemon, port = _serve(srv)
         proxy = DelayProxy(port).start()
         try:
-            sides = {}
-            for kind, cls in (("engine", EngineSide), ("cli", CliSide)):
-                seed_remote(srv, kind)  # srv/<kind>.git
-                linked = f"git://127.0.0.1:{proxy.port}/{kind}.git"
-                direct = f"git://127.0.0.1:{port}/{kind}.git"
-                sides[kind] = (cls(base, linked, f"{kind}-ws"), _orchestrator(base, direct, f"{kind}-orch"))
-            wall: dict[str, list[float]] = {k: [] for k in sides}
-            turns: dict[str, list[float]] = {k: [] for k in sides}
-            conns: dict[str, list[float]] = {k: [] for k in sides}
-            for i in range(reps + 1):
-                for kind, (side, orch) in sides.items():
-                    _push_mp(orch, mp_text(f"MP-{i + 1}.0"))
-                    proxy.reset()
-                    elapsed, step = side.one()
-                    t, c = proxy.reset()
-                    if i > 0:
-                        wall[kind].append(elapsed - step)
-                        turns[kind].append(t)
-                        conns[kind].append(c)
+            urls = {
+                k: (f"git://127.0.0.1:{proxy.port}/{k}.git", f"git://127.0.0.1:{port}/{k}.git")
+                for k in ("engine", "cli")
+            }
+            st = _measure(base, proxy, urls, {"engine": EngineSide, "cli": CliSide}, {}, reps)
+            rows += _rows("10. trivial MP over a 50 ms RTT link, git://", st, "engine", "cli", "git CLI by hand")
         finally:
             proxy.stop()
             daemon.terminate()
             daemon.wait(5)
-    w = {k: Stat.of(v).scaled(1000) for k, v in wall.items()}
-    rt = {k: Stat.of(v) for k, v in turns.items()}
-    cn = {k: Stat.of(v) for k, v in conns.items()}
-    rows.append(
-        ratio_row(
-            "10. trivial MP over a 50 ms RTT link (git://): push -> result on the remote, minus the step",
-            w["engine"],
-            "git CLI by hand, same link",
-            w["cli"],
-            1.15,
-        )
-    )
-    rows.append(
-        ratio_row("10. network round trips for that MP", rt["engine"], "git CLI by hand", rt["cli"], 1.0, unit="trips")
-    )
-    rows.append(info_row("10. TCP connections for that MP", cn["engine"], "git CLI by hand", cn["cli"], unit="conns"))
-    if shutil.which("sshd") is None:
-        rows.append(
-            info_row(
-                "10. the same over ssh, with and without ControlMaster: skipped (no sshd on this host)", Stat(0, 0, 1)
+        if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+            rows.append(info_row("10. the same over ssh: skipped (no sshd on this host)", Stat(0, 0, 1)))
+            return rows
+        sshd, sport, ssh = _sshd(base)
+        proxy = DelayProxy(sport).start()
+        try:
+            kinds = {"engine-ssh": EngineSide, "engine-ssh-noshare": EngineSide, "cli-ssh": CliSide}
+            urls = {k: (f"ssh://root@127.0.0.1:{proxy.port}{srv}/{k}.git", str(srv / f"{k}.git")) for k in kinds}
+            noshare = f"{ssh} -o ControlMaster=no"
+            cmds = {"engine-ssh": ssh, "engine-ssh-noshare": noshare, "cli-ssh": noshare}
+            st = _measure(base, proxy, urls, kinds, cmds, reps)
+            title = "10. the same over ssh"
+            rows += _rows(
+                f"{title}, engine sharing one ssh connection", st, "engine-ssh", "cli-ssh", "git CLI by hand, plain ssh"
             )
-        )
+            rows += _rows(
+                f"{title}, engine without connection sharing",
+                st,
+                "engine-ssh-noshare",
+                "cli-ssh",
+                "git CLI by hand, plain ssh",
+            )
+        finally:
+            proxy.stop()
+            sshd.terminate()
+            sshd.wait(5)
     return rows
 
 

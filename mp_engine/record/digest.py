@@ -100,14 +100,20 @@ def index_line(o: Outcome) -> dict[str, Any]:
 def write_digest(ws: Workspace, o: Outcome, redact=lambda s: s) -> None:
     """RESULT_last.json replaced, and the run's line appended to results.jsonl (once);
     both fsynced in one round."""
-    last = ws.system_dir / LAST_JSON
-    atomic_write(last, redact(json.dumps(document(o, ws), indent=1, ensure_ascii=False)) + "\n", durable=False)
+    last = write_last(ws, o, redact, durable=False)
     index = ws.system_dir / INDEX
     if f'"run_id": "{o.run_id}"' not in read_tail(index, 64 * 1024):  # not after a crash mid-finalize
         line = redact(json.dumps(index_line(o), ensure_ascii=False))
         _rotate(index, len(line) + 1)
         append_durable(index, line, durable=False)
     make_durable(last, index)
+
+
+def write_last(ws: Workspace, o: Outcome, redact=lambda s: s, *, durable: bool = True) -> Path:
+    """Replace RESULT_last.json with outcome `o`'s document; return its path."""
+    last = ws.system_dir / LAST_JSON
+    atomic_write(last, redact(json.dumps(document(o, ws), indent=1, ensure_ascii=False)) + "\n", durable=durable)
+    return last
 
 
 def _rotate(index: Path, incoming: int) -> None:

@@ -12,6 +12,7 @@ import json
 from mp_engine import __version__
 from mp_engine.atomic import atomic_write, make_durable
 from mp_engine.record.archive import RunArchive
+from mp_engine.record.digest import write_last
 from mp_engine.record.outcome import Outcome, StepReport, fenced
 from mp_engine.workspace import Workspace
 
@@ -175,4 +176,6 @@ def add_note(ws: Workspace, run: RunArchive, note: str, redact=lambda s: s) -> b
     except (OSError, ValueError, AttributeError):
         last = False
     write_result(ws, run, outcome, redact, last=last)
+    if last:
+        write_last(ws, outcome, redact)
     return True

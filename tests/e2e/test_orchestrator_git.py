@@ -86,7 +86,9 @@ def test_two_orchestrators_racing_both_get_their_result(channel, tmp_path):
         push_with_retry(b)  # rejected first; its pull --rebase conflicts on the inbox file
     except AssertionError:
         pass
-    if (b / ".git" / "rebase-merge").exists() or (b / ".git" / "rebase-apply").exists():  # resolve as an orchestrator does: ours is newer
+    if (b / ".git" / "rebase-merge").exists() or (
+        b / ".git" / "rebase-apply"
+    ).exists():  # resolve as an orchestrator does: ours is newer
         (b / INBOX).write_text(mp("MP-21.2"))
         git(b, "add", INBOX)
         subprocess.run(
@@ -96,3 +98,27 @@ def test_two_orchestrators_racing_both_get_their_result(channel, tmp_path):
     wait_for(lambda: len(remote_index(bare)) == 2, timeout=60, what=f"two results; log:\n{d.output()[-3000:]}")
     assert sorted(remote_index(bare)) == [("MP-21.1", "COMPLETED"), ("MP-21.2", "COMPLETED")]
     assert json.loads(remote_file(bare, "SESSION_STATE.json"))["status"] == "ONLINE"
+
+
+def test_a_5_mb_output_against_a_1_mib_hook_reaches_the_remote_without_the_big_file(tmp_path, daemon_factory):
+    """The real daemon, a step printing 5 MB, a remote whose pre-receive hook refuses blobs
+    over 1 MiB: the result is pushed (the output stays on the host), nothing retries."""
+    from tests.unit.sync.test_size_cap import BIG, LIMIT_HOOK
+
+    bare = make_remote(tmp_path)
+    (bare / "hooks" / "pre-receive").write_text(LIMIT_HOOK)
+    (bare / "hooks" / "pre-receive").chmod(0o755)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url)
+    d = daemon_factory(ws.root, env=GIT_ENV).start()
+    orch = clone(url, tmp_path / "orch")
+    commit_mp(orch, BIG, "a loud MP")
+    push_with_retry(orch)
+    wait_for(
+        lambda: remote_index(bare) == [("MP-9.1", "COMPLETED")], timeout=60, what=f"the result; {d.output()[-2000:]}"
+    )
+    last = json.loads(remote_file(bare, "SYSTEM/RESULT_last.json"))
+    assert any("max_file_bytes" in n and "5,000,000 bytes" in n for n in last["notes"])
+    assert "sync_push_refused" not in d.output()
+    d.signal(signal.SIGTERM)
+    d.wait()

@@ -48,3 +48,31 @@ def test_the_environment_never_prompts():
     env = noninteractive_env({"GIT_SSH_COMMAND": "ssh -i key"})
     assert env["GIT_TERMINAL_PROMPT"] == "0" and "BatchMode=yes" in env["GIT_SSH_COMMAND"]
     assert env["GIT_SSH_COMMAND"].startswith("ssh -i key")
+
+
+def test_ssh_connections_are_shared_through_a_private_directory_unless_the_user_chose():
+    import os
+    import stat
+
+    from mp_engine.gitcmd import ssh_control_dir
+
+    ssh = noninteractive_env({"GIT_SSH_COMMAND": "ssh -i key"})["GIT_SSH_COMMAND"]
+    control = ssh_control_dir()
+    assert control is not None and f"ControlPath={control}/%C" in ssh and "ControlMaster=auto" in ssh
+    st = os.lstat(control)
+    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.getuid()
+    assert len(f"{control}/{'x' * 40}") < 100  # a unix socket path must stay short
+    own = noninteractive_env({"GIT_SSH_COMMAND": "ssh -o ControlMaster=no"})["GIT_SSH_COMMAND"]
+    assert own.count("ControlMaster") == 1 and "ControlPath" not in own
+
+
+def test_a_control_directory_someone_else_could_write_is_not_used(monkeypatch, tmp_path):
+    import tempfile
+
+    from mp_engine.gitcmd import ssh_control_dir
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    (tmp_path / f"mpe-ssh-{__import__('os').getuid()}").mkdir(mode=0o777)
+    (tmp_path / f"mpe-ssh-{__import__('os').getuid()}").chmod(0o777)
+    assert ssh_control_dir() is None
+    assert "ControlPath" not in noninteractive_env({})["GIT_SSH_COMMAND"]
