@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mp_engine.agent import certificate as cert
+from mp_engine.agent import echo
 from mp_engine.agent.chain import describe, render_argv
 from mp_engine.agent.evidence import IterationEvidence
-from mp_engine.agent.invoke import Call, classify, run_agent
+from mp_engine.agent.invoke import Call, argv_problem, classify, run_agent
 from mp_engine.agent.loopstate import LoopState
 from mp_engine.atomic import atomic_write_json, read_tail
 from mp_engine.config import AgentLevel
@@ -60,6 +61,10 @@ class CallMixin:
             },
         )
 
+        too_long = argv_problem(argv, env)
+        if too_long is not None:  # a configuration error, not "not installed" (issue #16)
+            return Call("config", detail=f"the prompt does not fit on the command line: {too_long}")
+
         def spawned(pid: int) -> None:
             info = proc_stat(pid)
             self.ctx.ledger.spawned(step, pid, info[1] if info else None)
@@ -81,11 +86,12 @@ class CallMixin:
                 kill_grace=self.ctx.config.execution.kill_grace,
                 on_spawn=spawned,
             )
-            text = read_tail(ev.path("stdout.txt"), 64 * 1024) + "\n" + read_tail(ev.path("stderr.txt"), 64 * 1024)
+            said = read_tail(ev.path("stdout.txt"), 256 * 1024) + "\n" + read_tail(ev.path("stderr.txt"), 256 * 1024)
+            text = echo.for_limits(said, values["prompt"])  # never the echoed prompt (issue #16)
             call = classify(
                 res,
                 text,
-                status_seen="---LOOPR_STATUS---" in text,
+                status_seen="---LOOPR_STATUS---" in echo.for_claims(said, values["prompt"]),
                 now=datetime.now(UTC),
                 fallback_wait=self.cfg.usage_limit_wait,
             )
@@ -112,9 +118,14 @@ class CallMixin:
         return call
 
     def read_output(self, ev: IterationEvidence) -> str:
+        """What the agent said (stdout and stderr), without its echo of the prompt."""
         out, _ = read_capped(ev.path("stdout.txt"), OUTPUT_READ_CAP)
         err, _ = read_capped(ev.path("stderr.txt"), OUTPUT_READ_CAP // 4)
-        return out + "\n" + err
+        try:
+            prompt = ev.path("prompt.md").read_text(encoding="utf-8")
+        except OSError:
+            prompt = None
+        return echo.for_claims(out + "\n" + err, prompt)
 
     def fatal(self, state: LoopState, step: LedgerStep, ev: IterationEvidence, call: Call, level: AgentLevel) -> None:
         """The agent CLI cannot work (not installed, not logged in, provider down)."""
@@ -133,6 +144,12 @@ class CallMixin:
                 f"The agent CLI of {describe(self.levels, state.level)} is not authenticated: {call.detail}.",
                 f"Log `{cmd}` in as the engine's user (or pass its API key variable through the level's "
                 f"`env_allow`), then send the MP again with `Approves: {self.mp.mp_id}`.",
+            ),
+            "config": (
+                "agent_config",
+                f"The agent CLI of {describe(self.levels, state.level)} cannot be started this way: {call.detail}.",
+                f"Pass the prompt on stdin (`stdin = true` in level {level.name!r}, without {{prompt}} in its argv) or "
+                f"as a file (`{{prompt_file}}`), then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),
             "transient": (
                 "agent_unavailable",

@@ -98,11 +98,15 @@ def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagn
     if t == BLOCKED and r.startswith("agent_") and r != "agent_blocked":  # the CLI could not work
         return d(r, f"agent CLI failed ({r.removeprefix('agent_')}) on {where}", cert.detail, fix or resend)
     if t == BLOCKED:
-        return d(
+        asked = cert.detail.split(": ", 1)[1] if ": " in cert.detail else ""
+        give = f" ({asked[:300]})" if asked else ""
+        return Diagnosis(
             "agent_blocked",
             f"agent blocked on {where}",
             cert.detail,
-            f"Give the agent what it asks for in the MP's instructions, {resend}.",
+            f"Add what the agent asked for{give} to {where}'s instructions in the MP (or provide it in the "
+            f"workspace), {resend}.",
+            where,
         )
     if t == BACKPRESSURE:
         return d(

@@ -9,7 +9,9 @@ act on it:
     usage_limit  the provider's usage or rate limit; `resume_at` parsed where printed
     transient    an outage (overloaded, 5xx, connection reset): retried with backoff
     auth         not logged in, bad API key: no retry helps
+                 (recognised also after exit 0 when no status block came: aider)
     not_found    the CLI could not be started
+    config       the CLI cannot be started this way (the prompt is too long for argv)
     timeout      per-call or idle timeout: the iteration failed, the loop goes on
     crash        any other non-zero exit or signal: the iteration failed
     interrupted  a second stop signal killed it; the iteration is retried on restart
@@ -17,6 +19,8 @@ act on it:
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +34,8 @@ from mp_engine.errors import ProcessError
 from mp_engine.execute.process import ProcessResult, run_process
 
 USAGE_RE = re.compile(
-    r"usage limit|rate[ -]limit|quota (?:exceeded|reached)|hit your (?:usage )?limit|limit reached|"
+    r"usage limit|rate[ -]limit|quota (?:exceeded|reached)|hit your (?:[\w-]+ )?limit|limit reached|"
+    r"(?:session|weekly|daily|opus|sonnet|5-hour) limit|usage_limit_reached|"
     r"too many requests|\b429\b|insufficient_quota|out of credits|credit balance is too low",
     re.I,
 )
@@ -56,6 +61,18 @@ CLOCK_RE = re.compile(
     r"(?:resets?|try again|available)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?",
     re.I,
 )
+# codex: "try again at Nov 25th, 2026 12:10 AM"; claude: "resets Nov 27, 8pm (UTC)".
+DATE_RE = re.compile(
+    r"(?:resets?|try again|available)\s+(?:at\s+|on\s+)?"
+    r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s*(\d{4})?,?\s*"
+    r"(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?",
+    re.I,
+)
+MONTHS = {
+    m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))
+}
+# A stated clock time this close behind "now" means now (the same minute), never tomorrow.
+JUST_PASSED = timedelta(minutes=15)
 UNITS = {"h": 3600, "m": 60, "s": 1}
 
 
@@ -110,6 +127,26 @@ def run_agent(
         return e
 
 
+# Linux refuses any one argument over MAX_ARG_STRLEN (32 pages) and all of them together
+# (with the environment) over ARG_MAX: "Argument list too long".
+MAX_ARG_STRLEN = 131072
+
+
+def argv_problem(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Why `argv` cannot be passed to exec (too long), or None."""
+    longest = max((len(a.encode()) for a in argv), default=0)
+    if longest >= MAX_ARG_STRLEN:
+        return f"one argument is {longest:,} bytes, over the kernel's {MAX_ARG_STRLEN:,}-byte limit per argument"
+    try:
+        arg_max = os.sysconf("SC_ARG_MAX")
+    except (ValueError, OSError):
+        arg_max = 2 * 1024 * 1024
+    total = sum(len(a.encode()) + 1 for a in argv) + sum(len(k) + len(v) + 2 for k, v in env.items())
+    if total >= arg_max - 4096:
+        return f"the command line and environment are {total:,} bytes, over the kernel's limit ({arg_max:,})"
+    return None
+
+
 def _line(text: str, pattern: re.Pattern[str]) -> str:
     for line in text.splitlines():
         if pattern.search(line):
@@ -139,25 +176,60 @@ def parse_reset(text: str, now: datetime) -> datetime | None:
         )
         if seconds:
             return now + timedelta(seconds=seconds)
+    m = DATE_RE.search(text)
+    if m:
+        return _dated(m, now)
     m = CLOCK_RE.search(text)
     if m and (m.group(3) or m.group(2)):
-        hour, minute, ampm, zone = int(m.group(1)), int(m.group(2) or 0), (m.group(3) or "").lower(), m.group(4)
-        if ampm == "pm" and hour < 12:
-            hour += 12
-        elif ampm == "am" and hour == 12:
-            hour = 0
-        if hour > 23 or minute > 59:
+        hour = _hour(int(m.group(1)), m.group(3))
+        minute = int(m.group(2) or 0)
+        if hour is None or minute > 59:
             return None
-        try:
-            tz = ZoneInfo(zone) if zone and zone.upper() != "UTC" else (UTC if zone else None)
-        except (ZoneInfoNotFoundError, ValueError):
-            tz = None
-        local_now = now.astimezone(tz) if tz else now.astimezone()
+        local_now = now.astimezone(_zone(m.group(4)))
         when = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
-        if when <= local_now:
+        if when <= local_now - JUST_PASSED:
             when += timedelta(days=1)
-        return when.astimezone(UTC)
+        return max(when.astimezone(UTC), now)
     return None
+
+
+def _hour(hour: int, ampm: str | None) -> int | None:
+    ampm = (ampm or "").lower()
+    if ampm == "pm" and hour < 12:
+        hour += 12
+    elif ampm == "am" and hour == 12:
+        hour = 0
+    return hour if hour <= 23 else None
+
+
+def _zone(name: str | None):
+    """The stated zone, or the host's local zone when none is stated."""
+    if not name:
+        return None
+    if name.upper() == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def _dated(m: re.Match[str], now: datetime) -> datetime | None:
+    """A reset on a stated day: never in the past (a year-less date that passed is next year's)."""
+    month, day = MONTHS[m.group(1)[:3].lower()], int(m.group(2))
+    hour, minute = _hour(int(m.group(4)), m.group(6)), int(m.group(5) or 0)
+    if hour is None or minute > 59:
+        return None
+    tz = _zone(m.group(7))
+    local_now = now.astimezone(tz)
+    year = int(m.group(3)) if m.group(3) else local_now.year
+    try:
+        when = local_now.replace(year=year, month=month, day=day, hour=hour, minute=minute, second=0, microsecond=0)
+    except ValueError:
+        return None
+    if not m.group(3) and when < local_now - JUST_PASSED:
+        when = when.replace(year=year + 1)
+    return max(when.astimezone(UTC), now)
 
 
 def classify(
@@ -165,6 +237,9 @@ def classify(
 ) -> Call:
     """Classify one call from its process result and its output (stdout + stderr tail)."""
     if isinstance(res, ProcessError):
+        cause = res.__cause__
+        if isinstance(cause, OSError) and cause.errno == errno.E2BIG:
+            return Call("config", detail=f"{res}: the prompt is too long for the command line")
         return Call("not_found", detail=str(res))
     call = Call(
         "ok",
@@ -182,13 +257,14 @@ def classify(
         call.detail = "no output for the idle timeout" if res.idle_timed_out else "the call timeout expired"
         return call
     failed = res.exit_code != 0
-    # A CLI that prints a usage-limit notice may still exit 0; a real answer has a status block.
+    # A CLI that prints a usage-limit notice may still exit 0 (and aider exits 0 after an
+    # API error): without a status block, its own error output decides.
     if (failed or not status_seen) and USAGE_RE.search(text):
         when = parse_reset(text, now) or now + timedelta(seconds=fallback_wait)
         call.kind, call.detail = "usage_limit", _line(text, USAGE_RE)
         call.resume_at = when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         return call
-    if not failed:
+    if not failed and (status_seen or not (AUTH_RE.search(text) or TRANSIENT_RE.search(text))):
         return call
     if res.exit_code == 127:
         call.kind, call.detail = "not_found", _line(text, re.compile(r"not found|No such file")) or "exit code 127"

@@ -25,7 +25,7 @@ BEST = {
         (cert.DIVERGED, "breaker:no_progress", "agent_breaker", "make its instruction more precise"),
         (cert.DIVERGED, "residual_grew", "agent_diverged", "Split MT-002"),
         (cert.BLOCKED, "hard_gate", "agent_hard_gate", "by hand"),
-        (cert.BLOCKED, "agent_blocked", "agent_blocked", "what it asks for"),
+        (cert.BLOCKED, "agent_blocked", "agent_blocked", "what the agent asked for"),
         (cert.BACKPRESSURE, "stop_file", "agent_backpressure", "Delete SYSTEM/STOP"),
         (cert.NEED_INFO, "no_levels", "agent_need_info", "`[agent] levels`"),
         (cert.NEED_INFO, "no_checks", "agent_need_info", "## Validate"),
@@ -38,6 +38,15 @@ def test_each_certificate_has_its_class_and_one_fix(type_, reason, kind, fix_say
     assert d.fix.endswith("`Approves: MP-6.1`.") or "Approves: MP-6.1" in d.fix
     if type_ in (cert.TIMEOUT, cert.DIVERGED):
         assert "The best iteration was MT-002 iteration 4 at level 1 with residual 1" in d.diagnosis
+
+
+def test_a_blocked_diagnosis_says_what_the_agent_asked_for_and_how_to_give_it():
+    c = Certificate(
+        cert.BLOCKED, "agent_blocked", "The agent reported being blocked on MT-001: the DB password", mt="MT-001"
+    )
+    d = diagnosis(c, "MP-6.3", fix="a CLI fix that must not be used")
+    assert d.kind == "agent_blocked" and "agent CLI failed" not in d.summary
+    assert "(the DB password)" in d.fix and "MT-001's instructions" in d.fix and d.fix.endswith("`Approves: MP-6.3`.")
 
 
 def test_a_cli_failure_keeps_the_fix_the_loop_worked_out():

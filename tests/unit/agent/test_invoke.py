@@ -57,3 +57,53 @@ def test_auth_outage_crash_timeout_and_not_found():
     assert kind("", code=None, signal=15, interrupted=True).kind == "interrupted"
     missing = classify(ProcessError("could not start 'x'"), "", status_seen=False, now=NOW, fallback_wait=1)
     assert missing.kind == "not_found"
+
+
+def test_claudes_subscription_limits_are_usage_limits_with_their_reset():
+    """Claude Code 2.x on a subscription: session, weekly and Opus limits, exit 1."""
+    for text, when in (
+        ("You've hit your session limit · resets 8:10pm (UTC)", datetime(2026, 3, 1, 20, 10, tzinfo=UTC)),
+        ("You've hit your weekly limit · resets Mar 4, 8pm (UTC)", datetime(2026, 3, 4, 20, 0, tzinfo=UTC)),
+        ("You've hit your Opus limit · resets Mar 2, 9am (UTC)", datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+    ):
+        call = kind(text)
+        assert call.kind == "usage_limit", text
+        assert call.resume_at == when.isoformat().replace("+00:00", "Z"), text
+
+
+def test_codex_resets_are_never_in_the_past_and_never_a_day_late():
+    # "try again at 10:30 AM" said at 10:30:40 means now, not tomorrow at 10:30.
+    now = NOW + timedelta(seconds=40)
+    assert parse_reset("You've hit your usage limit. Try again at 10:30 AM.", now.astimezone(UTC)) is not None
+    at = parse_reset("You've hit your usage limit (UTC). Try again at 10:30 AM (UTC).", now)
+    assert at == now
+    # A clock time well behind now is tomorrow's.
+    assert parse_reset("try again at 9:00 AM (UTC)", NOW) == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    # Another day, with the year: parsed as stated (in the stated zone), not "about 28 h early".
+    assert parse_reset("Try again at Mar 3rd, 2026 12:10 AM (UTC).", NOW) == datetime(2026, 3, 3, 0, 10, tzinfo=UTC)
+    assert parse_reset("try again at Mar 3rd, 2026 12:10 AM (Europe/Berlin)", NOW) == datetime(
+        2026, 3, 2, 23, 10, tzinfo=UTC
+    )
+    # A stated day that has passed (no year) is next year's; with a past year, now.
+    assert parse_reset("resets Feb 2, 8am (UTC)", NOW) == datetime(2027, 2, 2, 8, 0, tzinfo=UTC)
+    assert parse_reset("try again at Feb 2nd, 2026 8:00 AM (UTC)", NOW) == NOW
+
+
+def test_aider_exits_zero_after_an_api_error_and_is_still_read():
+    assert kind("litellm.AuthenticationError: AnthropicException - invalid x-api-key", code=0).kind == "auth"
+    assert kind("litellm.InternalServerError: 503 Service Unavailable", code=0).kind == "transient"
+    # A real answer (a status block) that mentions a 401 is an answer.
+    assert kind("handled the 401 case in login()", code=0, status_seen=True).kind == "ok"
+
+
+def test_a_prompt_too_long_for_argv_is_a_configuration_error_not_a_missing_cli():
+    import errno
+
+    from mp_engine.agent.invoke import argv_problem
+
+    assert argv_problem(["claude", "-p", "x" * 200_000], {}) is not None
+    assert argv_problem(["claude", "-p", "short"], {"A": "b"}) is None
+    e2big = ProcessError("could not start 'claude': Argument list too long")
+    e2big.__cause__ = OSError(errno.E2BIG, "Argument list too long")
+    call = classify(e2big, "", status_seen=False, now=NOW, fallback_wait=1)
+    assert call.kind == "config" and "too long" in call.detail

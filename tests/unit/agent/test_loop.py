@@ -88,6 +88,17 @@ def test_an_honest_agent_completes_with_an_exact_certificate_and_evidence(engine
             assert (e["mp"], e["mt"], e["iteration"], e["level"]) == ("MP-3.2", "MT-001", 1, 0), e
 
 
+def test_an_agent_that_echoes_its_prompt_like_codex_completes_exact(engine_for, ws, tmp_path):
+    """`codex exec` prints the prompt (with the real nonce in its example claims) on
+    stderr; only what the agent answered counts (issue #16)."""
+    engine = engine_for([level("good", "good.py", "--echo-prompt")])
+    res = run_mp(engine, ws)
+    assert res.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "EXACT"
+    (rec,) = records(only_run(ws))
+    assert rec["claimed"] and not rec.get("blocked")
+
+
 def test_a_claim_without_passing_checks_never_completes(engine_for, ws):
     engine = engine_for([level("liar", "liar.py")], max_iterations=3, max_no_progress=10)
     res = run_mp(engine, ws)

@@ -25,7 +25,8 @@ def test_pruned_runs_leave_the_channel_in_one_commit(channel, monkeypatch):
     [pruned] = [s for s in remote_log(bare) if "pruned" in s]
     assert pruned == "mp-engine: pruned 2 old run(s)"  # at the 6th run (4 kept + 10% slack, at least 1)
     on_remote = {line.split("/")[2] for line in _ls(bare, "SYSTEM/runs") if line.count("/") >= 3}
-    assert on_remote == {r.name for r in runs(ws)} and len(on_remote) == 5 and approved_run not in on_remote  # halt lifted: prunable
+    # The approved run's halt was lifted, so it is prunable like any other.
+    assert on_remote == {r.name for r in runs(ws)} and len(on_remote) == 5 and approved_run not in on_remote
     index = [json.loads(x)["mp_id"] for x in remote_file(bare, "SYSTEM/results.jsonl").splitlines()]
     assert index == [f"MP-4.{n}" for n in range(7)]  # the index keeps every result
 
