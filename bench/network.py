@@ -67,6 +67,7 @@ class DelayProxy:
         self._thread.join(5)
 
     async def _shutdown(self) -> None:
+        self._loop.set_exception_handler(lambda _loop, _ctx: None)  # cancelled handlers: expected
         tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for task in tasks:
             task.cancel()
@@ -219,7 +220,21 @@ def _measure(
     return {k: {m: Stat.of(v) for m, v in s.items()} for k, s in samples.items()}
 
 
-def _rows(title: str, st: dict[str, dict[str, Stat]], engine: str, floor: str, floor_name: str) -> list[Row]:
+def _rows(
+    title: str, st: dict[str, dict[str, Stat]], engine: str, floor: str, floor_name: str, *, targets: bool = True
+) -> list[Row]:
+    if not targets:  # context only: a configuration the engine does not use
+        return [
+            info_row(
+                f"{title}: push -> result on the remote, minus the step",
+                st[engine]["wall"],
+                floor_name,
+                st[floor]["wall"],
+            ),
+            info_row(
+                f"{title}: network round trips", st[engine]["trips"], floor_name, st[floor]["trips"], unit="trips"
+            ),
+        ]
     return [
         ratio_row(
             f"{title}: push -> result on the remote, minus the step",

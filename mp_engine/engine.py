@@ -31,13 +31,13 @@ from mp_engine.disk import Reserve
 from mp_engine.drive import drive
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.execute import Executor, ShellExecutor
-from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_run, record_superseded_run
-from mp_engine.inbox.header import sha256_hex
+from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_run
 from mp_engine.inbox.intake import Entry, Inbox
 from mp_engine.inbox.mpfile import MicroProject, parse
-from mp_engine.inbox.queue import GIT, SEEN, Queued
+from mp_engine.inbox.queue import SEEN
 from mp_engine.lock import WorkspaceLock
 from mp_engine.pids import pid_alive
+from mp_engine.queued import take_queued
 from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive, open_runs, runs_of, sweep_incomplete_runs, sweep_unfilled_runs
 from mp_engine.record.events import EventLog
@@ -203,7 +203,7 @@ class Engine:
         return open_runs(self.ws)
 
     def _take_from_inbox(self, state: SessionState) -> TickResult:
-        if len(self.inbox.queue) and (taken := self._take_queued(state)) is not None:
+        if len(self.inbox.queue) and (taken := take_queued(self.ctx, state, self._executor_for)) is not None:
             return taken
         scan = self.inbox.scan()
         if not scan.ready or scan.entry is None:
@@ -235,72 +235,6 @@ class Engine:
                 self.inbox.queue.add(data, SEEN)  # replaced while held, it still gets a result
                 return self._hold(state, entry, f"{mp.mp_id} waits: {why}")
         run, ledger = claim(self.ctx, mp, data, executor.name)
-        return drive(self.ctx, run, ledger, mp, executor)
-
-    def _take_queued(self, state: SessionState) -> TickResult | None:
-        """Run, refuse or supersede the oldest queued MP (inbox/queue.py); None when every
-        queued version is the one in the slot, which then runs from there."""
-        slot = self.inbox.waiting_bytes()
-        slot_sha = sha256_hex(slot) if slot is not None else None
-        for q in self.inbox.queue.entries():
-            if q.kind != GIT and q.sha256 == slot_sha:
-                continue  # still in the slot: it runs from there, in its turn
-            try:
-                data = q.data()
-            except OSError as e:
-                self.inbox.queue.remove(q.id)
-                self.events.emit("inbox_queue_lost", entry=q.id, error=str(e))
-                continue
-            return self._take_entry(state, q, data, slot_sha)
-        return None
-
-    def _take_entry(self, state: SessionState, q: Queued, data: bytes, slot_sha: str | None) -> TickResult:
-        mp: MicroProject | InvalidMPError
-        try:
-            mp = parse(data, max_bytes=max(self.config.engine.max_mp_bytes, len(data)))
-        except InvalidMPError as e:
-            mp = e
-        mp_id = mp.mp_id if isinstance(mp, MicroProject) else mp.mp_id
-        if any(r.ledger().model.source == q.source for r in runs_of(self.ws, mp_id or "UNPARSED", q.sha256)):
-            self.inbox.queue.remove(q.id)  # its run exists: a restart found it still queued
-            return TickResult("idle", mp_id=mp_id, detail=f"queued entry {q.id} already taken")
-        halt = state.halt
-        approves = bool(halt and isinstance(mp, MicroProject) and mp.approves in (halt.mp_id, halt.run_id))
-        if q.kind == SEEN or (halt and not approves):
-            if q.kind != SEEN:
-                why = "a newer MP arrived while the engine was halted and this one does not approve the halt"
-            else:
-                why = "a newer MP replaced it in the inbox" if slot_sha else "it was removed from the inbox"
-            why += " before it ran"
-            title = mp.title if isinstance(mp, MicroProject) else ""
-            run, ledger = record_superseded_run(
-                self.ctx, mp_id=mp_id, title=title, data=data, sha256=q.sha256, why=why, source=q.source
-            )
-            self.inbox.queue.remove(q.id)
-            return finalize(self.ctx, run, ledger)
-        try:
-            if (refusal := self.sync.refusal_for(data)) is not None:
-                raise refusal
-            if isinstance(mp, InvalidMPError):
-                raise mp
-            executor = self._executor_for(mp)
-            executor.validate(mp)
-        except InvalidMPError as e:
-            run, ledger = record_error_run(
-                self.ctx,
-                mp_id=e.mp_id or mp_id,
-                diagnosis=diag.invalid_mp(e.reason, e.fix, e.line),
-                data=data,
-                sha256=q.sha256,
-                source=q.source,
-            )
-            self.inbox.queue.remove(q.id)
-            return finalize(self.ctx, run, ledger)
-        if approves and halt is not None:
-            self.state.update(halt=None, reason=f"approved by {mp.mp_id}")
-            self.events.emit("approved", via="mp", approved=halt.mp_id, by=mp.mp_id)
-        run, ledger = claim(self.ctx, mp, data, executor.name, source=q.source)
-        self.inbox.queue.remove(q.id)
         return drive(self.ctx, run, ledger, mp, executor)
 
     def _ran_already(self, mp: MicroProject, data: bytes) -> RunArchive | None:

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import append_durable, atomic_write, make_durable, read_tail
+from mp_engine.atomic import append_durable, atomic_write, read_tail
 from mp_engine.record.outcome import ERROR, Outcome, StepReport
 from mp_engine.workspace import Workspace
 
@@ -82,6 +82,7 @@ def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
         "fix": d.fix if d else None,
         "approve_with": f"Approves: {o.halt_token}" if o.halt_token and o.status == ERROR else None,
         "commit_subject": o.commit_summary,
+        "work": o.extra.get("work"),
         "notes": o.notes,
     }
 
@@ -97,16 +98,16 @@ def index_line(o: Outcome) -> dict[str, Any]:
     }
 
 
-def write_digest(ws: Workspace, o: Outcome, redact=lambda s: s) -> None:
-    """RESULT_last.json replaced, and the run's line appended to results.jsonl (once);
-    both fsynced in one round."""
+def write_digest(ws: Workspace, o: Outcome, redact=lambda s: s) -> list[Path]:
+    """RESULT_last.json replaced, and the run's line appended to results.jsonl (once),
+    without fsync: the paths are returned for the caller's one round of fsyncs."""
     last = write_last(ws, o, redact, durable=False)
     index = ws.system_dir / INDEX
     if f'"run_id": "{o.run_id}"' not in read_tail(index, 64 * 1024):  # not after a crash mid-finalize
         line = redact(json.dumps(index_line(o), ensure_ascii=False))
         _rotate(index, len(line) + 1)
         append_durable(index, line, durable=False)
-    make_durable(last, index)
+    return [last, index]
 
 
 def write_last(ws: Workspace, o: Outcome, redact=lambda s: s, *, durable: bool = True) -> Path:

@@ -145,8 +145,12 @@ def render_bounded(o: Outcome, ws: Workspace, cap: int = RESULT_MAX_BYTES) -> st
     return data[: cap - len(tail.encode())].decode("utf-8", errors="ignore") + tail
 
 
-def write_result(ws: Workspace, run: RunArchive, outcome: Outcome, redact=lambda s: s, *, last: bool = True) -> str:
-    """Write the result into the archive and (when `last`) to SYSTEM/RESULT_last.md."""
+def write_result(
+    ws: Workspace, run: RunArchive, outcome: Outcome, redact=lambda s: s, *, last: bool = True, also=()
+) -> str:
+    """Write the result into the archive and (when `last`) to SYSTEM/RESULT_last.md; the
+    files in `also` (written without fsync by the caller) are made durable in the same
+    round of fsyncs."""
     text = redact(render_bounded(outcome, ws))
     # Three atomic replaces, then one round of fsyncs: half the cost of three durable writes.
     atomic_write(
@@ -157,7 +161,7 @@ def write_result(ws: Workspace, run: RunArchive, outcome: Outcome, redact=lambda
     if last:
         atomic_write(ws.result_file, text, durable=False)
         written.append(ws.result_file)
-    make_durable(*written)
+    make_durable(*written, *also)
     return text
 
 

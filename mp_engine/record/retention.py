@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 from mp_engine.record.archive import LEDGER
@@ -54,13 +55,24 @@ def runs(ws: Workspace) -> list[Path]:
     except FileNotFoundError:
         return []
     dirs = [ws.runs_dir / n for n in names if (ws.runs_dir / n).is_dir()]
-    stamps = [d.name.split("-", 1)[0] for d in dirs]
-    tied = {s for s in stamps if stamps.count(s) > 1} if len(set(stamps)) < len(stamps) else set()
-    return sorted(dirs, key=lambda d: (d.name.split("-", 1)[0], _created(d) if d.name.split("-", 1)[0] in tied else ""))
+    counts = Counter(d.name.split("-", 1)[0] for d in dirs)
+
+    def key(d: Path) -> tuple[str, str]:
+        stamp = d.name.split("-", 1)[0]
+        return stamp, _created(d) if counts[stamp] > 1 else ""
+
+    return sorted(dirs, key=key)
 
 
 def prune(ws: Workspace, keep_runs: int, max_bytes: int, protect: set[str], *, check_bytes: bool = True) -> list[str]:
     """Remove old runs per the policy in the module docstring; the names removed."""
+    if not (check_bytes and max_bytes):  # the common case: one directory listing, nothing read
+        try:
+            count = sum(1 for n in os.listdir(ws.runs_dir) if not n.startswith("."))
+        except FileNotFoundError:
+            return []
+        if not keep_runs or count <= keep_runs + max(1, keep_runs // 10):
+            return []
     all_runs = runs(ws)
     doomed: list[Path] = []
     if keep_runs and len(all_runs) > keep_runs + max(1, keep_runs // 10):

@@ -22,8 +22,8 @@ from mp_engine.sync.signatures import INBOX_PATH
 
 def incoming_versions(s: GitSession, head: str, tip: str) -> list[tuple[str, bool]]:
     """(commit, whether it left the inbox file in place) for each commit reachable from
-    `tip` but not `head` that changed the inbox file, oldest first. One `git log`: the
-    bytes are read only for the versions that are queued."""
+    `tip` but not from `head` that changed the inbox file, oldest first: one `git log`
+    per pull (bench figure 2). The bytes are read only for the versions that are queued."""
     out = s.run(
         "log",
         "--reverse",
