@@ -113,8 +113,8 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     outcome = Outcome.from_dict(ledger.model.outcome)
     if (notice := ctx.channel.notice()) is not None:
         outcome.notes.append(f"Git: {notice}. This result is committed on the engine host and not pushed.")
-    write_result(ctx.ws, run, outcome, redact=ctx.redact)
-    write_digest(ctx.ws, outcome, redact=ctx.redact)
+    digest = write_digest(ctx.ws, outcome, redact=ctx.redact)
+    write_result(ctx.ws, run, outcome, redact=ctx.redact, also=digest)
     last_result = {
         "mp_id": outcome.mp_id,
         "mp_sha256": outcome.mp_sha256,
@@ -167,6 +167,9 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     ctx.events.sync()  # the MP's events are durable with its result (one fsync)
     ctx.events.tee = None  # the run's own copy is complete: it travels with the commit
     failed = after_sync(ctx, ctx.channel.publish(outcome.commit_summary, run.run_id))
+    work = outcome.extra.get("work") or {}
+    if work.get("branch") and not work.get("landed"):
+        ctx.channel.push_branch(work["branch"])  # the partial (or unmerged) agent work
     ctx.inbox.run_ended()
     return failed or prune_runs(ctx) or result
 

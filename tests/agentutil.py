@@ -9,7 +9,7 @@ from typing import Any
 
 from mp_engine.record.archive import RunArchive
 from mp_engine.workspace import Workspace
-from tests.gitutil import toml_value
+from tests.gitutil import git, toml_value
 
 FAKE = Path(__file__).resolve().parent / "fake_agents"
 
@@ -55,14 +55,19 @@ def level(name: str, script: str, *args: str, prompt: str = "file", **opts: Any)
 GATE = {"name": "gate", "hard_gate": True}
 
 
-def configure(ws: Workspace, levels: list[dict[str, Any]], **opts: Any) -> None:
-    """Replace the template's [agent] section with these settings and levels."""
+def configure(ws: Workspace, levels: list[dict[str, Any]], *, git_repo: bool = True, **opts: Any) -> None:
+    """Replace the template's [agent] section with these settings and levels; make the
+    workspace a git repository with a first commit (an agent MP works on a branch) unless
+    it is one already or `git_repo` is false."""
     text = ws.config_file.read_text()
     text = text[: text.index("[agent]")] if "[agent]" in text else text
     lines = ["[agent]", *(f"{k} = {toml_value(v)}" for k, v in opts.items())]
     for lv in levels:
         lines += ["", "[[agent.levels]]", *(f"{k} = {toml_value(v)}" for k, v in lv.items())]
     ws.config_file.write_text(text + "\n".join(lines) + "\n")
+    if git_repo and not (ws.root / ".git").exists():
+        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "workspace"]):
+            git(ws.root, *args)
 
 
 def only_run(ws: Workspace) -> RunArchive:

@@ -44,7 +44,7 @@ class CallMixin:
         values = {
             "prompt": prompt_file.read_text(encoding="utf-8"),
             "prompt_file": str(prompt_file),
-            "workspace": str(self.ws.root),
+            "workspace": str(self.work_root),
             "mt_id": mt_id,
         }
         argv = render_argv(level, values)
@@ -55,7 +55,7 @@ class CallMixin:
                 "MP_MT": mt_id,
                 "MP_ITERATION": str(iteration),
                 "MP_LEVEL": str(state.level),
-                "MP_WORKSPACE": str(self.ws.root),
+                "MP_WORKSPACE": str(self.work_root),
                 "MP_RUN_DIR": str(self.run_dir),
                 "MP_PROMPT_FILE": str(prompt_file),
             },
@@ -75,7 +75,7 @@ class CallMixin:
             self.limiter.record(time.time())
             res = run_agent(
                 argv,
-                cwd=self.ws.root,
+                cwd=self.work_root,
                 env=env,
                 timeout=max(0.1, min(level.timeout, self.budget.remaining())),
                 idle_timeout=level.idle_timeout,

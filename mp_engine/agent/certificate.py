@@ -115,6 +115,14 @@ def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagn
             cert.detail,
             f"Delete SYSTEM/STOP when the downstream system can take work again, {resend}.",
         )
+    if t == NEED_INFO and r == "no_git":
+        return d(
+            "agent_need_info",
+            "agent MP without a git workspace",
+            cert.detail,
+            "Make the workspace a git repository with a first commit (`git init && git add -A && git commit -m "
+            f"init` in it, or `mp-engine init --remote URL`), {resend}.",
+        )
     if t == NEED_INFO and r == "no_levels":
         return d(
             "agent_need_info",

@@ -100,6 +100,11 @@ class EndMixin:
         self.publish(state)
         p.save(durable=True)
         atomic_write_json(self.run_dir / "agent" / "certificate.json", c.to_dict())
+        landing = self.work.land(self.cfg.land, exact=c.type == cert.EXACT)
+        self.work.remove()
+        self.emit(
+            "micro_task_work_landed", "MPE-MT-WORK", branch=landing.branch, how=landing.how, commit=landing.commit
+        )
         name, event_id = {
             cert.EXACT: ("micro_task_loop_completed", "FR-EVT-MT-009"),
             cert.BACKPRESSURE: ("micro_task_loop_cancelled", "FR-EVT-MT-011"),
@@ -116,6 +121,7 @@ class EndMixin:
         )
         checks = [report_for(self.ctx, chk, step) for chk, step in self.last_checks]
         extra = {
+            "work": landing.to_dict(),
             "certificate": c.to_dict(),
             "agent": {
                 "iterations": state.total,
@@ -125,7 +131,10 @@ class EndMixin:
                 "progress": f"{self.run_rel}/agent/progress.json",
                 "learnings": f"{self.run_rel}/agent/learnings.md",
             },
-            "sections": sections(c, state, self.plan, self.run_rel, p.data["pauses"], self.distilled(state)),
+            "sections": [
+                {"title": "Work branch", "body": landing.note},
+                *sections(c, state, self.plan, self.run_rel, p.data["pauses"], self.distilled(state)),
+            ],
         }
         if c.type == cert.EXACT:
             return ExecResult(status="completed", checks=checks, extra=extra)

@@ -16,6 +16,7 @@ import json
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from mp_engine.agent import certificate as cert
@@ -30,11 +31,13 @@ from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.loopstate import Effect, LoopState
 from mp_engine.agent.progress import BASELINE_FILE, Progress
 from mp_engine.agent.recording import CheckRun, IterationCheck, RecordMixin, iter_check
+from mp_engine.agent.workbranch import NoGit, WorkBranch
 from mp_engine.atomic import atomic_write_json, read_tail
 from mp_engine.config import AgentLevel
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import Budget, StepContext, run_block
 from mp_engine.record.ledger import LedgerStep, StepStatus, idempotency_key, read_artifact
+from mp_engine.workspace import Workspace
 
 STOP_FILE = "STOP"
 
@@ -57,6 +60,10 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         # signal (the iteration is "the current step"); a second signal still kills them.
         self.checks_ctx = replace(self.ctx, stop=threading.Event())
         self.ws = ctx.ws
+        # The agent, its checks and the evidence work in the MP's own worktree on branch
+        # mp/<MP-id> (workbranch.py), set up when the loop starts.
+        self.work = WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id)
+        self.work_root: Path = ctx.ws.root
         self.run_dir = ctx.run.dir
         self.run_rel = ctx.ws.rel(ctx.run.dir)
         self.worktree = Worktree(ctx.ws.root)
@@ -85,6 +92,16 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
                 "The MP has no Validate checks, and `[agent] require_checks` is on: without checks "
                 "nothing could prove the agent's work, and its word alone never suffices.",
             )
+        try:
+            self.work_root = self.work.ensure()
+        except NoGit as e:
+            return self.need_info(
+                "no_git",
+                f"An agent MP works on a branch of its own (mp/<MP-id>), so the workspace must be a git "
+                f"repository with at least one commit, and {e}.",
+            )
+        self.worktree = Worktree(self.work_root)
+        self.checks_ctx = replace(self.checks_ctx, ws=Workspace(self.work_root))
         progress = Progress.load(self.run_dir)
         fresh = progress is None
         if progress is None:
@@ -169,6 +186,14 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             if task.status == "completed" and (task.final_level or 0) > 0:
                 self.distill(state, i, emit=False)
         self.progress.save()
+
+    def commit_task(self, state: LoopState, mt_id: str) -> None:
+        """One commit per accepted micro-task on the work branch, pointing at its evidence."""
+        task = next(t for t in self.plan.tasks if t.mt_id == mt_id)
+        records = state.tasks[task.index].records
+        evidence = f"{self.run_rel}/{records[-1]['evidence']}" if records else self.run_rel
+        sha = self.work.commit(f"{self.mp.mp_id} {mt_id}: {task.title}", f"Evidence: {evidence}")
+        self.emit("micro_task_committed", "MPE-MT-COMMIT", mt=mt_id, branch=self.work.branch, commit=sha)
 
     def step_id(self, state: LoopState) -> str:
         assert state.task is not None
@@ -305,7 +330,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             level=state.level,
             level_name=level.name,
             nonce=self.progress.nonce,
-            workspace=str(self.ws.root),
+            workspace=str(self.work_root),
             checks=checks,
             previous=previous,
             tails=tails,
@@ -337,5 +362,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         for e in effects:
             if e.kind == "event":
                 self.emit(e.name, e.event_id, **e.fields)
+                if e.name == "micro_task_complete":
+                    self.commit_task(state, e.fields["mt"])
             elif e.kind == "distill":
                 self.distill(state, e.fields["mt_index"], emit=True)

@@ -135,6 +135,15 @@ class GitChannel:
                 push.push_side_branch(self.c, s)
         return out
 
+    def push_branch(self, branch: str) -> None:
+        """Push a work branch that did not land (agent/workbranch.py), so the orchestrator
+        can see the partial or unmerged work. Forced: `mp/<MP-id>` is made afresh per run."""
+        if not self.cfg.push:
+            return
+        with self._sync_point("work branch") as s:
+            s.run("push", "--force", "--quiet", self.c.remote_name, f"refs/heads/{branch}:refs/heads/{branch}")
+            self.c.events.emit("sync_pushed", branch=branch)
+
     def commit_state(self, message: str) -> SyncOutcome:
         """Commit SESSION_STATE.json alone and push it (a halt lifted on the host must
         reach the remote, or the orchestrator still reads ERROR)."""

@@ -42,6 +42,9 @@ class LocalChannel:
     def publish(self, message: str, run_id: str | None) -> SyncOutcome:
         return SyncOutcome()
 
+    def push_branch(self, branch: str) -> None:
+        pass
+
     def commit_state(self, message: str) -> SyncOutcome:
         return SyncOutcome()
 

@@ -30,16 +30,46 @@ def test_an_agent_mp_over_git_completes_and_the_agents_own_commits_travel(tmp_pa
         assert remote_file(bare, "out/a.txt") == "hello\n" and remote_file(bare, "out/b.txt") == "bye\n"
         log = remote_log(bare)
         assert log[0] == "MP-3.1: COMPLETED" and log.count("agent: did the micro-task") == 2
+        # One engine commit per accepted micro-task on mp/MP-3.1, fast-forwarded onto main.
+        assert [s for s in log if s.startswith("MP-3.1 MT-")] == [
+            'MP-3.1 MT-002: Write "bye" to `out/b.txt`.',
+            'MP-3.1 MT-001: Write "hello" to `out/a.txt`.',
+        ]
         assert json.loads(remote_file(bare, "SESSION_STATE.json"))["last_completed"] == "MP-3.1"
-        # The evidence travelled too; the diff counts the commits the agent made itself.
+        # The evidence travelled too; the diff counts the commits made since the loop started
+        # (the agent's own for MT-001 and MT-002, and the engine's for MT-001).
         run_id = json.loads(remote_file(bare, "SESSION_STATE.json"))["last_result"]["run_id"]
         diff = remote_file(bare, f"SYSTEM/runs/{run_id}/agent/MT-002/iter-001/diff.txt")
-        assert "2 new commit(s) since the loop started" in diff and "out/b.txt" in diff
+        assert "3 new commit(s) since the loop started" in diff and "out/b.txt" in diff
         records = [
             json.loads(remote_file(bare, f"SYSTEM/runs/{run_id}/steps/MT-00{n}_iter-001.exit.json")) for n in (1, 2)
         ]
         assert all(r["gate"] for r in records) and records[0]["head"] != records[1]["head"]
         assert "out/" not in git(ws.root, "status", "--porcelain")  # the agent's files are committed
+    finally:
+        d.signal(signal.SIGTERM)
+        d.wait()
+
+
+def test_failed_agent_work_never_reaches_main_and_its_branch_is_pushed(tmp_path, daemon_factory):
+    """A lying agent (claims, checks fail) ends DIVERGED or TIMEOUT: the remote's main gets
+    the result and the state only; the partial work is on mp/MP-3.1, pushed (issue #17)."""
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url)
+    configure(ws, [level("wrong", "wrong.py", "--claim")], max_iterations=3)
+    d = daemon_factory(ws.root, env=GIT_ENV).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what=lambda: "engine ONLINE\n" + d.output())
+    try:
+        code, out, err = finish(send(tmp_path, GREET, url))
+        assert code == 1 and "Status: ERROR" in out, err + d.output()
+        assert remote_file(bare, "out/a.txt") is None  # nothing of the agent's on main
+        assert remote_file(bare, "out/a.txt", ref="mp/MP-3.1").startswith("WRONG")
+        last = json.loads(remote_file(bare, "SYSTEM/RESULT_last.json"))
+        assert last["work"]["branch"] == "mp/MP-3.1" and not last["work"]["landed"]
+        assert "partial work is on branch `mp/MP-3.1`" in remote_file(bare, "SYSTEM/RESULT_last.md")
+        changed = git(bare, "diff", "--name-only", "main~1", "main").split()
+        assert all(p.startswith(("SYSTEM/", "SESSION_STATE.json", "Claude_Inbox/")) for p in changed), changed
     finally:
         d.signal(signal.SIGTERM)
         d.wait()

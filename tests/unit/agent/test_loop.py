@@ -15,6 +15,7 @@ from mp_engine.record.ledger import idempotency_key
 from mp_engine.workspace import Workspace
 from tests.agentutil import GATE, GREET, ONE, calls, configure, level, only_run, progress, records
 from tests.conftest import drop, events, read_state, result_field, wait_for
+from tests.gitutil import git
 
 
 @pytest.fixture
@@ -58,8 +59,9 @@ def test_an_honest_agent_completes_with_an_exact_certificate_and_evidence(engine
     text = ws.result_file.read_text()
     for section in ("## Halting certificate", "## Micro-tasks", "## Residual history", "## Evidence", "## Validation"):
         assert section in text
-    assert calls(log)[0]["nonce_seen"] and calls(log)[0]["cwd"] == str(ws.root)
     run = only_run(ws)
+    # The agent worked in the MP's own worktree, on branch mp/MP-3.2 (issue #17).
+    assert calls(log)[0]["nonce_seen"] and calls(log)[0]["cwd"] == str(ws.local_dir / "work" / run.run_id)
     (rec,) = records(run)
     assert rec["gate"] and rec["claimed"] and rec["residual"] == 0 and rec["status_ok"]
     # The idempotency key: SHA-256 of MT id, iteration, level and the prompt's hash.
@@ -72,7 +74,13 @@ def test_an_honest_agent_completes_with_an_exact_certificate_and_evidence(engine
     assert "steps/MT-001_iter-001_check-001.exit.json" in manifest
     for rel, digest in manifest.items():
         assert hashlib.sha256((run.dir / rel).read_bytes()).hexdigest() == digest, rel
-    assert "A out/a.txt" in (run.dir / rec["evidence"] / "diff.txt").read_text()
+    assert "out/a.txt" in (run.dir / rec["evidence"] / "diff.txt").read_text()
+    # One commit per accepted micro-task on mp/MP-3.2, fast-forwarded onto the channel branch.
+    subject, body = git(ws.root, "log", "-1", "--format=%s%n%b").split("\n", 1)
+    assert subject == 'MP-3.2 MT-001: Write "hello" to `out/a.txt`. Keep it short.'
+    assert f"Evidence: {ws.rel(run.dir)}/{rec['evidence']}" in body
+    assert git(ws.root, "rev-parse", "HEAD") == git(ws.root, "rev-parse", "mp/MP-3.2")
+    assert not (ws.local_dir / "work" / run.run_id).exists()  # the worktree is gone, the branch stays
     assert "MT-001 iteration 1" in (run.dir / "agent/learnings.md").read_text()
     assert progress(run)["status"] == "completed"
     assert ids(ws) == [
@@ -81,6 +89,8 @@ def test_an_honest_agent_completes_with_an_exact_certificate_and_evidence(engine
         "FR-EVT-MT-012",
         "FR-EVT-MT-003",
         "FR-EVT-MT-004",
+        "MPE-MT-COMMIT",  # the micro-task's commit on mp/MP-3.2
+        "MPE-MT-WORK",  # the work branch landed
         "FR-EVT-MT-009",
     ]
     for e in events(ws):
@@ -120,7 +130,11 @@ def test_an_echoed_status_block_without_the_nonce_does_not_count(engine_for, ws,
     )
     engine = engine_for([level("echo", "echo.py", "--echo", str(notes))])
     assert run_mp(engine, ws).action == "error"
-    assert (ws.root / "out/a.txt").read_text() == "hello\n"  # the work was done, the checks pass...
+    # The work was done and the checks pass, but the run is not EXACT: the channel branch is
+    # untouched, the work is on branch mp/MP-3.2 (issue #17)...
+    assert not (ws.root / "out/a.txt").exists()
+    assert git(ws.root, "show", "mp/MP-3.2:out/a.txt").strip() == "hello"
+    assert "partial work is on branch `mp/MP-3.2`" in ws.result_file.read_text()
     recs = records(only_run(ws))
     assert [r["residual"] for r in recs] == [0, 0] and not any(r["gate"] for r in recs)  # ...but no claim counted
     claims = json.loads((only_run(ws).dir / recs[0]["evidence"] / "verdict.json").read_text())["claims"]

@@ -1,0 +1,154 @@
+"""The agent's work branch (issue #17): unverified agent work never lands on the channel branch.
+
+An agent MP works in a git worktree of its own, `SYSTEM/.engine/work/<run>/`, on the branch
+`mp/<MP-id>`, made from the workspace's HEAD (the channel branch's tip) when the run starts.
+The workspace itself stays on the channel branch, where the engine commits only the state
+and the result while the agent works. Each accepted micro-task is one commit on the work
+branch (`MP-2.1 MT-002: <title>`, with an `Evidence:` trailer naming its evidence).
+
+When the MP ends EXACT, the work lands per `[agent] land`: `merge` (a fast-forward, or a
+merge commit when the channel branch moved meanwhile) or `branch` (it stays on
+`mp/<MP-id>` for the orchestrator to review and merge). On any other certificate the
+channel branch's code is untouched and the result names the branch holding the partial
+work; with the git channel on, that branch is pushed.
+
+The engine's own files (`SESSION_STATE.json`, `SYSTEM/`, `mp-engine.toml`,
+`Claude_Inbox/`) are never committed on the work branch, whatever the agent did to its
+copies of them. A crash leaves the worktree in place; the resumed run works on in it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mp_engine.config import CONFIG_FILE
+from mp_engine.gitcmd import GitResult, git
+from mp_engine.workspace import INBOX_DIR, STATE_FILE, SYSTEM_DIR, Workspace
+
+ENGINE_PATHS = (STATE_FILE, SYSTEM_DIR, CONFIG_FILE, INBOX_DIR)
+TIMEOUT = 120.0
+
+
+class NoGit(Exception):
+    """The workspace cannot give the agent a work branch (no repository, no commit)."""
+
+
+@dataclass
+class Landing:
+    branch: str
+    landed: bool
+    how: str  # fast-forward | merge | branch | not landed
+    commit: str | None  # the work branch's tip
+    note: str
+
+    def to_dict(self) -> dict:
+        return {"branch": self.branch, "landed": self.landed, "how": self.how, "commit": self.commit, "note": self.note}
+
+
+def branch_name(mp_id: str) -> str:
+    return "mp/" + re.sub(r"[^A-Za-z0-9._-]", "_", mp_id).strip(".") or "mp/UNPARSED"
+
+
+class WorkBranch:
+    def __init__(self, ws: Workspace, mp_id: str, run_id: str):
+        self.ws = ws
+        self.mp_id = mp_id
+        self.branch = branch_name(mp_id)
+        self.path = ws.local_dir / "work" / run_id
+
+    def _git(self, *args: str, cwd: Path | None = None, check: bool = True) -> GitResult:
+        return git(cwd or self.ws.root, *args, check=check, timeout=TIMEOUT)
+
+    def _identity(self) -> list[str]:
+        args = []
+        if self._git("config", "user.name", check=False).code != 0:
+            args += ["-c", "user.name=mp-engine"]
+        if self._git("config", "user.email", check=False).code != 0:
+            args += ["-c", "user.email=mp-engine@localhost"]
+        return args
+
+    def ensure(self) -> Path:
+        """The worktree, made on first use (a resumed run finds it in place)."""
+        if (self.path / ".git").exists():
+            return self.path
+        if not (self.ws.root / ".git").exists():
+            raise NoGit(f"{self.ws.root} is not a git repository")
+        if self._git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False).code != 0:
+            raise NoGit(f"the repository in {self.ws.root} has no commit yet")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._git("worktree", "prune")
+        self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), "HEAD")
+        return self.path
+
+    def commit(self, message: str, trailer: str | None = None) -> str | None:
+        """Commit everything the agent changed in the worktree but the engine's files;
+        an empty commit when it changed nothing (one commit per accepted micro-task)."""
+        self._git("add", "-A", cwd=self.path)
+        self._git("reset", "-q", "--", *ENGINE_PATHS, cwd=self.path, check=False)
+        full = message + (f"\n\n{trailer}" if trailer else "")
+        self._git(*self._identity(), "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
+        return self._git("rev-parse", "HEAD", cwd=self.path).out.strip()
+
+    def leftovers(self) -> bool:
+        """True when the worktree has changes no commit holds yet (outside engine files)."""
+        out = self._git("status", "--porcelain", "--untracked-files=normal", cwd=self.path).out
+        paths = [line[3:] for line in out.splitlines() if len(line) > 3]
+        return any(not p.startswith(tuple(f"{e}/" for e in ENGINE_PATHS)) and p not in ENGINE_PATHS for p in paths)
+
+    def land(self, how: str, exact: bool) -> Landing:
+        """Bring an EXACT run's work onto the channel branch (`how` = merge), or leave it on
+        the work branch and say so."""
+        if self.leftovers():
+            self.commit(f"{self.mp_id}: work not yet committed at the end of the run")
+        tip = self._git("rev-parse", self.branch).out.strip()
+        if not exact:
+            return Landing(
+                self.branch,
+                False,
+                "not landed",
+                tip,
+                f"The channel branch is untouched; the partial work is on branch `{self.branch}` ({tip[:12]}).",
+            )
+        if how == "branch":
+            return Landing(
+                self.branch,
+                False,
+                "branch",
+                tip,
+                f"The verified work is on branch `{self.branch}` ({tip[:12]}), for you to review and merge "
+                '(`[agent] land = "branch"`).',
+            )
+        if self._git("merge", "--ff-only", "--quiet", self.branch, check=False).ok:
+            return Landing(self.branch, True, "fast-forward", tip, f"Landed: `{self.branch}` fast-forwarded.")
+        merged = self._git(
+            *self._identity(),
+            "merge",
+            "--no-ff",
+            "--no-edit",
+            "--quiet",
+            "-m",
+            f"{self.mp_id}: merge {self.branch}",
+            self.branch,
+            check=False,
+        )
+        if merged.ok:
+            return Landing(
+                self.branch, True, "merge", tip, f"Landed: `{self.branch}` merged (the channel branch had moved)."
+            )
+        self._git("merge", "--abort", check=False)
+        why = (merged.err or merged.out).strip().splitlines()[-1:] or ["(git said nothing)"]
+        return Landing(
+            self.branch,
+            False,
+            "not landed",
+            tip,
+            f"The verified work could not be merged ({why[0]}); it is on branch `{self.branch}` ({tip[:12]}). "
+            f"Merge it by hand: `git merge {self.branch}`.",
+        )
+
+    def remove(self) -> None:
+        """Drop the worktree (the branch stays)."""
+        self._git("worktree", "remove", "--force", str(self.path), check=False)
+        self._git("worktree", "prune", check=False)
