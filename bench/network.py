@@ -289,11 +289,12 @@ def run(reps: int) -> list[Row]:
                 f"{title}, engine sharing one ssh connection", st, "engine-ssh", "cli-ssh", "git CLI by hand, plain ssh"
             )
             rows += _rows(
-                f"{title}, engine without connection sharing",
+                f"{title}, engine without connection sharing (for comparison)",
                 st,
                 "engine-ssh-noshare",
                 "cli-ssh",
                 "git CLI by hand, plain ssh",
+                targets=False,
             )
         finally:
             proxy.stop()

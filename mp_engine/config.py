@@ -267,7 +267,7 @@ def load_config(root: Path, environ: Mapping[str, str] | None = None) -> Config:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(
-                f"{path} is not valid TOML: {e}. Fix the syntax or restore it with `mp-engine init`."
+                f"{path} is not valid TOML: {e}. Fix the syntax at that line (or move the file aside and run `mp-engine init` to write a fresh one)."
             ) from e
     overrides, origin = _env_overrides(environ)
     for section, values in overrides.items():

@@ -15,7 +15,7 @@ from mp_engine.clock import now_iso
 from mp_engine.context import EngineContext, TickResult
 from mp_engine.inbox.intake import CLAIMED_PREFIX
 from mp_engine.record.archive import RunArchive, create_run
-from mp_engine.record.diagnosis import Diagnosis
+from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
 from mp_engine.record.digest import write_digest
 from mp_engine.record.ledger import Ledger
 from mp_engine.record.outcome import COMPLETED, ERROR, NO_HALT, SUPERSEDED, Outcome
@@ -61,7 +61,8 @@ def record_error_run(
         finished_at=now,
         executor=executor,
         diagnosis=diagnosis,
-        halt_token=mp_id or run.run_id,
+        # An MP refused before anything ran does not halt (issue #15): nothing to approve.
+        halt_token=None if diagnosis.kind == REFUSED_KIND else (mp_id or run.run_id),
     )
     if into is None and inbox_entry == "archive":
         outcome.notes.append(f"The inbox entry was moved to {ctx.ws.rel(run.moved_entry)}.")
@@ -123,10 +124,11 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
         "finished_at": outcome.finished_at,
     }
     clear_inbox(ctx, run, ledger)  # before the state says done: an orchestrator may then drop the next MP
-    if outcome.status == SUPERSEDED and ctx.state.read().halt is not None:
-        # Replaced while the engine was halted: the halt stands, and so does its state.
+    halts = outcome.status not in NO_HALT and outcome.halt_token is not None
+    if not halts and ctx.state.read().halt is not None:
+        # Replaced or refused while the engine was halted: the halt stands, and its state.
         ctx.state.update(run_id=None, last_result=last_result, reason=outcome.commit_summary)
-    elif outcome.status in NO_HALT:
+    elif not halts:
         done = {"last_completed": outcome.mp_id} if outcome.status == COMPLETED else {}
         ctx.state.update(
             **done,
@@ -162,7 +164,8 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
         assert outcome.diagnosis is not None
         d = outcome.diagnosis
         ctx.events.emit("mp_failed", mp=outcome.mp_id, run=run.run_id, kind=d.kind, summary=d.summary, fix=d.fix)
-        ctx.events.emit("halted", mp=outcome.mp_id, approve_with=f"Approves: {outcome.halt_token}")
+        if halts:
+            ctx.events.emit("halted", mp=outcome.mp_id, approve_with=f"Approves: {outcome.halt_token}")
         result = TickResult("error", mp_id=outcome.mp_id, run_id=run.run_id, detail=d.summary)
     ctx.events.sync()  # the MP's events are durable with its result (one fsync)
     ctx.events.tee = None  # the run's own copy is complete: it travels with the commit

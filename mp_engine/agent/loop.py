@@ -192,8 +192,8 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         task = next(t for t in self.plan.tasks if t.mt_id == mt_id)
         records = state.tasks[task.index].records
         evidence = f"{self.run_rel}/{records[-1]['evidence']}" if records else self.run_rel
-        sha = self.work.commit(f"{self.mp.mp_id} {mt_id}: {task.title}", f"Evidence: {evidence}")
-        self.emit("micro_task_committed", "MPE-MT-COMMIT", mt=mt_id, branch=self.work.branch, commit=sha)
+        self.work.commit(f"{self.mp.mp_id} {mt_id}: {task.title}", f"Evidence: {evidence}")
+        self.emit("micro_task_committed", "MPE-MT-COMMIT", mt=mt_id, branch=self.work.branch)
 
     def step_id(self, state: LoopState) -> str:
         assert state.task is not None

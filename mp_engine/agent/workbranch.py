@@ -28,6 +28,10 @@ from mp_engine.gitcmd import GitResult, git
 from mp_engine.workspace import INBOX_DIR, STATE_FILE, SYSTEM_DIR, Workspace
 
 ENGINE_PATHS = (STATE_FILE, SYSTEM_DIR, CONFIG_FILE, INBOX_DIR)
+# `git add -A` of everything but the engine's files, in one process (pathspec magic on:
+# the runner sets GIT_LITERAL_PATHSPECS=1 for the engine's own named paths).
+ADD_SPEC = [".", *(f":(exclude){p}" for p in ENGINE_PATHS)]
+MAGIC = {"GIT_LITERAL_PATHSPECS": "0"}
 TIMEOUT = 120.0
 
 
@@ -57,17 +61,20 @@ class WorkBranch:
         self.mp_id = mp_id
         self.branch = branch_name(mp_id)
         self.path = ws.local_dir / "work" / run_id
+        self._id: list[str] | None = None
 
-    def _git(self, *args: str, cwd: Path | None = None, check: bool = True) -> GitResult:
-        return git(cwd or self.ws.root, *args, check=check, timeout=TIMEOUT)
+    def _git(self, *args: str, cwd: Path | None = None, check: bool = True, env=None) -> GitResult:
+        return git(cwd or self.ws.root, *args, check=check, timeout=TIMEOUT, env=env)
 
     def _identity(self) -> list[str]:
-        args = []
-        if self._git("config", "user.name", check=False).code != 0:
-            args += ["-c", "user.name=mp-engine"]
-        if self._git("config", "user.email", check=False).code != 0:
-            args += ["-c", "user.email=mp-engine@localhost"]
-        return args
+        """`-c user.*` when the repository has no identity (asked of git once)."""
+        if self._id is None:
+            self._id = []
+            if self._git("config", "user.name", check=False).code != 0:
+                self._id += ["-c", "user.name=mp-engine"]
+            if self._git("config", "user.email", check=False).code != 0:
+                self._id += ["-c", "user.email=mp-engine@localhost"]
+        return self._id
 
     def ensure(self) -> Path:
         """The worktree, made on first use (a resumed run finds it in place)."""
@@ -82,14 +89,14 @@ class WorkBranch:
         self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), "HEAD")
         return self.path
 
-    def commit(self, message: str, trailer: str | None = None) -> str | None:
+    def commit(self, message: str, trailer: str | None = None) -> None:
         """Commit everything the agent changed in the worktree but the engine's files;
         an empty commit when it changed nothing (one commit per accepted micro-task)."""
-        self._git("add", "-A", cwd=self.path)
-        self._git("reset", "-q", "--", *ENGINE_PATHS, cwd=self.path, check=False)
+        self._git("add", "-A", "--", *ADD_SPEC, cwd=self.path, env=MAGIC)
         full = message + (f"\n\n{trailer}" if trailer else "")
-        self._git(*self._identity(), "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
-        return self._git("rev-parse", "HEAD", cwd=self.path).out.strip()
+        # Quiet: no summary diffstat to compute; no auto-gc check on the agent's clock.
+        ident = self._identity()
+        self._git(*ident, "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
 
     def leftovers(self) -> bool:
         """True when the worktree has changes no commit holds yet (outside engine files)."""

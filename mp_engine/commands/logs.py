@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mp_engine.commands import load
+from mp_engine.commands import load_for_reading
 from mp_engine.exitcodes import ExitCode
 
 FOLLOW_POLL = 0.25  # seconds between looks at the file while following
@@ -165,7 +165,9 @@ def iter_readable(lines: list[str]) -> Iterator[str]:
 
 
 def logs(root: Path, lines: int, follow_: bool, raw: bool, echo: Callable[[str], None]) -> ExitCode:
-    ws, config = load(root)
+    ws, config, config_error = load_for_reading(root)
+    if config_error:
+        echo(f"warning: {config_error} (logs are shown with the default settings)")
 
     def show(line: str) -> None:
         echo(line if raw else render_event(line))

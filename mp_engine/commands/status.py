@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from mp_engine.agent.progress import load_report, render_lines
-from mp_engine.commands import load
+from mp_engine.commands import load_for_reading
 from mp_engine.config import Config
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
 from mp_engine.errors import InvalidMPError
@@ -124,6 +124,8 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
         }
     if (err := last_error(ws.events_file)) is not None:
         report["last_error"] = err
+    if (ws.system_dir / "STOP").exists():
+        report["stop_file"] = f"{ws.rel(ws.system_dir / 'STOP')} exists: agent MPs end BACKPRESSURE until it is removed"
     return report
 
 
@@ -207,11 +209,17 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("last_error"):
         e = report["last_error"]
         lines.append(f"  last error:      {paint(e['event'], 'red')} {ago(e['ts'])}: {e['message'][:300]}")
+    if report.get("stop_file"):
+        lines.append(f"  stop file:       {paint(report['stop_file'], 'yellow')}")
+    if report.get("config_error"):
+        lines.append(f"  config error:    {paint(report['config_error'], 'red')}")
     return "\n".join(lines)
 
 
 def status(root: Path, as_json: bool, echo: Callable[[str], None], color: bool) -> ExitCode:
-    ws, config = load(root)
+    ws, config, config_error = load_for_reading(root)
     report = status_report(ws, config)
+    if config_error:
+        report["config_error"] = f"{config_error} (status shows the state with the default settings)"
     echo(json.dumps(report, indent=2) if as_json else render_status(report, color=color))
     return ExitCode.OK

@@ -231,6 +231,8 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
     _write_script(script, block.body + "\n")
     if block.lang == "sh":
         argv = ["/bin/sh", "-e", str(script)]
+    elif block.lang == "py":  # ```python: run by python3 (unbuffered), like any step
+        argv = ["python3", "-u", str(script)]
     else:
         argv = [ctx.config.execution.shell, "--noprofile", "--norc", "-e", "-o", "pipefail", str(script)]
     remaining = ctx.budget.remaining()

@@ -15,6 +15,9 @@ from mp_engine.errors import InvalidMPError
 
 HEADER_RE = re.compile(r"^#[ \t]+(MP-(\d+)\.(\d+))(?![\w.])[ \t]*(.*?)[ \t]*$")
 MP_ID_RE = re.compile(r"^MP-\d+\.\d+$")
+# What a header with a typo looks like (`# MP 1.6`, `#MP-1.4`, `# mp-1.4`, `## MP-1.4`,
+# `# MP-1_4`); bounded quantifiers only, so it stays linear on any input.
+NEAR_HEADER_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]{0,8}mp[ \t_:\-]{0,3}(\d{1,9})[.\-_,](\d{1,9})(?=[ \t:]|$)", re.I)
 KEY_LINE_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
 
 FIX_HEADER = "Make the first non-blank line a header such as `# MP-1.4 Short title`."
@@ -86,6 +89,15 @@ def decode(data: bytes, *, max_bytes: int) -> str:
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
+def suggest_header(line: str) -> str | None:
+    """The header a near miss meant (`# MP 1.6 Typo` -> `# MP-1.6 Typo`), or None."""
+    m = NEAR_HEADER_RE.match(line[:400])
+    if not m:
+        return None
+    rest = line[m.end() : m.end() + 200].strip().lstrip("-–—:| \t")
+    return f"# MP-{int(m.group(1))}.{int(m.group(2))}" + (f" {rest}" if rest else "")
+
+
 def parse_header_line(lines: list[str]) -> tuple[int, str, str]:
     """Find `# MP-X.Y Title` as the first non-blank line; return (index, id, title)."""
     for i, line in enumerate(lines):
@@ -94,8 +106,10 @@ def parse_header_line(lines: list[str]) -> tuple[int, str, str]:
         m = HEADER_RE.match(line)
         if not m:
             shown = line.strip()[:60]
+            meant = suggest_header(line)
+            fix = f"Write the first line as `{meant}`." if meant else FIX_HEADER
             raise InvalidMPError(
-                f"the first non-blank line is {shown!r}, not an `# MP-<major>.<minor>` header", FIX_HEADER, line=i + 1
+                f"the first non-blank line is {shown!r}, not an `# MP-<major>.<minor>` header", fix, line=i + 1
             )
         title = m.group(4).lstrip("-–—:| \t")
         return i, m.group(1), title

@@ -37,7 +37,7 @@ from mp_engine.inbox.header import KEY_LINE_RE, decode, is_header_key, parse_hea
 FENCE_OPEN_RE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^`]*?)[ \t]*$")
 HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 VALIDATE_TITLES = {"validate", "validation"}
-COMMAND_LANGS = {"bash": "bash", "sh": "sh"}
+COMMAND_LANGS = {"bash": "bash", "sh": "sh", "python": "py", "python3": "py", "py": "py"}
 FILE_LANG = "file"
 
 
@@ -49,7 +49,7 @@ class Block:
     index: int  # 1-based within its kind's sequence (steps or checks)
     line: int  # 1-based line of the opening fence
     body: str
-    lang: str | None = None  # "bash" or "sh" for commands and checks
+    lang: str | None = None  # "bash", "sh" or "py" for commands and checks
     path: str | None = None  # for file blocks
 
     @property
@@ -181,7 +181,9 @@ def parse(data: bytes, *, max_bytes: int = 1024 * 1024) -> MicroProject:
             content = body + "\n" if body_lines else ""
             steps.append(Block(kind="file", index=len(steps) + 1, line=i + 1, body=content, path=path))
         elif lang:
-            notes.append(f"line {i + 1}: a ```{lang} block is not executed (only ```bash, ```sh and ```file are)")
+            notes.append(
+                f"line {i + 1}: a ```{lang} block is not executed (only ```bash, ```sh, ```python and ```file are)"
+            )
         i = j + 1
 
     return MicroProject(

@@ -27,8 +27,13 @@ class Diagnosis:
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
 
 
+# The kind of an MP refused before anything ran (invalid, unsigned): an ERROR result, but
+# no halt, since nothing ran that could need a person's look (REFUSED in RESULT_last.json).
+REFUSED_KIND = "invalid_mp"
+
+
 def invalid_mp(reason: str, fix: str, line: int | None = None) -> Diagnosis:
-    return Diagnosis("invalid_mp", "invalid MP", f"The MP was refused before anything ran: {reason}.", fix, None, line)
+    return Diagnosis(REFUSED_KIND, "invalid MP", f"The MP was refused before anything ran: {reason}.", fix, None, line)
 
 
 def engine_error(exc: BaseException) -> Diagnosis:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.atomic import append_durable, atomic_write, read_tail
+from mp_engine.record.diagnosis import REFUSED_KIND
 from mp_engine.record.outcome import ERROR, Outcome, StepReport
 from mp_engine.workspace import Workspace
 
@@ -31,7 +32,7 @@ TAIL_CHARS = 2000  # of each output, in RESULT_last.json (the archive holds the 
 def public_status(o: Outcome) -> str:
     """COMPLETED, ERROR, SUPERSEDED, CANCELLED, or REFUSED (an MP refused before anything
     ran: invalid, or unsigned): what an orchestrator branches on."""
-    if o.status == ERROR and o.diagnosis is not None and o.diagnosis.kind == "invalid_mp":
+    if o.status == ERROR and o.diagnosis is not None and o.diagnosis.kind == REFUSED_KIND:
         return "REFUSED"
     return o.status
 

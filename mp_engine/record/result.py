@@ -69,6 +69,8 @@ def render_markdown(o: Outcome, ws: Workspace) -> str:
     if o.halt_token:
         lines.append(f"Approve-With: Approves: {o.halt_token}")
     lines.append("")
+    if o.notes:  # first: a block that was not executed must not hide at the end
+        lines += ["## Notes", ""] + [f"- {n}" for n in o.notes] + [""]
     if o.diagnosis:
         d = o.diagnosis
         lines += [
@@ -83,13 +85,21 @@ def render_markdown(o: Outcome, ws: Workspace) -> str:
         if o.error_output:
             where = f" (full: `{run_rel}/{o.error_output_ref}`)" if o.error_output_ref else ""
             lines += [f"### Full error output{where}", "", fenced(o.error_output), ""]
-        lines += [
-            "## Halted",
-            "",
-            f"The engine is halted and takes no new MP until one arrives whose header says "
-            f"`Approves: {o.halt_token}`, or until `mp-engine approve` is run on the engine host.",
-            "",
-        ]
+        if o.halt_token:
+            lines += [
+                "## Halted",
+                "",
+                f"The engine is halted and takes no new MP until one arrives whose header says "
+                f"`Approves: {o.halt_token}`, or until `mp-engine approve` is run on the engine host.",
+                "",
+            ]
+        else:
+            lines += [
+                "## Not halted",
+                "",
+                "Nothing ran, so the engine did not halt: send the corrected MP (no `Approves:` needed).",
+                "",
+            ]
     for section in o.extra.get("sections", []):
         lines += [f"## {section['title']}", "", section["body"].rstrip("\n"), ""]
     if o.steps:
@@ -101,8 +111,6 @@ def render_markdown(o: Outcome, ws: Workspace) -> str:
         lines += ["## Validation", "", f"{passed} of {len(o.checks)} checks passed.", ""]
         for r in o.checks:
             lines += _render_report(r, run_rel)
-    if o.notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in o.notes] + [""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -228,7 +228,9 @@ def test_bad_input_is_an_error_result_never_a_crash(engine, ws, name):
     run = only_run(ws)
     if data:
         assert run.mp_copy.read_bytes() == data  # archived as received
-    assert read_state(ws)["status"] == "ERROR"
+    # Nothing ran: no halt (issue #15); the JSON form says REFUSED.
+    assert read_state(ws)["status"] == "ONLINE" and read_state(ws).get("halt") is None
+    assert json.loads((ws.system_dir / "RESULT_last.json").read_text())["status"] == "REFUSED"
 
 
 def test_oversize_file_is_refused_and_moved_to_the_archive(engine, ws, monkeypatch):
@@ -436,3 +438,33 @@ def test_build_picks_the_channel_git_asks_for(ws, tmp_path):
         assert engine.sync.c.events is engine.events  # one event log, one redactor
     finally:
         engine.sync.close()
+
+
+def test_an_mp_that_never_started_does_not_halt_and_names_the_header_it_meant(engine, ws):
+    """A header typo is an ERROR result (REFUSED in RESULT_last.json) with the corrected
+    header as the fix; nothing ran, so the engine stays ONLINE and the next MP runs
+    without `Approves:` (issue #15)."""
+    drop(ws, "# MP 1.6 Typo\n\n```bash\ntouch ran\n```\n")
+    assert engine.tick().action == "error"
+    text = ws.result_file.read_text()
+    assert "Write the first line as `# MP-1.6 Typo`." in text and "## Not halted" in text
+    assert "Approve-With" not in text
+    state = read_state(ws)
+    assert state["status"] == "ONLINE" and state.get("halt") is None
+    assert json.loads((ws.system_dir / "RESULT_last.json").read_text())["status"] == "REFUSED"
+    drop(ws, "# MP-1.6 Typo\n\n```bash\ntouch ran\n```\n")
+    assert engine.tick().action == "completed" and (ws.root / "ran").exists()
+
+
+def test_a_python_block_runs_like_a_bash_step(engine, ws):
+    drop(ws, "# MP-1.7 Python\n\n```python\nimport sys\nprint('from python', sys.version_info[0])\n```\n\n```text\nnot run\n```\n")
+    assert engine.tick().action == "completed"
+    text = ws.result_file.read_text()
+    assert "from python 3" in text
+    # A block that is not executed is said at the top of the result, not at its end.
+    assert text.index("## Notes") < text.index("## Steps") and "```text block is not executed" in text
+
+
+def test_a_failing_python_block_fails_the_mp(engine, ws):
+    drop(ws, "# MP-1.8 Python fails\n\n```python\nraise SystemExit(3)\n```\n")
+    assert engine.tick().action == "error" and "exit 3" in ws.result_file.read_text()

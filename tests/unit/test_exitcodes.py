@@ -16,7 +16,7 @@ def test_the_codes_are_zero_to_nine_and_the_readme_names_each():
     section = readme[readme.index("Exit codes:") :]
     for code in (1, 2, 3, 4, 5, 9):
         assert re.search(rf"\b{code} ", section), code
-    assert "6 pending, 7 timeout, 8 git failed" in readme
+    assert "6 the engine is halted and the MP does not approve it, 7 timeout, 8 git failed" in readme
 
 
 def test_errors_map_to_their_codes_at_the_boundary(ws, tmp_path, capsys, monkeypatch):

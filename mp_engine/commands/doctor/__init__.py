@@ -21,6 +21,7 @@ from mp_engine.workspace import Workspace
 CHECKS: list[Callable[[Workspace, Config], Check]] = [
     workspace.state_file,
     workspace.stale_run,
+    workspace.stop_file,
     git_checks.identity,
     git_checks.remote,
     git_checks.branch,

@@ -83,3 +83,16 @@ def stale_run(ws: Workspace, config: Config) -> Check:
     if owner:
         return Check("lock", OK, f"held by pid {owner.get('pid')} on {owner.get('host')} for {owner.get('purpose')}")
     return Check("lock", OK, "no stale lock or RUNNING state")
+
+
+def stop_file(ws: Workspace, config: Config) -> Check:
+    """SYSTEM/STOP ends every agent MP with BACKPRESSURE while it exists (docs/AGENT.md)."""
+    path = ws.system_dir / "STOP"
+    if path.exists():
+        return Check(
+            "stop file",
+            WARN,
+            f"{ws.rel(path)} exists: agent MPs end BACKPRESSURE at once until it is removed",
+            f"rm {path} when the downstream system can take work again",
+        )
+    return Check("stop file", OK, "no SYSTEM/STOP")

@@ -29,11 +29,12 @@ def test_each_commit_is_the_agents_work_without_the_engines_files(repo):
     (root / "src.txt").write_text("work\n")
     (root / "SESSION_STATE.json").write_text("{}")  # the agent scribbled on the engine's copy
     (root / "SYSTEM" / "x.md").write_text("no")
-    sha = wb.commit("MP-7.1 MT-001: write src", "Evidence: SYSTEM/runs/run-1/agent/MT-001/iter-001")
-    files = git(root, "show", "--name-only", "--format=", sha).split()
+    wb.commit("MP-7.1 MT-001: write src", "Evidence: SYSTEM/runs/run-1/agent/MT-001/iter-001")
+    files = git(root, "show", "--name-only", "--format=", "HEAD").split()
     assert files == ["src.txt"]
     assert "Evidence: SYSTEM/runs/run-1" in git(root, "log", "-1", "--format=%b")
-    assert wb.commit("MP-7.1 MT-002: nothing to do") != sha  # an accepted MT is a commit, even empty
+    wb.commit("MP-7.1 MT-002: nothing to do")  # an accepted MT is a commit, even an empty one
+    assert git(root, "log", "--format=%s", "-2").split("\n")[0] == "MP-7.1 MT-002: nothing to do"
 
 
 def test_exact_work_fast_forwards_or_merges_and_other_work_stays_on_the_branch(repo):

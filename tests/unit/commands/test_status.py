@@ -156,3 +156,29 @@ def test_the_lock_holder_is_named_while_another_engine_works(ws):
         holder = status_report(ws, load_config(ws.root))["lock_holder"]
     assert holder["purpose"] == "tick" and holder["pid"] == os.getpid()
     assert "lock_holder" not in status_report(ws, load_config(ws.root))
+
+
+def test_a_stop_file_is_reported_by_status_and_doctor(ws, capsys):
+    from mp_engine.commands.doctor import run_checks
+
+    (ws.system_dir / "STOP").write_text("")
+    assert "SYSTEM/STOP exists" in render_status(status_report(ws, load_config(ws.root)))
+    [check] = [c for c in run_checks(ws.root) if c.name == "stop file"]
+    assert check.level == "warn" and "rm " in check.fix
+    (ws.system_dir / "STOP").unlink()
+    assert "stop file" not in render_status(status_report(ws, load_config(ws.root)))
+
+
+def test_a_config_typo_does_not_blind_status_or_logs(ws, capsys):
+    """`step_timout` (a typo) in mp-engine.toml: status and logs still show what they can,
+    with the error named (issue #15); the daemon itself still refuses to start (exit 2)."""
+    ws.config_file.write_text(ws.config_file.read_text().replace("step_timeout", "step_timout"))
+    capsys.readouterr()
+    assert main(["status", "--root", str(ws.root)]) == 0
+    out = capsys.readouterr().out
+    assert "status:" in out and "config error:" in out and "step_timout" in out
+    assert main(["status", "--root", str(ws.root), "--json"]) == 0
+    assert "step_timout" in json.loads(capsys.readouterr().out)["config_error"]
+    assert main(["logs", "--root", str(ws.root)]) == 0
+    assert "warning:" in capsys.readouterr().out
+    assert main(["once", "--root", str(ws.root)]) == 2

@@ -21,11 +21,34 @@ def test_the_first_non_blank_line_names_the_mp(line, mp_id, title):
     assert parse_header_line(["", "  ", line, "body"]) == (2, mp_id, title)
 
 
-@pytest.mark.parametrize("line", ["# MP-1.4.2 three parts", "# MP-1.4x", "## MP-1.4", "# mp-1.4"])
+@pytest.mark.parametrize("line", ["# MP-1.4.2 three parts", "# MP-1.4x", "MP-1.4 no hash at all"])
 def test_near_misses_are_not_headers(line):
     with pytest.raises(InvalidMPError) as e:
         parse_header_line([line])
     assert e.value.line == 1 and "`# MP-1.4 Short title`" in e.value.fix
+
+
+@pytest.mark.parametrize(
+    ("line", "meant"),
+    [
+        ("# MP 1.6 Typo", "# MP-1.6 Typo"),
+        ("#MP-1.4", "# MP-1.4"),
+        ("# mp-1.4 lower case", "# MP-1.4 lower case"),
+        ("## MP-1.4 Two hashes", "# MP-1.4 Two hashes"),
+        ("# MP-1_4: underscore", "# MP-1.4 underscore"),
+    ],
+)
+def test_a_typo_in_the_header_gets_the_header_it_meant_as_the_fix(line, meant):
+    with pytest.raises(InvalidMPError) as e:
+        parse_header_line([line])
+    assert e.value.fix == f"Write the first line as `{meant}`."
+
+
+def test_the_near_miss_check_is_linear_on_hostile_input():
+    from mp_engine.inbox.header import suggest_header
+
+    assert suggest_header("#" + " " * 100_000 + "MP 1.2") is None
+    assert suggest_header("# MP " + "9" * 100_000) is None
 
 
 def test_decode_normalises_line_endings_and_a_bom():

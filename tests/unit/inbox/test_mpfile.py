@@ -28,7 +28,11 @@ echo plain sh
 ```
 
 ```python
-print("not executed")
+print("a python step")
+```
+
+```text
+not executed
 ```
 
 ## Validate
@@ -47,11 +51,12 @@ def test_parses_header_keys_steps_and_checks_in_document_order():
         ("file", "step-001"),
         ("command", "step-002"),
         ("command", "step-003"),
+        ("command", "step-004"),
     ]
     assert mp.steps[0].path == "out/greeting.txt" and mp.steps[0].body == "hello\n"
-    assert mp.steps[1].lang == "bash" and mp.steps[2].lang == "sh"
+    assert (mp.steps[1].lang, mp.steps[2].lang, mp.steps[3].lang) == ("bash", "sh", "py")
     assert [(c.step_id, c.body) for c in mp.checks] == [("check-001", "test -s out/greeting.txt")]
-    assert any("```python block is not executed" in n for n in mp.notes)
+    assert any("```text block is not executed" in n for n in mp.notes)
     assert mp.steps[1].line == 13
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -54,7 +55,9 @@ def refused(ws, engine, why: str) -> None:
     assert not (ws.root / "ran.txt").exists()  # nothing was executed
     text = ws.result_file.read_text()
     assert "Error-Kind: invalid_mp" in text and why in text, text
-    assert read_state(ws)["status"] == "ERROR"
+    # Refused before anything ran: an ERROR result, REFUSED in the JSON form, and no halt.
+    assert read_state(ws)["status"] == "ONLINE" and read_state(ws).get("halt") is None
+    assert json.loads((ws.system_dir / "RESULT_last.json").read_text())["status"] == "REFUSED"
     assert events(ws, "sync_refused")
 
 
