@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 
 from mp_engine.errors import InvalidMPError
-from mp_engine.inbox.mpfile import FENCE_OPEN_RE, HEADING_RE, Block, MicroProject
+from mp_engine.inbox.lines import Fence, fence_open, heading
+from mp_engine.inbox.mpfile import Block, MicroProject
 
 ITEM_RE = re.compile(r"^(?:\d+[.)]|[-*+])[ \t]+(\S.*)$")
 CHECK_TAG_RE = re.compile(r"^#[ \t]*(MT-\d{3})\b", re.I)
@@ -68,18 +69,17 @@ def decompose(mp: MicroProject) -> Plan:
     items: list[tuple[int, list[str]]] = []
     context: list[str] = []
     current: list[str] | None = None
-    close_re: re.Pattern[str] | None = None
+    open_fence: Fence | None = None
     prev_blank = False
     for lineno, text in mp.body:
-        if close_re is not None:  # inside a fenced block: it belongs where it started
+        if open_fence is not None:  # inside a fenced block: it belongs where it started
             (current if current is not None else context).append(text)
-            if close_re.match(text):
-                close_re = None
+            if open_fence.closes(text):
+                open_fence = None
             continue
-        fence = FENCE_OPEN_RE.match(text)
+        fence = fence_open(text)
         if fence:
-            marker = fence.group(2)
-            close_re = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
+            open_fence = fence
             (current if current is not None else context).append(text)
             prev_blank = False
             continue
@@ -87,7 +87,7 @@ def decompose(mp: MicroProject) -> Plan:
         if ITEM_RE.match(text):
             current = [text]
             items.append((lineno, current))
-        elif HEADING_RE.match(text):
+        elif heading(text):
             current = None
             context.append(text)
         elif blank:

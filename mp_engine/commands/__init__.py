@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 from mp_engine.config import Config, load_config
 from mp_engine.errors import ConfigError
@@ -25,3 +27,25 @@ def load_for_reading(root: Path) -> tuple[Workspace, Config, str | None]:
         return ws, load_config(ws.root), None
     except ConfigError as e:
         return ws, Config(), " ".join(str(e).split())
+
+
+# C0 controls but tab and newline, DEL, and C1 (U+0080-U+009F): an MP's title or a step's
+# stderr must never reach the operator's terminal as an escape sequence (issue #20).
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    r"""`text` with every control character shown as `\xNN` (newline and tab kept)."""
+    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def terminal_safe(obj: Any) -> Any:
+    """A copy of a report (dicts, lists, strings) with `escape_controls` applied to every
+    string: for the human renderings; `--json` output escapes them itself."""
+    if isinstance(obj, str):
+        return escape_controls(obj)
+    if isinstance(obj, dict):
+        return {k: terminal_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [terminal_safe(v) for v in obj]
+    return obj

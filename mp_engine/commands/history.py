@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.atomic import TEMP_MARKER
+from mp_engine.commands import terminal_safe
 from mp_engine.exitcodes import ExitCode
 from mp_engine.workspace import Workspace
 
@@ -83,5 +84,5 @@ def history_command(root: Path, limit: int, as_json: bool, echo: Callable[[str],
     ws = Workspace.at(root)
     ws.check()
     entries = history(ws, limit)
-    echo(json.dumps(entries, indent=2) if as_json else render_history(entries))
+    echo(json.dumps(entries, indent=2) if as_json else render_history(terminal_safe(entries)))
     return ExitCode.OK

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mp_engine.commands import load_for_reading
+from mp_engine.commands import escape_controls, load_for_reading
 from mp_engine.exitcodes import ExitCode
 
 FOLLOW_POLL = 0.25  # seconds between looks at the file while following
@@ -170,7 +170,7 @@ def logs(root: Path, lines: int, follow_: bool, raw: bool, echo: Callable[[str],
         echo(f"warning: {config_error} (logs are shown with the default settings)")
 
     def show(line: str) -> None:
-        echo(line if raw else render_event(line))
+        echo(escape_controls(line if raw else render_event(line)))
 
     older = rotated_files(ws.events_file, ws.local_dir, config.engine.events_keep)
     start = position(ws.events_file)  # before reading: a line written meanwhile is followed, not lost

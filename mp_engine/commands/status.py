@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from mp_engine.agent.progress import load_report, render_lines
-from mp_engine.commands import load_for_reading
+from mp_engine.commands import load_for_reading, terminal_safe
 from mp_engine.config import Config
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
 from mp_engine.errors import InvalidMPError
@@ -221,5 +221,5 @@ def status(root: Path, as_json: bool, echo: Callable[[str], None], color: bool) 
     report = status_report(ws, config)
     if config_error:
         report["config_error"] = f"{config_error} (status shows the state with the default settings)"
-    echo(json.dumps(report, indent=2) if as_json else render_status(report, color=color))
+    echo(json.dumps(report, indent=2) if as_json else render_status(terminal_safe(report), color=color))
     return ExitCode.OK

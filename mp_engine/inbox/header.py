@@ -12,13 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from mp_engine.errors import InvalidMPError
+from mp_engine.inbox.lines import header_line, key_line
 
-HEADER_RE = re.compile(r"^#[ \t]+(MP-(\d+)\.(\d+))(?![\w.])[ \t]*(.*?)[ \t]*$")
 MP_ID_RE = re.compile(r"^MP-\d+\.\d+$")
 # What a header with a typo looks like (`# MP 1.6`, `#MP-1.4`, `# mp-1.4`, `## MP-1.4`,
 # `# MP-1_4`); bounded quantifiers only, so it stays linear on any input.
 NEAR_HEADER_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]{0,8}mp[ \t_:\-]{0,3}(\d{1,9})[.\-_,](\d{1,9})(?=[ \t:]|$)", re.I)
-KEY_LINE_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
 
 FIX_HEADER = "Make the first non-blank line a header such as `# MP-1.4 Short title`."
 
@@ -103,7 +102,7 @@ def parse_header_line(lines: list[str]) -> tuple[int, str, str]:
     for i, line in enumerate(lines):
         if not line.strip():
             continue
-        m = HEADER_RE.match(line)
+        m = header_line(line)
         if not m:
             shown = line.strip()[:60]
             meant = suggest_header(line)
@@ -111,8 +110,8 @@ def parse_header_line(lines: list[str]) -> tuple[int, str, str]:
             raise InvalidMPError(
                 f"the first non-blank line is {shown!r}, not an `# MP-<major>.<minor>` header", fix, line=i + 1
             )
-        title = m.group(4).lstrip("-–—:| \t")
-        return i, m.group(1), title
+        title = m[1].lstrip("-–—:| \t")
+        return i, m[0], title
     raise InvalidMPError("the MP file has no header", FIX_HEADER)
 
 
@@ -120,10 +119,10 @@ def parse_headers(lines: list[str], start: int, mp_id: str) -> tuple[dict[str, A
     headers: dict[str, Any] = {}
     i = start
     while i < len(lines):
-        m = KEY_LINE_RE.match(lines[i])
+        m = key_line(lines[i])
         if not m:
             break
-        raw_key, value = m.group(1), m.group(2)
+        raw_key, value = m
         key = _KEY_LOOKUP.get(raw_key.lower())
         if key is None:
             known = ", ".join(HEADER_KEYS)

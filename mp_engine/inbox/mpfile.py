@@ -27,15 +27,13 @@ understood or `InvalidMPError` is raised.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mp_engine.errors import InvalidMPError
-from mp_engine.inbox.header import KEY_LINE_RE, decode, is_header_key, parse_header_line, parse_headers, sha256_hex
+from mp_engine.inbox.header import decode, is_header_key, parse_header_line, parse_headers, sha256_hex
+from mp_engine.inbox.lines import fence_open, heading, key_line
 
-FENCE_OPEN_RE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^`]*?)[ \t]*$")
-HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 VALIDATE_TITLES = {"validate", "validation"}
 COMMAND_LANGS = {"bash": "bash", "sh": "sh", "python": "py", "python3": "py", "py": "py"}
 FILE_LANG = "file"
@@ -119,36 +117,35 @@ def parse(data: bytes, *, max_bytes: int = 1024 * 1024) -> MicroProject:
     i = body_start
     while i < len(lines):
         line = lines[i]
-        fence = FENCE_OPEN_RE.match(line)
+        fence = fence_open(line)
         if fence is None:
-            heading = HEADING_RE.match(line)
-            if heading:
-                level, name = len(heading.group(1)), heading.group(2).strip().lower().rstrip(":")
+            head = heading(line)
+            if head:
+                level, name = head[0], head[1].strip().lower().rstrip(":")
                 if validate_level is not None and level <= validate_level:
                     validate_level = None
                 if name in VALIDATE_TITLES:
                     validate_level = level
-            key = KEY_LINE_RE.match(line)
-            if key and is_header_key(key.group(1)):
+            key = key_line(line)
+            if key and is_header_key(key[0]):
                 notes.append(
-                    f"line {i + 1}: `{key.group(1)}:` looks like a header but is not directly under the title, so it is ignored"
+                    f"line {i + 1}: `{key[0]}:` looks like a header but is not directly under the title, so it is ignored"
                 )
             prose.append((i + 1, line))
             if validate_level is None:
                 instructions.append((i + 1, line))
             i += 1
             continue
-        indent, marker, info = fence.group(1), fence.group(2), fence.group(3)
-        close_re = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
+        indent, info = fence.indent, fence.info
         body_lines = []
         j = i + 1
-        while j < len(lines) and not close_re.match(lines[j]):
+        while j < len(lines) and not fence.closes(lines[j]):
             body_lines.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j].lstrip(" \t"))
             j += 1
         if j >= len(lines):
             raise InvalidMPError(
                 f"the code block opened at line {i + 1} is never closed; the file looks half-written or truncated",
-                f"Close the block with {marker} on its own line, or resend the whole file (write it under another name, then rename it into place).",
+                f"Close the block with {fence.marker} on its own line, or resend the whole file (write it under another name, then rename it into place).",
                 line=i + 1,
                 mp_id=mp_id,
             )

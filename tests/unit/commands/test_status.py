@@ -182,3 +182,25 @@ def test_a_config_typo_does_not_blind_status_or_logs(ws, capsys):
     assert main(["logs", "--root", str(ws.root)]) == 0
     assert "warning:" in capsys.readouterr().out
     assert main(["once", "--root", str(ws.root)]) == 2
+
+
+def test_nothing_an_mp_controls_reaches_the_terminal_raw(ws, capsys, monkeypatch):
+    """An MP title with an OSC (retitles the terminal), CSI 2J (clears it), BEL and a C1
+    CSI: status, history and logs print them escaped (issue #20); --json stays JSON."""
+    from mp_engine.engine import Engine
+
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    evil = "\x1b]0;pwned\x07\x1b[2J\x9b2J"
+    drop(ws, f"# MP-9.9 Title {evil}\n\n```bash\necho '{evil}' >&2; exit 1\n```\n")
+    assert engine.tick().action == "error"
+    capsys.readouterr()
+    for args in (["status"], ["history"], ["logs", "-n", "50"]):
+        assert main([*args, "--root", str(ws.root)]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out, args
+        if args[0] != "logs":  # the title, escaped (the log's JSON escapes C0 itself)
+            assert "\\x1b]0;pwned\\x07" in out, (args, out)
+    assert main(["status", "--root", str(ws.root), "--json"]) == 0
+    json.loads(capsys.readouterr().out)
