@@ -9,8 +9,10 @@
     BACKPRESSURE  a STOP file in SYSTEM/ (ends the MP); SIGTERM and usage limits are also
                   backpressure but only pause the loop, which resumes later
     NEED_INFO     no checks while `[agent] require_checks`, or no agent chain configured
+    UNVERIFIED    every micro-task was claimed done, but the MP has no check at all
+                  (`require_checks = false`): COMPLETED, but its work does not land
 
-Every certificate except EXACT ends the MP in ERROR, which halts the engine until an MP
+Every certificate except EXACT and UNVERIFIED ends the MP in ERROR, which halts the engine until an MP
 with `Approves:` or `mp-engine approve`. The residual is the integer number of failing
 checks of the micro-task.
 """
@@ -30,6 +32,9 @@ EXACT, TIMEOUT, DIVERGED, BLOCKED, BACKPRESSURE, NEED_INFO = (
     "BACKPRESSURE",
     "NEED_INFO",
 )
+# Claimed done with no check to verify it (`[agent] require_checks = false`): the MP ends
+# COMPLETED, but EXACT always means verified, and unverified work does not land.
+UNVERIFIED = "UNVERIFIED"
 
 
 @dataclass

@@ -124,4 +124,20 @@ def decompose(mp: MicroProject) -> Plan:
                 mp_id=mp.mp_id,
             )
         check_from.append(ids[mt_id])
+    tasks, check_from = _merge_unchecked(tasks, check_from)
     return Plan(goal=goal, tasks=tuple(tasks), check_from=tuple(check_from))
+
+
+def _merge_unchecked(tasks: list[MicroTask], check_from: list[int]) -> tuple[list[MicroTask], list[int]]:
+    """Every micro-task must be accepted by at least one check of its own (EXACT means
+    verified, issue #16). Checks accept their micro-task and every later one, so only the
+    first micro-tasks can lack one: when every check names a later micro-task, the ones
+    before it are merged into it (one micro-task, its text the items in order, the id of
+    the first), and the check tags are renumbered to match. An MP without any check keeps
+    its micro-tasks; its claims alone end UNVERIFIED, never EXACT."""
+    if not check_from or min(check_from) == 0 or not tasks:
+        return tasks, check_from
+    k = min(check_from)  # tasks 0..k-1 have no check of their own: fold them into task k
+    merged = MicroTask(tasks[0].mt_id, 0, tasks[0].line, "\n\n".join(t.text for t in tasks[: k + 1]))
+    rest = [MicroTask(f"MT-{i + 2:03d}", i + 1, t.line, t.text) for i, t in enumerate(tasks[k + 1 :])]
+    return [merged, *rest], [c - k for c in check_from]

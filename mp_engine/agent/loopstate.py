@@ -54,6 +54,7 @@ class LoopState:
         self.cfg = cfg
         self.levels = cfg.levels
         self.tasks = [TaskState(t.mt_id, t.title) for t in plan.tasks]
+        self.verified = bool(plan.check_from)  # the MP has checks: EXACT is possible
         if self.tasks:
             self.tasks[0].status = "active"
         self.mt_index = 0
@@ -143,7 +144,17 @@ class LoopState:
             self.fails_at_level, self.trend = 0, []
             self.breakers.reset()
             if self.task is None:
-                self.end(cert.EXACT, "all_checks_passed", f"All {len(self.tasks)} micro-task(s) passed the dual gate.")
+                if not self.verified:  # `require_checks = false` and no check: the word alone
+                    self.end(
+                        cert.UNVERIFIED,
+                        "claims_only",
+                        f"All {len(self.tasks)} micro-task(s) were claimed done, but the MP has no check: "
+                        "nothing verified the work (`[agent] require_checks = false`).",
+                    )
+                else:
+                    self.end(
+                        cert.EXACT, "all_checks_passed", f"All {len(self.tasks)} micro-task(s) passed the dual gate."
+                    )
                 return effects
             self.task.status = "active"
             if self.level > 0:

@@ -95,3 +95,17 @@ def test_check_prints_the_decomposition(tmp_path, capsys):
     assert main(["check", "--json", str(f)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [t["id"] for t in data["micro_tasks"]] == ["MT-001", "MT-002"]
+
+
+def test_a_micro_task_without_a_check_of_its_own_is_merged_into_the_next():
+    """Every check names MT-002: MT-001 alone could be 'completed' on the agent's word, so
+    it is merged into MT-002 and the tags renumbered (EXACT means verified, issue #16)."""
+    mp = parse(
+        b"# MP-4.1 Three\nExecutor: agent\n\n1. Write a.\n2. Write b.\n3. Write c.\n\n## Validate\n\n"
+        b"```bash\n# MT-002\ntest -f b\n```\n\n```bash\n# MT-003\ntest -f c\n```\n"
+    )
+    plan = decompose(mp)
+    assert [t.mt_id for t in plan.tasks] == ["MT-001", "MT-002"]
+    assert "Write a." in plan.tasks[0].text and "Write b." in plan.tasks[0].text
+    assert plan.check_from == (0, 1)
+    assert [len(plan.checks_for(mp, t.index)) for t in plan.tasks] == [1, 2]

@@ -327,3 +327,14 @@ def test_a_stop_before_the_first_iteration_pauses_the_loop_and_the_next_pass_res
     resumed = engine.tick()
     assert resumed.action == "completed" and "FR-EVT-MT-008" in ids(ws)
     assert len(calls(log)) == 1
+
+
+def test_without_checks_a_claim_alone_is_unverified_and_does_not_land(engine_for, ws):
+    """`[agent] require_checks = false`: the agent's word is all there is; the MP ends
+    COMPLETED with the UNVERIFIED certificate, never EXACT, and its work stays on mp/<id>."""
+    engine = engine_for([level("good", "good.py")], require_checks=False)
+    text = ONE[: ONE.index("## Validate")]
+    res = run_mp(engine, ws, text)
+    assert res.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "UNVERIFIED"
+    assert not (ws.root / "out/a.txt").exists() and "mp/MP-3.2" in ws.result_file.read_text()

@@ -11,8 +11,9 @@ from mp_engine.config import AgentConfig, AgentLevel
 LEVELS = (AgentLevel(name="small", argv=("a", "{prompt_file}")), AgentLevel(name="big", argv=("b", "{prompt_file}")))
 
 
-def plan(n: int) -> Plan:
-    return Plan("goal", tuple(MicroTask(f"MT-{i + 1:03d}", i, i + 1, f"task {i + 1}") for i in range(n)), ())
+def plan(n: int, checks: tuple[int, ...] = (0,)) -> Plan:
+    """n micro-tasks; `checks`: per check, the first micro-task it accepts."""
+    return Plan("goal", tuple(MicroTask(f"MT-{i + 1:03d}", i, i + 1, f"task {i + 1}") for i in range(n)), checks)
 
 
 def cfg(**over) -> AgentConfig:
@@ -52,6 +53,13 @@ def test_every_task_passing_the_gate_is_exact():
     assert s.final is None and s.task.mt_id == "MT-002" and s.task.status == "active"
     s.apply(rec(s, gate=True))
     assert s.final.type == cert.EXACT and s.final.residual == 0 and s.total == 2
+
+
+def test_claims_without_any_check_are_unverified_never_exact():
+    """`[agent] require_checks = false` and an MP without checks (issue #16)."""
+    s = LoopState(cfg(), plan(1, checks=()), "base")
+    s.apply(rec(s, gate=True))
+    assert s.final.type == cert.UNVERIFIED and s.final.reason == "claims_only"
 
 
 def test_three_failures_escalate_and_success_above_level_0_distills_and_drops_back():

@@ -15,6 +15,10 @@ Executor: agent
 
 ## Validate
 ```bash
+grep -q healthz app.py
+```
+
+```bash
 # MT-002
 python -m pytest -q
 ```
@@ -34,12 +38,20 @@ def run(tmp_path, text: str, *, as_json: bool = False, max_bytes: int = 1 << 20)
     return check(f, as_json, max_bytes, o.out.append, o.err.append), o
 
 
+def test_a_micro_task_without_a_check_of_its_own_is_shown_merged(tmp_path):
+    """Every check names MT-002, so MT-001 is merged into it (EXACT means verified)."""
+    rc, o = run(tmp_path, AGENT_MP.replace("```bash\ngrep -q healthz app.py\n```\n\n", ""))
+    text = "\n".join(o.out)
+    assert rc == ExitCode.OK and "micro-tasks (1), each accepted by its checks:" in text
+    assert "MT-001" in text and "[check-001]" in text and "MT-002" not in text.split("micro-tasks")[1]
+
+
 def test_an_agent_mp_lists_its_micro_tasks_and_which_checks_accept_them(tmp_path):
     rc, o = run(tmp_path, AGENT_MP)
     assert rc == ExitCode.OK
     text = "\n".join(o.out)
     assert "micro-tasks (2), each accepted by its checks:" in text
-    assert "MT-001" in text and "[no checks]" in text and "[check-001]" in text
+    assert "MT-001" in text and "[check-001]" in text and "[check-001, check-002]" in text
 
 
 def test_json_has_the_steps_checks_and_micro_tasks(tmp_path):
