@@ -28,3 +28,20 @@ def proc_stat(pid: int) -> tuple[int, int] | None:
     fields = raw[raw.rindex(")") + 2 :].split()
     # fields[0] is field 3 (state); pgrp is field 5, starttime field 22.
     return int(fields[2]), int(fields[19])
+
+
+PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
+
+
+def make_undumpable() -> bool:
+    """`prctl(PR_SET_DUMPABLE, 0)` (Linux): the daemon's `/proc/<pid>/environ` and `mem`
+    become unreadable by other processes of the same user, so a step cannot read the
+    daemon's secrets there (issue #20; root still can). True when it took effect."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux, or no prctl
+        return False

@@ -10,11 +10,14 @@ from mp_engine.daemon.signals import join
 from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.engine import Engine
 from mp_engine.exitcodes import ExitCode
+from mp_engine.pids import make_undumpable
 
 
 def run(root: Path) -> ExitCode:
     ws, config = load(root)
+    undumpable = make_undumpable()  # before any secret is read into the engine
     engine = Engine.build(ws, config)
+    engine.events.emit("process_hardened", undumpable=undumpable)
     # systemd notify + watchdog, the stall limit, log rotation and metrics (supervisor.py)
     supervisor = Supervisor(engine, config).install()
     daemon = Daemon(engine, supervisor)

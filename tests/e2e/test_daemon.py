@@ -37,6 +37,8 @@ def test_drop_and_result(ws, daemon_factory):
     # Off a TTY the log is JSON lines, one object per event.
     logged = [json.loads(line) for line in d.output().splitlines() if line.strip()]
     assert {"mp_claimed", "mp_completed", "engine_stopped"} <= {rec["event"] for rec in logged}
+    # The daemon made itself non-dumpable: its /proc/<pid>/environ is closed to steps.
+    assert [r["undumpable"] for r in logged if r["event"] == "process_hardened"] == [True]
     assert all("level" in rec and "timestamp" in rec for rec in logged)
 
 

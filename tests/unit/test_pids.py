@@ -27,3 +27,13 @@ def test_proc_stat_gives_the_group_and_a_start_time_that_tells_reuse_apart():
         child.kill()
         child.wait()
     assert proc_stat(child.pid) is None
+
+
+def test_a_process_can_make_itself_undumpable(tmp_path):
+    """In a child (the flag is per process and cannot be undone for this test run)."""
+    import subprocess
+    import sys
+
+    code = "from mp_engine.pids import make_undumpable; print(make_undumpable())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
