@@ -28,6 +28,12 @@ UNREACHABLE_RE = re.compile(
     re.I,
 )
 DEFAULT_TIMEOUT = 120.0
+# Settings a step could plant in the repository's .git/config to make the engine's own git
+# run its code with the daemon's environment: hooks (post-commit, reference-transaction,
+# pre-push run even with --no-verify) and the fsmonitor hook. The engine never needs
+# either, so every git call overrides them (issue #20). core.sshCommand is overridden by
+# GIT_SSH_COMMAND below.
+SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 TIMED_OUT = 124  # the exit code a timed-out git call reports (as timeout(1) does)
 
 
@@ -115,7 +121,7 @@ def git(
         # Its own process group: on a timeout the whole group is killed, ssh or a credential
         # helper included, which would otherwise keep the pipes open and the call hanging.
         proc = subprocess.Popen(
-            ["git", *args],
+            ["git", *SAFE_CONFIG, *args],
             cwd=cwd,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,

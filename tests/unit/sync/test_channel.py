@@ -486,3 +486,30 @@ def test_a_workspace_that_tracked_the_event_log_stops_tracking_it_at_start(chann
     assert json.loads(lines[0])["event"] == "engine_started" and len(lines) > 1  # moved, kept, still written
     assert events(ws, "event_log_moved") and events(ws, "git_recovered")[-1]["what"] == "old event log untracked"
     assert git(ws.root, "status", "--porcelain") == ""
+
+
+def test_hooks_a_step_plants_in_the_repository_never_run_in_the_engines_git(channel, tmp_path):
+    """A step sets core.hooksPath (and an fsmonitor hook) in .git/config: the engine's
+    commits and pushes run none of them (issue #20)."""
+    bare, _url, ws, orch = channel
+    marker = tmp_path / "hook-ran"
+    hooks = tmp_path / "evil-hooks"
+    hooks.mkdir()
+    for name in ("post-commit", "pre-push", "reference-transaction", "pre-commit"):
+        (hooks / name).write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+        (hooks / name).chmod(0o755)
+    fsmonitor = tmp_path / "fsmonitor.sh"
+    fsmonitor.write_text(f"#!/bin/sh\necho fsmonitor >> {marker}\n")
+    fsmonitor.chmod(0o755)
+    mp = (
+        "# MP-0.9 Plants hooks\n\n```bash\n"
+        f"git config core.hooksPath {hooks} && git config core.fsmonitor {fsmonitor}\n"
+        "echo work > work.txt\n```\n"
+    )
+    push_mp(orch, mp)
+    engine = make_engine(ws)
+    assert sync_tick(engine).action == "completed"
+    push_mp(orch, "# MP-0.10 Next\n\n```bash\ntrue\n```\n")
+    assert sync_tick(engine).action == "completed"
+    assert remote_log(bare)[0] == "MP-0.10: COMPLETED" and remote_file(bare, "work.txt") == "work\n"
+    assert not marker.exists(), marker.read_text()
