@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_state, wait_for
+from tests.conftest import wait_for
+from tests.e2e.conftest import GIT_ENV
 from tests.gitutil import clone, engine_workspace, git, make_remote, remote_file
 
 pytestmark = pytest.mark.daemon
 
-GIT_ENV = {"MP_ENGINE_GIT__POLL_INTERVAL": "0.2"}
 INBOX = "Claude_Inbox/incoming_microproject.txt"
 
 
@@ -44,20 +44,8 @@ def remote_index(bare: Path) -> list[tuple[str, str]]:
     return [(r["mp_id"], r["status"]) for r in map(json.loads, text.splitlines())]
 
 
-@pytest.fixture
-def channel(tmp_path, daemon_factory):
-    bare = make_remote(tmp_path)
-    url = f"file://{bare}"
-    ws = engine_workspace(tmp_path, url)
-    d = daemon_factory(ws.root, env=GIT_ENV).start()
-    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="engine ONLINE")
-    yield bare, url, ws, d
-    d.signal(signal.SIGTERM)
-    d.wait()
-
-
-def test_a_burst_pushed_while_one_runs_runs_in_commit_order_once_each(channel, tmp_path):
-    bare, url, ws, d = channel
+def test_a_burst_pushed_while_one_runs_runs_in_commit_order_once_each(engine, tmp_path):
+    bare, url, ws, d = engine
     orch = clone(url, tmp_path / "orch")
     flag = tmp_path / "go"
     commit_mp(orch, mp("MP-20.1", f"while [ ! -e {flag} ]; do sleep 0.05; done"), "MP-20.1")
@@ -76,8 +64,8 @@ def test_a_burst_pushed_while_one_runs_runs_in_commit_order_once_each(channel, t
     assert remote_file(bare, INBOX) is None and "git_conflict" not in d.output()
 
 
-def test_two_orchestrators_racing_both_get_their_result(channel, tmp_path):
-    bare, url, ws, d = channel
+def test_two_orchestrators_racing_both_get_their_result(engine, tmp_path):
+    bare, url, ws, d = engine
     a, b = clone(url, tmp_path / "a"), clone(url, tmp_path / "b")
     commit_mp(a, mp("MP-21.1"), "from a")
     commit_mp(b, mp("MP-21.2"), "from b")

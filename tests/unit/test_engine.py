@@ -457,7 +457,10 @@ def test_an_mp_that_never_started_does_not_halt_and_names_the_header_it_meant(en
 
 
 def test_a_python_block_runs_like_a_bash_step(engine, ws):
-    drop(ws, "# MP-1.7 Python\n\n```python\nimport sys\nprint('from python', sys.version_info[0])\n```\n\n```text\nnot run\n```\n")
+    drop(
+        ws,
+        "# MP-1.7 Python\n\n```python\nimport sys\nprint('from python', sys.version_info[0])\n```\n\n```text\nnot run\n```\n",
+    )
     assert engine.tick().action == "completed"
     text = ws.result_file.read_text()
     assert "from python 3" in text

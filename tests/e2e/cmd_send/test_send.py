@@ -16,11 +16,10 @@ import pytest
 
 from mp_engine.sync.redact import MASK
 from tests.conftest import events, read_state, wait_for
+from tests.e2e.conftest import GIT_ENV  # re-exported: other e2e tests import it from here
 from tests.gitutil import FAILING, HELLO, clone, engine_workspace, git, make_remote, push_mp, remote_file, remote_log
 
 pytestmark = pytest.mark.daemon
-
-GIT_ENV = {"MP_ENGINE_GIT__POLL_INTERVAL": "0.2"}
 
 
 def send(tmp_path: Path, text: str, url: str, *extra: str, name: str = "mp.md", wait: bool = True):
@@ -43,19 +42,6 @@ def running_on_remote(bare: Path, mp_id: str) -> bool:
         return False
     state = json.loads(text)
     return state["status"] == "RUNNING" and state["current"] == mp_id
-
-
-@pytest.fixture
-def engine(tmp_path, daemon_factory):
-    """A bare remote over file://, an engine workspace cloned from it, the daemon running."""
-    bare = make_remote(tmp_path)
-    url = f"file://{bare}"
-    ws = engine_workspace(tmp_path, url)
-    d = daemon_factory(ws.root, env=GIT_ENV).start()
-    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="engine ONLINE")
-    yield bare, url, ws, d
-    d.signal(signal.SIGTERM)
-    d.wait()
 
 
 def test_send_wait_completed_and_state_on_the_remote(engine, tmp_path):
