@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.intake import EntryKind, Inbox
 from mp_engine.inbox.mpfile import parse
 from mp_engine.lock import WorkspaceLock
+from mp_engine.pids import pid_alive
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore, Status
 from mp_engine.workspace import Workspace
@@ -124,6 +126,17 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
         }
     if (err := last_error(ws.events_file)) is not None:
         report["last_error"] = err
+    daemon = getattr(state, "daemon", None) or {}
+    if (
+        state.status.value != "OFFLINE"
+        and daemon.get("host") == socket.gethostname()
+        and daemon.get("pid")
+        and not pid_alive(daemon.get("pid"))
+    ):
+        report["daemon_down"] = (
+            f"the state says {state.status.value}, but its daemon (pid {daemon.get('pid')}, started "
+            f"{daemon.get('started_at')}) is not running: it crashed or was killed; start it again"
+        )
     if (ws.system_dir / "STOP").exists():
         report["stop_file"] = f"{ws.rel(ws.system_dir / 'STOP')} exists: agent MPs end BACKPRESSURE until it is removed"
     return report
@@ -152,6 +165,8 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
         f"mp-engine workspace {report['root']}",
         f"  status:          {state_word}" + (paint("  (halted)", "red", bold=True) if halted else ""),
     ]
+    if report.get("daemon_down"):
+        lines.append(f"  daemon:          {paint('DOWN', 'red', bold=True)}: {report['daemon_down']}")
     if report.get("summary"):
         lines.append(f"  doing:           {report['summary']}")
     current = s["current"]

@@ -190,3 +190,20 @@ def test_an_mp_overwritten_while_another_runs_gets_a_superseded_result(ws, daemo
     state = read_state(ws)
     assert state["status"] == "ONLINE" and state.get("halt") is None and not ws.inbox_file.exists()
     assert state["last_result"]["mp_sha256"] and not json.loads(queue.read_text())["entries"]
+
+
+def test_after_kill_9_status_and_doctor_say_the_daemon_is_down(ws, daemon_factory):
+    """A dead engine must not look alive (issue #15): the state still says ONLINE, but
+    status shows the daemon DOWN and doctor fails, each with what to do."""
+    from tests.e2e.cli import mpe
+
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: online(ws, d.pid), what="ONLINE")
+    assert "DOWN" not in mpe("status", "--root", str(ws.root)).stdout
+    d.signal(signal.SIGKILL)
+    d.wait()
+    assert read_state(ws)["status"] == "ONLINE"  # what the file says after a kill -9
+    out = mpe("status", "--root", str(ws.root)).stdout
+    assert "daemon:          DOWN" in out and f"pid {d.pid}" in out and "start it again" in out
+    doctor = mpe("doctor", "--root", str(ws.root))
+    assert doctor.returncode == 1 and "is not running: it crashed or was killed" in doctor.stdout

@@ -80,6 +80,14 @@ def stale_run(ws: Workspace, config: Config) -> Check:
             f"stale RUNNING state: engine pid {daemon.get('pid')} is gone with run {state.get('run_id')} open",
             "start the engine (`mp-engine run` or the service); it resumes the run from its ledger",
         )
+    if state.get("status") in ("ONLINE", "ERROR") and daemon.get("host") == here and not pid_alive(daemon.get("pid")):
+        return Check(
+            "lock",
+            FAIL,
+            f"the state says {state.get('status')}, but its daemon (pid {daemon.get('pid')}) is not running: "
+            "it crashed or was killed",
+            "start the engine again (`mp-engine run` or `systemctl restart mp-engine`)",
+        )
     if owner:
         return Check("lock", OK, f"held by pid {owner.get('pid')} on {owner.get('host')} for {owner.get('purpose')}")
     return Check("lock", OK, "no stale lock or RUNNING state")
