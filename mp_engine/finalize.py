@@ -43,14 +43,12 @@ def record_error_run(
     the MP came from."""
     now = now_iso()
     if into is None:
-        run, ledger = create_run(ctx.ws, mp_id=mp_id, data=data, mp_sha256=sha256, executor="none")
-        ledger.model.inbox_entry = inbox_entry  # type: ignore[assignment]
-        ledger.model.source = source
+        run, ledger = _unrun(ctx, mp_id, data, sha256, source, inbox_entry)
         started, executor = now, "none"
     else:
         run, ledger = into, into.ledger()
         sha256, started, executor = ledger.model.mp_sha256, ledger.model.created_at, "shell"
-    ctx.events.tee = run.dir / EVENTS_FILE
+        ctx.events.tee = run.dir / EVENTS_FILE
     outcome = Outcome(
         status=ERROR,
         mp_id=mp_id or "UNPARSED",
@@ -70,15 +68,24 @@ def record_error_run(
     return run, ledger
 
 
+def _unrun(
+    ctx: EngineContext, mp_id: str | None, data: bytes | None, sha256: str, source: str | None, inbox_entry: str
+) -> tuple[RunArchive, Ledger]:
+    """A new run for an MP that does not run (refused, failed before it started, or
+    superseded), with the run's events teed into it."""
+    run, ledger = create_run(
+        ctx.ws, mp_id=mp_id, data=data, mp_sha256=sha256, executor="none", source=source, inbox_entry=inbox_entry
+    )
+    ctx.events.tee = run.dir / EVENTS_FILE
+    return run, ledger
+
+
 def record_superseded_run(
     ctx: EngineContext, *, mp_id: str | None, title: str, data: bytes, sha256: str, why: str, source: str
 ) -> tuple[RunArchive, Ledger]:
     """A run for an MP that was replaced before it ran: archived, never executed, and
     ended with a SUPERSEDED result (no halt), so every MP that arrived has one result."""
-    run, ledger = create_run(ctx.ws, mp_id=mp_id, data=data, mp_sha256=sha256, executor="none")
-    ledger.model.inbox_entry = "untouched"
-    ledger.model.source = source
-    ctx.events.tee = run.dir / EVENTS_FILE
+    run, ledger = _unrun(ctx, mp_id, data, sha256, source, "untouched")
     now = now_iso()
     outcome = Outcome(
         status=SUPERSEDED,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 
@@ -17,6 +18,12 @@ def pid_alive(pid: object) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def gone_here(record: dict | None) -> bool:
+    """True when `record` (`{pid, host}`: a daemon or a lock owner) names a process on this
+    host that is no longer running; False for another host's, or no record."""
+    return bool(record) and record.get("host") == socket.gethostname() and not pid_alive(record.get("pid"))
 
 
 def proc_stat(pid: int) -> tuple[int, int] | None:

@@ -101,6 +101,11 @@ class Workspace:
         return self.system_dir / LOCAL_DIR
 
     @property
+    def stop_file(self) -> Path:
+        """SYSTEM/STOP: while it exists, agent MPs end BACKPRESSURE (docs/AGENT.md)."""
+        return self.system_dir / "STOP"
+
+    @property
     def lock_file(self) -> Path:
         return self.local_dir / "workspace.lock"
 

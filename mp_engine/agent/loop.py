@@ -39,8 +39,6 @@ from mp_engine.execute.steps import Budget, StepContext, run_block
 from mp_engine.record.ledger import LedgerStep, StepStatus, idempotency_key, read_artifact
 from mp_engine.workspace import Workspace
 
-STOP_FILE = "STOP"
-
 
 class AgentRun(CallMixin, RecordMixin, EndMixin):
     """One MP's loop; rebuilt from the run archive on every (re-)entry."""
@@ -66,7 +64,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         self.work_root: Path = ctx.ws.root
         self.run_dir = ctx.run.dir
         self.run_rel = ctx.ws.rel(ctx.run.dir)
-        self.worktree = Worktree(ctx.ws.root)
+        self.worktree: Worktree  # on the work branch, set when the loop starts (run)
         self.limiter = CallLimiter(ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
         self.learnings_path = self.run_dir / "agent" / "learnings.md"
         self.last_checks: list[tuple[IterationCheck, LedgerStep | None]] = []
@@ -241,11 +239,11 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             return self.pause(
                 state, "stop", "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts"
             )
-        if (self.ws.system_dir / STOP_FILE).exists():
+        if self.ws.stop_file.exists():
             state.end(
                 cert.BACKPRESSURE,
                 "stop_file",
-                f"SYSTEM/{STOP_FILE} was found before {task.mt_id} iteration {state.next_iteration}; "
+                f"{self.ws.rel(self.ws.stop_file)} was found before {task.mt_id} iteration {state.next_iteration}; "
                 "the loop stopped as asked.",
             )
         elif self.budget.remaining() <= 0:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.intake import EntryKind, Inbox
 from mp_engine.inbox.mpfile import parse
 from mp_engine.lock import WorkspaceLock
-from mp_engine.pids import pid_alive
+from mp_engine.pids import gone_here
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore, Status
 from mp_engine.workspace import Workspace
@@ -127,18 +126,13 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
     if (err := last_error(ws.events_file)) is not None:
         report["last_error"] = err
     daemon = getattr(state, "daemon", None) or {}
-    if (
-        state.status.value != "OFFLINE"
-        and daemon.get("host") == socket.gethostname()
-        and daemon.get("pid")
-        and not pid_alive(daemon.get("pid"))
-    ):
+    if state.status.value != "OFFLINE" and gone_here(daemon):
         report["daemon_down"] = (
             f"the state says {state.status.value}, but its daemon (pid {daemon.get('pid')}, started "
             f"{daemon.get('started_at')}) is not running: it crashed or was killed; start it again"
         )
-    if (ws.system_dir / "STOP").exists():
-        report["stop_file"] = f"{ws.rel(ws.system_dir / 'STOP')} exists: agent MPs end BACKPRESSURE until it is removed"
+    if ws.stop_file.exists():
+        report["stop_file"] = f"{ws.rel(ws.stop_file)} exists: agent MPs end BACKPRESSURE until it is removed"
     return report
 
 
@@ -207,8 +201,10 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("git"):
         g = report["git"]
         line = f"  git:             {g['remote']} {g['branch']}, {g.get('unpushed', '?')} unpushed commit(s)"
-        if (g.get("blocked") or {}).get("kind") == "push_refused":
-            line += f"  [push refused by the remote: {g['blocked'].get('message')}]"
+        from mp_engine.sync.push import refusal_notice  # loaded already: [git] is on
+
+        if notice := refusal_notice(g.get("blocked")):
+            line += f"  [{notice}]"
         elif g.get("blocked"):
             line += f"  [blocked: {g['blocked'].get('kind')} at {str(g['blocked'].get('remote'))[:12]}]"
         if g.get("error"):

@@ -10,7 +10,6 @@ stable for `settle_seconds`.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 import threading
@@ -21,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from mp_engine.errors import InvalidMPError
+from mp_engine.inbox.header import sha256_hex
 from mp_engine.inbox.queue import SEEN, MPQueue
 from mp_engine.workspace import Workspace
 
@@ -137,7 +137,7 @@ class Inbox:
             data = self.read(entry, self.max_bytes)
         except (InvalidMPError, OSError):
             return None
-        if data is None or hashlib.sha256(data).hexdigest() == self.busy_sha:
+        if data is None or sha256_hex(data) == self.busy_sha:
             return None
         return data
 

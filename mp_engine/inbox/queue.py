@@ -20,7 +20,6 @@ failed integration queues nothing twice.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from mp_engine.atomic import atomic_write, atomic_write_json
 from mp_engine.clock import now_iso
+from mp_engine.inbox.header import sha256_hex
 
 GIT = "git"  # an older version from git history: runs, in commit order
 SLOT = "slot"  # the version a pull took out of the slot: runs from the slot if still there
@@ -104,7 +104,7 @@ class MPQueue:
     def add(self, data: bytes, kind: str, commit: str | None = None) -> Queued | None:
         """Queue `data`; None when it is already queued (a `seen` copy of a version that
         git then queues takes git's kind) or its commit was queued before."""
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256_hex(data)
         with self._lock:
             index = self._load()
             if commit is not None and commit in index["commits"]:

@@ -75,11 +75,20 @@ def _label(mp_id: str | None) -> str:
 
 
 def create_run(
-    ws: Workspace, *, mp_id: str | None, data: bytes | None, mp_sha256: str, executor: str
+    ws: Workspace,
+    *,
+    mp_id: str | None,
+    data: bytes | None,
+    mp_sha256: str,
+    executor: str,
+    source: str | None = None,
+    inbox_entry: str = "delete",
 ) -> tuple[RunArchive, Ledger]:
     """A new run holding the MP copy (when readable) and a fresh ledger, fsynced."""
     run = reserve_run(ws, mp_id)
-    ledger = fill_run(run, mp_id=mp_id, data=data, mp_sha256=mp_sha256, executor=executor)
+    ledger = fill_run(
+        run, mp_id=mp_id, data=data, mp_sha256=mp_sha256, executor=executor, source=source, inbox_entry=inbox_entry
+    )
     run.make_durable()
     return run, ledger
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
 from mp_engine.errors import StateError
 from mp_engine.lock import WorkspaceLock
-from mp_engine.pids import pid_alive
+from mp_engine.pids import gone_here
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore
 from mp_engine.workspace import Workspace
@@ -60,8 +59,7 @@ def state_file(ws: Workspace, config: Config) -> Check:
 def stale_run(ws: Workspace, config: Config) -> Check:
     """A lock owner or a RUNNING state whose process is gone (a crash, a kill -9)."""
     owner = WorkspaceLock(ws.lock_file, 1).owner()
-    here = socket.gethostname()
-    if owner and owner.get("host") == here and not pid_alive(owner.get("pid")):
+    if gone_here(owner):
         return Check(
             "lock",
             WARN,
@@ -73,14 +71,14 @@ def stale_run(ws: Workspace, config: Config) -> Check:
     except (OSError, ValueError):
         return Check("lock", OK, "no lock held")
     daemon = state.get("daemon") or {}
-    if state.get("status") == "RUNNING" and daemon.get("host") == here and not pid_alive(daemon.get("pid")):
+    if state.get("status") == "RUNNING" and gone_here(daemon):
         return Check(
             "lock",
             WARN,
             f"stale RUNNING state: engine pid {daemon.get('pid')} is gone with run {state.get('run_id')} open",
             "start the engine (`mp-engine run` or the service); it resumes the run from its ledger",
         )
-    if state.get("status") in ("ONLINE", "ERROR") and daemon.get("host") == here and not pid_alive(daemon.get("pid")):
+    if state.get("status") in ("ONLINE", "ERROR") and gone_here(daemon):
         return Check(
             "lock",
             FAIL,
@@ -95,7 +93,7 @@ def stale_run(ws: Workspace, config: Config) -> Check:
 
 def stop_file(ws: Workspace, config: Config) -> Check:
     """SYSTEM/STOP ends every agent MP with BACKPRESSURE while it exists (docs/AGENT.md)."""
-    path = ws.system_dir / "STOP"
+    path = ws.stop_file
     if path.exists():
         return Check(
             "stop file",
