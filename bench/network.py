@@ -85,11 +85,15 @@ class DelayProxy:
         with self._lock:
             self.connections += 1
         state = {"client_spoke": False}
-        await asyncio.gather(
-            self._pump(c_reader, s_writer, state, from_client=True),
-            self._pump(s_reader, c_writer, state, from_client=False),
-            return_exceptions=True,
-        )
+        try:
+            await asyncio.gather(
+                self._pump(c_reader, s_writer, state, from_client=True),
+                self._pump(s_reader, c_writer, state, from_client=False),
+                return_exceptions=True,
+            )
+        finally:  # also when stop() cancels it: the server must see the connection end
+            s_writer.close()
+            c_writer.close()
 
     async def _pump(self, reader, writer, state: dict, *, from_client: bool) -> None:
         queue: asyncio.Queue = asyncio.Queue()
@@ -144,14 +148,8 @@ def _serve(base: Path) -> tuple[subprocess.Popen, int]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return proc, port
-        time.sleep(0.02)
-    proc.kill()
-    raise RuntimeError("git daemon did not start")
+    _wait_port(proc, port)
+    return proc, port
 
 
 def _sshd(base: Path) -> tuple[subprocess.Popen, int, str]:
@@ -223,31 +221,22 @@ def _measure(
 def _rows(
     title: str, st: dict[str, dict[str, Stat]], engine: str, floor: str, floor_name: str, *, targets: bool = True
 ) -> list[Row]:
-    if not targets:  # context only: a configuration the engine does not use
-        return [
-            info_row(
-                f"{title}: push -> result on the remote, minus the step",
-                st[engine]["wall"],
-                floor_name,
-                st[floor]["wall"],
-            ),
-            info_row(
-                f"{title}: network round trips", st[engine]["trips"], floor_name, st[floor]["trips"], unit="trips"
-            ),
-        ]
-    return [
-        ratio_row(
-            f"{title}: push -> result on the remote, minus the step",
-            st[engine]["wall"],
-            floor_name,
-            st[floor]["wall"],
-            1.15,
-        ),
-        ratio_row(
-            f"{title}: network round trips", st[engine]["trips"], floor_name, st[floor]["trips"], 1.0, unit="trips"
-        ),
-        info_row(f"{title}: TCP connections", st[engine]["conns"], floor_name, st[floor]["conns"], unit="conns"),
+    """Wall time and round trips against the floor (with their targets, or as context
+    only for a configuration the engine does not use), and the connections."""
+
+    def row(what: str, metric: str, limit: float | None, unit: str = "ms") -> Row:
+        name, value, base = f"{title}: {what}", st[engine][metric], st[floor][metric]
+        if targets and limit is not None:
+            return ratio_row(name, value, floor_name, base, limit, unit=unit)
+        return info_row(name, value, floor_name, base, unit=unit)
+
+    rows = [
+        row("push -> result on the remote, minus the step", "wall", 1.15),
+        row("network round trips", "trips", 1.0, unit="trips"),
     ]
+    if targets:
+        rows.append(row("TCP connections", "conns", None, unit="conns"))
+    return rows
 
 
 def run(reps: int) -> list[Row]:

@@ -8,23 +8,11 @@ from mp_engine.record import digest
 from mp_engine.record.diagnosis import Diagnosis, invalid_mp
 from mp_engine.record.digest import read_index, write_digest
 from mp_engine.record.outcome import Outcome, StepReport
-
-NOW = "2026-11-24T10:00:00.000Z"
+from tests.unit.record.test_result import outcome as result_outcome
 
 
 def outcome(run_id: str = "r1", **over) -> Outcome:
-    base = dict(
-        status="COMPLETED",
-        mp_id="MP-8.1",
-        title="T",
-        run_id=run_id,
-        mp_sha256="ab" * 32,
-        started_at=NOW,
-        finished_at=NOW,
-        duration=1.23456,
-    )
-    base.update(over)
-    return Outcome(**base)
+    return result_outcome(run_id, **{"duration": 1.23456, **over})
 
 
 def test_result_last_json_has_the_documented_fields(ws):
