@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import signal as _signal
 
+from mp_engine.execute.errtrap import FailedAt
 from mp_engine.record.diagnosis import Diagnosis
 
 _NOT_FOUND = [
@@ -19,6 +20,9 @@ _NOT_FOUND = [
 _PERMISSION = re.compile(r"([^\s:]+): Permission denied")
 _NO_SUCH_FILE = re.compile(r"([^\s:'\"]+)'?:? No such file or directory")
 _SYNTAX = re.compile(r"syntax error|unexpected end of file|unexpected EOF", re.I)
+_SUDO = re.compile(r"sudo: (?:a terminal is required|a password is required|no tty present)", re.I)
+_TTY = re.compile(r"/dev/tty: No such device or address|could not open /dev/tty|/dev/tty: .*not a tty", re.I)
+_READ = re.compile(r"read(?:\s|$)")
 _DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded", re.I)
 _NETWORK = re.compile(
     r"Could not resolve host|Temporary failure in name resolution|Name or service not known|"
@@ -32,7 +36,7 @@ def classify_process(
     label: str,  # "step" or "check"
     number: int,
     step_id: str,
-    line: int | None,
+    line: int | None,  # the block's opening fence in the MP
     command: str,
     exit_code: int | None,
     signal: int | None,
@@ -42,15 +46,24 @@ def classify_process(
     stderr: str,
     stdout: str,
     mp_id: str,
+    failed_at: FailedAt | None = None,  # the ERR trap's record (bash steps; errtrap.py)
 ) -> Diagnosis:
-    """Classify a command step or check that did not succeed."""
+    """Classify a command step or check that did not succeed. With the ERR trap's record
+    the diagnosis quotes the command that failed and its line; without it, the block's
+    first line."""
     where = f"{label} {number}"
     first = next((ln.strip() for ln in command.splitlines() if ln.strip()), command)[:80]
+    if failed_at is not None:
+        culprit, at = failed_at.command, f"`{failed_at.command}` (line {failed_at.line} of {where})"
+        mp_line = line + failed_at.line if line is not None else None
+    else:
+        culprit, at, mp_line = first, f"{where} (`{first}`)", line
+    subject = at[0].upper() + at[1:]  # `at` at the start of a sentence
     text = stderr + "\n" + stdout
     resend = f"then resend the MP with `Approves: {mp_id}`"
 
     def d(kind: str, summary: str, diagnosis: str, fix: str) -> Diagnosis:
-        return Diagnosis(kind, summary, diagnosis, fix, step_id, line)
+        return Diagnosis(kind, summary, diagnosis, fix, step_id, mp_line)
 
     if timed_out:
         if timeout_source == "Timeout":
@@ -67,10 +80,7 @@ def classify_process(
             f"Give the step more time with a `Step-Timeout: {int(timeout * 2) or 1}` line under the MP title, {resend}.",
         )
     if signal is not None:
-        try:
-            name = _signal.Signals(signal).name
-        except ValueError:
-            name = f"signal {signal}"
+        name = _signal_name(signal)
         hint = " (SIGKILL from outside usually means the out-of-memory killer)" if signal == _signal.SIGKILL else ""
         return d(
             "killed",
@@ -78,9 +88,39 @@ def classify_process(
             f"{where.capitalize()} (`{first}`) was killed by {name}{hint}.",
             f"Check the engine host's kernel log (`dmesg`) for who sent {name}, {resend}.",
         )
+    if _SUDO.search(text):
+        return d(
+            "sudo_password",
+            f"sudo asked for a password in {where}",
+            f"{subject} ran sudo, which asked for a password; steps have no terminal to type it in.",
+            f"Allow that command without a password for the engine's user (a NOPASSWD line in sudoers), {resend}.",
+        )
+    if _TTY.search(text) or (failed_at is not None and "/dev/tty" in failed_at.command):
+        return d(
+            "needs_terminal",
+            f"terminal needed in {where}",
+            f"{subject} needs a terminal (/dev/tty), and steps run without one.",
+            f"Run `{culprit}` in its non-interactive form (a `--yes`/`--batch` option, or the answer as an argument), {resend}.",
+        )
+    if failed_at is not None and exit_code == 1 and _READ.match(failed_at.command):
+        return d(
+            "reads_stdin",
+            f"read from stdin in {where}",
+            f"{subject} reads standard input, which is empty for steps (/dev/null), so it failed at end of input.",
+            f"Put the value in the step instead of reading it (e.g. `name=value` in place of `{culprit}`), {resend}.",
+        )
+    if exit_code == 128 + _signal.SIGPIPE:
+        pipeline = f"`{failed_at.source_line}` (line {failed_at.line} of {where})" if failed_at else at
+        return d(
+            "sigpipe",
+            f"SIGPIPE in {where}",
+            f"A pipeline in {pipeline} exited 141: a command was killed by SIGPIPE because the reader after it exited first "
+            f"(as in `yes | head`); `-o pipefail` makes that fail the step.",
+            f"If the reader stopping early is intended, end that pipeline with `|| [ $? -eq 141 ]`, {resend}.",
+        )
     m = next((found for pattern in _NOT_FOUND if (found := pattern.search(text))), None)
     if m or exit_code == 127:
-        cmd = m.group(1) if m else first.split()[0]
+        cmd = m.group(1) if m else culprit.split()[0]
         return d(
             "command_not_found",
             f"command not found in {where}",
@@ -89,12 +129,20 @@ def classify_process(
         )
     m = _PERMISSION.search(text)
     if m or exit_code == 126:
-        path = m.group(1) if m else first.split()[0]
+        path = m.group(1) if m else culprit.split()[0]
         return d(
             "permission_denied",
             f"permission denied in {where}",
             f"{where.capitalize()} was refused access to `{path}` (exit code {exit_code}).",
             f"Make `{path}` accessible to the engine's user (e.g. `chmod +x {path}` for a script) in an earlier step, {resend}.",
+        )
+    if exit_code is not None and 128 < exit_code < 128 + 65 and exit_code != 128 + _signal.SIGPIPE:
+        name = _signal_name(exit_code - 128)
+        return d(
+            "killed",
+            f"{where}: a command was killed by {name}",
+            f"{subject} was killed by {name} (exit code {exit_code} = 128 + {exit_code - 128}).",
+            f"Find who sent {name} to `{culprit}` (for SIGKILL, the kernel log: `dmesg`), {resend}.",
         )
     if _DISK_FULL.search(text):
         return d(
@@ -129,15 +177,22 @@ def classify_process(
         return d(
             "validation_failed",
             f"check {number} failed",
-            f"The steps ran, but validation check {number} (`{first}`) exited with code {exit_code}.",
+            f"The steps ran, but validation check {number} failed: {at} exited with code {exit_code}.",
             f"Correct the steps so that check {number} passes, {resend}.",
         )
     return d(
         "nonzero_exit",
         f"exit {exit_code} in {where}",
-        f"{where.capitalize()} (`{first}`) exited with code {exit_code}; see the error output.",
-        f"Correct {where} according to the error output, {resend}.",
+        f"{subject} exited with code {exit_code}; see the error output.",
+        f"Correct `{culprit}` in {where} according to the error output, {resend}.",
     )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return _signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _first_match_line(text: str, pattern: re.Pattern[str]) -> str:

@@ -19,6 +19,7 @@ from mp_engine.atomic import atomic_write
 from mp_engine.config import Config
 from mp_engine.errors import ConfinementError, ProcessError
 from mp_engine.execute import diagnosis as diag
+from mp_engine.execute.errtrap import TRAP_SUFFIX, bash_argv, read_failed_at
 from mp_engine.execute.process import run_process, scrub_env
 from mp_engine.inbox.mpfile import Block, MicroProject
 from mp_engine.pids import proc_stat
@@ -228,13 +229,15 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
     out_path, err_path = _paths(ctx, block)
     _rotate_outputs((out_path, err_path), step.attempts)
     script = ctx.run.steps_dir / f"{block.script_name}.{block.lang}"
+    trap_file = ctx.run.steps_dir / f"{block.step_id}{TRAP_SUFFIX}"
+    trap_file.unlink(missing_ok=True)  # a record of an earlier attempt says nothing of this one
     _write_script(script, block.body + "\n")
     if block.lang == "sh":
         argv = ["/bin/sh", "-e", str(script)]
     elif block.lang == "py":  # ```python: run by python3 (unbuffered), like any step
         argv = ["python3", "-u", str(script)]
-    else:
-        argv = [ctx.config.execution.shell, "--noprofile", "--norc", "-e", "-o", "pipefail", str(script)]
+    else:  # bash: with the ERR trap that records the failing command (errtrap.py)
+        argv = bash_argv(ctx.config.execution.shell, script, trap_file)
     remaining = ctx.budget.remaining()
     timeout, source = ctx.step_timeout, "Step-Timeout"
     if remaining < timeout:
@@ -290,6 +293,7 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
             stderr=err_text,
             stdout=out_text,
             mp_id=ctx.mp.mp_id,
+            failed_at=read_failed_at(trap_file, res.exit_code, block.body) if block.lang == "bash" else None,
         )
     ref = write_artifact(
         ctx.run.steps_dir,
