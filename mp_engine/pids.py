@@ -37,18 +37,72 @@ def proc_stat(pid: int) -> tuple[int, int] | None:
     return int(fields[2]), int(fields[19])
 
 
+def is_zombie(pid: int) -> bool:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return raw[raw.rindex(")") + 2 :].startswith("Z")
+
+
+def environ_has(pid: int, entries: list[bytes]) -> bool:
+    """True when `/proc/<pid>/environ` holds every `NAME=value` of `entries`."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = b"\0" + f.read() + b"\0"
+    except OSError:
+        return False
+    return all(b"\0" + e + b"\0" in env for e in entries)
+
+
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+def _prctl(option: int, arg: int = 0) -> int | None:
+    """`prctl(option, arg)` (Linux), or None where there is none."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+    except (OSError, AttributeError):
+        return None
+
+
+def become_subreaper() -> bool:
+    """`prctl(PR_SET_CHILD_SUBREAPER)` (Linux): a step's descendants that leave its process
+    group (`setsid`, a double fork, a daemon) are re-parented to this process instead of
+    init, so `process.kill_escaped` finds and kills them when the step ends. True when
+    it took effect."""
+    if _prctl(PR_SET_CHILD_SUBREAPER, 1) is None:
+        return False
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    try:
+        ctypes.CDLL(None).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return flag.value == 1
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of `pid` (every thread's), from /proc; [] where unreadable."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            found += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+        except (OSError, ValueError):
+            pass
+    return found
 
 
 def make_undumpable() -> bool:
     """`prctl(PR_SET_DUMPABLE, 0)` (Linux): the daemon's `/proc/<pid>/environ` and `mem`
     become unreadable by other processes of the same user, so a step cannot read the
     daemon's secrets there (issue #20; root still can). True when it took effect."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-        return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
-    except (OSError, AttributeError):  # not Linux, or no prctl
-        return False
+    return _prctl(PR_SET_DUMPABLE, 0) is not None and _prctl(PR_GET_DUMPABLE) == 0

@@ -85,6 +85,7 @@ class CallMixin:
                 stop_now=self.ctx.stop_now,
                 kill_grace=self.ctx.config.execution.kill_grace,
                 on_spawn=spawned,
+                markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={mt_id}", f"MP_ITERATION={iteration}"),
             )
             said = read_tail(ev.path("stdout.txt"), 256 * 1024) + "\n" + read_tail(ev.path("stderr.txt"), 256 * 1024)
             text = echo.for_limits(said, values["prompt"])  # never the echoed prompt (issue #16)

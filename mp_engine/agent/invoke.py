@@ -108,6 +108,7 @@ def run_agent(
     stop_now: threading.Event,
     kill_grace: float,
     on_spawn: Callable[[int], None] | None = None,
+    markers: Sequence[str] = (),
 ) -> ProcessResult | ProcessError:
     try:
         return run_process(
@@ -122,6 +123,7 @@ def run_agent(
             stop_now=stop_now,
             kill_grace=kill_grace,
             on_spawn=on_spawn,
+            markers=markers,
         )
     except ProcessError as e:
         return e

@@ -11,6 +11,7 @@ from mp_engine.commands import load
 from mp_engine.daemon.signals import install_signal_handlers, join
 from mp_engine.engine import Engine
 from mp_engine.exitcodes import ExitCode
+from mp_engine.pids import become_subreaper
 
 ONCE_EXIT = {
     "completed": ExitCode.OK,
@@ -27,6 +28,7 @@ ONCE_EXIT = {
 
 def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
     ws, config = load(root)
+    become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
     engine = Engine.build(ws, config)
     emitters = install_signal_handlers(engine, threading.Event())
     engine.start(daemon=False)

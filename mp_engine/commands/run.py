@@ -10,14 +10,15 @@ from mp_engine.daemon.signals import join
 from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.engine import Engine
 from mp_engine.exitcodes import ExitCode
-from mp_engine.pids import make_undumpable
+from mp_engine.pids import become_subreaper, make_undumpable
 
 
 def run(root: Path) -> ExitCode:
     ws, config = load(root)
     undumpable = make_undumpable()  # before any secret is read into the engine
+    subreaper = become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
     engine = Engine.build(ws, config)
-    engine.events.emit("process_hardened", undumpable=undumpable)
+    engine.events.emit("process_hardened", undumpable=undumpable, subreaper=subreaper)
     # systemd notify + watchdog, the stall limit, log rotation and metrics (supervisor.py)
     supervisor = Supervisor(engine, config).install()
     daemon = Daemon(engine, supervisor)

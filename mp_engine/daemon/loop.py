@@ -15,6 +15,7 @@ from mp_engine.daemon.signals import install_signal_handlers
 from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.engine import Engine
 from mp_engine.errors import MpEngineError
+from mp_engine.execute.process import reap_orphans
 from mp_engine.inbox.watchers import ObserverWatcher, WatchTarget, make_watcher
 
 log = structlog.get_logger("mp_engine.daemon")
@@ -52,6 +53,7 @@ class Daemon:
         try:
             while not engine.stop.is_set():
                 self.wake.clear()
+                reap_orphans()  # between passes no child of ours is running: see its docstring
                 result = self.safe_tick()
                 if sup is not None:  # READY, STATUS, WATCHDOG: only a pass that ended proves liveness
                     sup.after_tick(result)

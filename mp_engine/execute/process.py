@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mp_engine.errors import ProcessError
-from mp_engine.pids import proc_stat
+from mp_engine.pids import children, environ_has, is_zombie, proc_stat
 
 BASE_ENV = ("PATH", "HOME", "LANG")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -123,6 +123,55 @@ def kill_marked_groups(markers: Sequence[str]) -> list[int]:
     return killed
 
 
+def kill_escaped(markers: Sequence[str], since: int | None) -> list[int]:
+    """SIGKILL what a finished step left running outside its process group; return the pids.
+
+    In a subreaper (`pids.become_subreaper`: the daemon), a descendant that left the
+    step's group (`setsid`, a double fork, a daemon) becomes this process's child when its
+    parent exits. Those children that started with or after the step's leader (`since`,
+    clock ticks) and carry the step's environment markers are killed with everything
+    below them, then reaped. Linux only; elsewhere nothing is found."""
+    if since is None or not markers:
+        return []
+    needles = [m.encode() for m in markers]
+    roots = []
+    for pid in children(os.getpid()):
+        info = proc_stat(pid)
+        if info and info[1] >= since and not is_zombie(pid) and environ_has(pid, needles):
+            roots.append(pid)
+    killed, stack = [], list(roots)
+    while stack:
+        pid = stack.pop()
+        stack += children(pid)
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except ProcessLookupError:
+            pass
+    for pid in roots:  # ours now: reap them, so no zombie is left
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    return killed
+
+
+def reap_orphans() -> list[int]:
+    """Reap this subreaper's zombie children that no `Popen` waits for: orphans that
+    exited by themselves (an escaped step process, an ssh connection master). Called
+    from the main loop between passes, when the engine has no child of its own running,
+    so a `Popen` never loses its exit status to it."""
+    reaped = []
+    for pid in children(os.getpid()):
+        if is_zombie(pid):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    reaped.append(pid)
+            except ChildProcessError:
+                pass
+    return reaped
+
+
 def _signal_group(pgid: int, sig: int) -> bool:
     try:
         os.killpg(pgid, sig)
@@ -131,18 +180,36 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
+def _reap_group(pgid: int) -> None:
+    """Reap this process's zombie children in group `pgid`: members of a step's group
+    whose parent exited were re-parented to us (a subreaper) and would keep the group
+    looking alive."""
+    for pid in children(os.getpid()):
+        info = proc_stat(pid)
+        if info and info[0] == pgid and is_zombie(pid):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
 def stop_group(proc: subprocess.Popen, grace: float) -> None:
-    """SIGTERM the child's whole group, then SIGKILL whatever is left after `grace`."""
+    """SIGTERM the child's whole group, then SIGKILL whatever is left after `grace`. Also
+    what ends a step's background jobs (`server &`) once the step itself has exited."""
     pgid = proc.pid
+    if proc.returncode is not None and not _signal_group(pgid, 0):
+        return  # the usual case: the step exited and left nothing in its group
     _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         proc.poll()  # reap the leader so a zombie does not look alive
+        _reap_group(pgid)
         if not _signal_group(pgid, 0):
             break
         time.sleep(0.02)
     _signal_group(pgid, signal.SIGKILL)
     proc.wait()
+    _reap_group(pgid)
 
 
 def _total_size(paths: Sequence[Path]) -> int:
@@ -225,8 +292,11 @@ def run_process(
     kill_grace: float = 5.0,
     stdin_path: Path | None = None,
     on_spawn: Callable[[int], None] | None = None,
+    markers: Sequence[str] = (),
 ) -> ProcessResult:
-    """Run `argv` to completion or until a limit; never raises for the child's failures."""
+    """Run `argv` to completion or until a limit; never raises for the child's failures.
+    `markers` (`NAME=value` entries of `env`): what `kill_escaped` looks for when the
+    child has ended, to kill its descendants that left its process group."""
     start = time.monotonic()
     with open(stdout_path, "ab") as out, open(stderr_path, "ab") as err:
         stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
@@ -248,6 +318,7 @@ def run_process(
                 stdin.close()
     if on_spawn:
         on_spawn(proc.pid)
+    leader = proc_stat(proc.pid) if markers else None
     deadline = start + timeout
     outputs = (stdout_path, stderr_path)
     last_size, last_activity = 0, start
@@ -273,6 +344,10 @@ def run_process(
                 break
     finally:
         waiter.close()
+    if not (timed_out or idle or interrupted):
+        stop_group(proc, kill_grace)  # background jobs the step left in its group
+    if leader is not None:
+        kill_escaped(markers, leader[1])
     rc = proc.returncode
     return ProcessResult(
         exit_code=rc if rc >= 0 else None,

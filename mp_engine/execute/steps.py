@@ -267,6 +267,7 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
             stop_now=ctx.stop_now,
             kill_grace=ctx.config.execution.kill_grace,
             on_spawn=spawned,
+            markers=(f"MP_RUN_DIR={ctx.run.dir}", f"MP_STEP={block.step_id}"),
         )
     except ProcessError as e:
         d = diag.start_failed(block.step_id, label, block.index, block.line, str(e), ctx.mp.mp_id)

@@ -4,6 +4,7 @@ command, a second `run`, cancel, escaped processes, and what `status` says meanw
 from __future__ import annotations
 
 import json
+import os
 import signal
 
 import pytest
@@ -51,5 +52,33 @@ def test_each_diagnosis_names_the_command_that_failed(ws, daemon_factory):
         assert quoted in res["diagnosis"]["text"], res["diagnosis"]["text"]
         assert res["approve_with"] == f"Approves: {mp_id}"
         previous = mp_id
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+
+
+def exists(pid: int) -> bool:
+    """Running, or a zombie nobody reaped: either way still in /proc."""
+    return os.path.exists(f"/proc/{pid}")
+
+
+def test_no_process_outlives_its_step(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="ONLINE")
+    drop(
+        ws,
+        "# MP-8.20 Leftovers\n\n```bash\n"
+        "sleep 300 & echo $! > job.pid\n"  # a background job in the step's group
+        "setsid sleep 300 & echo $! > setsid.pid\n"  # its own session
+        "setsid bash -c 'sleep 2; echo late output' & echo $! > late.pid\n"  # would write into the archive
+        "bash -c '(sleep 300 & echo $! > double.pid) &'\n"  # a double fork whose parent exits
+        "while [ ! -s double.pid ]; do sleep 0.01; done\n"
+        "echo started\n```\n",
+    )
+    wait_for(lambda: finished(ws, "MP-8.20"), what=lambda: f"MP-8.20; log:\n{d.output()[-3000:]}")
+    assert last_result(ws)["status"] == "COMPLETED"
+    pids = {name: int((ws.root / f"{name}.pid").read_text()) for name in ("job", "setsid", "late", "double")}
+    assert {name: exists(pid) for name, pid in pids.items()} == dict.fromkeys(pids, False)
+    stdout = next(ws.runs_dir.glob("*MP-8.20*/steps/step-001.stdout")).read_text()
+    assert stdout == "started\n"
     d.signal(signal.SIGTERM)
     assert d.wait() == 0

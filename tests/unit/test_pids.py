@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from mp_engine.pids import pid_alive, proc_stat
+from mp_engine.pids import children, is_zombie, pid_alive, proc_stat
 from tests.conftest import dead_pid
 
 
@@ -37,3 +37,26 @@ def test_a_process_can_make_itself_undumpable(tmp_path):
     code = "from mp_engine.pids import make_undumpable; print(make_undumpable())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+def test_a_subreaper_gets_the_orphans_of_its_children(tmp_path):
+    # In a child interpreter: being a subreaper is for the rest of a process's life.
+    code = (
+        "import os, subprocess, time\n"
+        "from mp_engine.pids import become_subreaper, children, is_zombie, environ_has\n"
+        "assert become_subreaper()\n"
+        "subprocess.run(['bash', '-c', 'MARK=yes setsid sleep 30 & echo $! > orphan.pid'], check=True)\n"
+        "orphan = int(open('orphan.pid').read())\n"
+        "assert orphan in children(os.getpid()), children(os.getpid())\n"
+        "assert environ_has(orphan, [b'MARK=yes']) and not environ_has(orphan, [b'MARK=no'])\n"
+        "os.kill(orphan, 9)\n"
+        "while not is_zombie(orphan): time.sleep(0.01)\n"
+        "os.waitpid(orphan, 0)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert out.stdout == "ok\n", out.stderr
+
+
+def test_children_of_a_missing_process_are_none():
+    assert children(dead_pid()) == [] and not is_zombie(dead_pid())

@@ -172,3 +172,13 @@ def test_groups_left_by_a_run_are_found_by_their_environment_and_killed(tmp_path
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_a_background_job_ends_with_its_step(tmp_path):
+    res = _run(
+        tmp_path, "sleep 300 & echo $! > bg.pid; (trap '' TERM; sleep 300) & echo $! > stubborn.pid", kill_grace=0.3
+    )
+    assert res.ok
+    for name in ("bg.pid", "stubborn.pid"):
+        pid = int((tmp_path / name).read_text())
+        wait_for(lambda pid=pid: not _alive(pid), what=f"{name} to be gone")
