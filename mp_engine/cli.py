@@ -218,7 +218,8 @@ def check(file: Path, as_json: bool, max_bytes: int) -> int:
 
 
 @cli.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False)
+@click.option("--cancel", "cancel_id", metavar="MP-ID", help="Instead of sending FILE, ask the engine to cancel MP-ID.")
 @click.option("--repo", required=True, metavar="URL_OR_PATH", help="The channel repository, or a working clone of it.")
 @click.option("--branch", default="main", show_default=True, help="Branch the engine watches.")
 @click.option("--wait", is_flag=True, help="Wait for the result, print it, exit 0 COMPLETED / 1 ERROR.")
@@ -227,7 +228,16 @@ def check(file: Path, as_json: bool, max_bytes: int) -> int:
 @click.option(
     "--force", is_flag=True, help="Send even though the engine is halted and the MP does not approve the halt."
 )
-def send(file: Path, repo: str, branch: str, wait: bool, timeout: float, poll: float, force: bool) -> int:
+def send(
+    file: Path | None,
+    cancel_id: str | None,
+    repo: str,
+    branch: str,
+    wait: bool,
+    timeout: float,
+    poll: float,
+    force: bool,
+) -> int:
     """Send an MP to an engine through its git remote (the orchestrator's side).
 
     Validates FILE as `check` does, reads the remote's state, commits FILE as
@@ -237,11 +247,24 @@ def send(file: Path, repo: str, branch: str, wait: bool, timeout: float, poll: f
     approve the halt (nothing sent), 7 --wait timed out, 8 git failed (docs/GIT.md).
 
     \b
+    With --cancel MP-ID, commits Claude_Inbox/cancel_request.txt naming MP-ID instead:
+    the engine stops it (running or waiting) with a CANCELLED result and no halt;
+    --wait then exits 0 on CANCELLED.
+
+    \b
     Example:
       mp-engine send examples/hello.md --repo git@github.com:me/mp-channel.git --wait
+      mp-engine send --cancel MP-1.4 --repo git@github.com:me/mp-channel.git --wait
     """
-    from mp_engine.commands.send import send_mp  # lazy: see the module docstring
+    from mp_engine.commands.send import send_cancel, send_mp  # lazy: see the module docstring
 
+    if (file is None) == (cancel_id is None):
+        raise click.UsageError("give FILE to send an MP, or --cancel MP-ID to cancel one (not both)")
+    if cancel_id is not None:
+        return send_cancel(
+            cancel_id, repo, branch=branch, wait=wait, timeout=timeout, poll=poll, echo=click.echo, err=_err
+        )
+    assert file is not None
     return send_mp(
         file, repo, branch=branch, wait=wait, timeout=timeout, poll=poll, force=force, echo=click.echo, err=_err
     )
@@ -262,6 +285,26 @@ def approve(root: Path) -> int:
     from mp_engine.commands.approve import approve as cmd  # lazy: see the module docstring
 
     return cmd(root, click.echo)
+
+
+@cli.command()
+@root_option
+@click.argument("mp_id", metavar="[MP-ID]", required=False)
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds to wait for the engine to act.")
+def cancel(root: Path, mp_id: str | None, timeout: float) -> int:
+    """Cancel the running MP (or MP-ID, running or waiting in the inbox) on this host.
+
+    The running step's whole process group is stopped; the result is CANCELLED and the
+    engine goes on without a halt. Exit 0 once the engine has acted, 7 when it has not
+    within --timeout (the request stays: a stopped daemon acts on it when it starts).
+
+    \b
+    Example:
+      mp-engine cancel --root ~/mp-workspace
+    """
+    from mp_engine.commands.cancel import cancel as cmd  # lazy: see the module docstring
+
+    return cmd(root, mp_id, timeout, click.echo, _err)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,9 @@
 """Driving a claimed run: its budget, its executor, and the outcome it records.
 
 An executor returns completed, failed, interrupted (a stop signal: the run stays open
-and resumes on the next start) or waiting (an agent run waits out a usage limit)."""
+and resumes on the next start), waiting (an agent run waits out a usage limit) or
+cancelled. A `CancelWatch` (inbox/cancel.py) looks for a cancel request while the
+executor runs; a run it stopped ends CANCELLED, without a halt."""
 
 from __future__ import annotations
 
@@ -15,11 +17,12 @@ from mp_engine.context import EngineContext, TickResult
 from mp_engine.execute import ExecResult, Executor
 from mp_engine.execute.steps import Budget, StepContext
 from mp_engine.finalize import finalize
+from mp_engine.inbox.cancel import CancelRequest, CancelWatch, consume, consumed
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.ledger import Ledger, read_artifact
-from mp_engine.record.outcome import COMPLETED, ERROR, Outcome
+from mp_engine.record.outcome import CANCELLED, COMPLETED, ERROR, Outcome
 
 log = structlog.get_logger("mp_engine.drive")
 
@@ -47,8 +50,11 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         stop_now=ctx.stop_now,
         budget=budget(ctx, mp, run, ledger),
     )
+    watch = CancelWatch(ctx.ws, mp.mp_id, ctx.stop_now, ctx.channel.peek_cancel, ctx.channel.peek_interval)
+    step_ctx.cancelled = watch.cancelled
     try:
-        res = executor.run(step_ctx)
+        with watch:
+            res = executor.run(step_ctx)
     except Exception as e:  # a bug, or a full disk, must still end in a result, not a dead daemon
         if disk.is_full(e):
             freed = ctx.reserve.release() if ctx.reserve is not None else 0
@@ -70,6 +76,8 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
             wait_until=time.monotonic() + seconds_until(waiting["resume_at"]),
             detail=f"{waiting['kind']}: resumes at {waiting['resume_at']}",
         )
+    if watch.request is not None and res.status in ("interrupted", "cancelled"):
+        return cancelled(ctx, run, ledger, mp, executor.name, res, watch.request)
     if res.status == "interrupted":
         resume_point = next((s.step_id for s in ledger.model.steps if s.status.value != "completed"), None)
         ctx.events.emit("mp_checkpointed", mp=mp.mp_id, run=run.run_id, resume_point=resume_point)
@@ -94,5 +102,45 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
     outcome.duration = (parse_iso(outcome.finished_at) - parse_iso(outcome.started_at)).total_seconds()
     if outcome.status == ERROR:
         outcome.halt_token = mp.mp_id
+    if watch.request is not None:  # it came as the MP ended: the result stands
+        outcome.notes.insert(0, f"A cancel request ({watch.request.who}) came as the MP ended; it had no effect.")
+        consume(watch.request)
     ledger.set_outcome(outcome.to_dict())
     return finalize(ctx, run, ledger)
+
+
+def cancelled(
+    ctx: EngineContext,
+    run: RunArchive,
+    ledger: Ledger,
+    mp: MicroProject,
+    executor: str,
+    res: ExecResult,
+    req: CancelRequest,
+) -> TickResult:
+    """End a run stopped by a cancel request: a CANCELLED result with what ran, no halt."""
+    if not ctx.stop.is_set():
+        ctx.stop_now.clear()  # it was the cancel's; the engine goes on
+    done = sum(1 for r in res.steps + res.checks if r.status == "ok")
+    outcome = Outcome(
+        status=CANCELLED,
+        mp_id=mp.mp_id,
+        title=mp.title,
+        run_id=run.run_id,
+        mp_sha256=mp.sha256,
+        started_at=ledger.model.created_at,
+        finished_at=now_iso(),
+        executor=executor,
+        steps=res.steps,
+        checks=res.checks,
+        notes=[
+            f"Cancelled at the request of {req.who} after {done} block(s) had run; "
+            "the step that was running was stopped with its whole process group.",
+            *mp.notes,
+        ],
+        extra=res.extra,
+    )
+    outcome.duration = (parse_iso(outcome.finished_at) - parse_iso(outcome.started_at)).total_seconds()
+    ctx.events.emit("mp_cancelled", mp=mp.mp_id, run=run.run_id, source=req.source)
+    ledger.set_outcome(outcome.to_dict())
+    return consumed(req, lambda: finalize(ctx, run, ledger))

@@ -23,6 +23,8 @@ import structlog
 from mp_engine import __version__
 from mp_engine.agent.executor import AgentExecutor
 from mp_engine.atomic import sweep_temp_files
+from mp_engine.cancel import cancel_before_start
+from mp_engine.cancel import settle as settle_cancels
 from mp_engine.claim import claim, reject, reopen
 from mp_engine.clock import now_iso, seconds_until
 from mp_engine.config import Config
@@ -32,6 +34,7 @@ from mp_engine.drive import drive
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.execute import Executor, ShellExecutor
 from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_run
+from mp_engine.inbox.cancel import requested as cancel_requested
 from mp_engine.inbox.intake import Entry, Inbox
 from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.inbox.queue import SEEN
@@ -163,6 +166,7 @@ class Engine:
             and self._recovery_scan_done
             and not len(self.inbox.queue)
             and self.state.read().run_id is None
+            and not cancel_requested(self.ws)
         ):
             return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
         try:
@@ -191,6 +195,7 @@ class Engine:
                 return self._resume(run)
         if state.run_id:  # points at a closed or missing run: nothing left to do for it
             state = self.state.update(run_id=None, reason="stale run pointer cleared")
+        settle_cancels(self.ctx)
         return self._take_from_inbox(state)
 
     def _open_runs(self, state: SessionState) -> list[RunArchive]:
@@ -226,6 +231,8 @@ class Engine:
             return finalize(self.ctx, *reject(self.ctx, entry, data, e))
         if (earlier := self._ran_already(mp, data)) is not None:
             return self._drop_duplicate(mp, earlier)
+        if (cancelled := cancel_before_start(self.ctx, mp, data)) is not None:
+            return cancelled
         if state.halt:
             if mp.approves and mp.approves in (state.halt.mp_id, state.halt.run_id):
                 self.state.update(halt=None, reason=f"approved by {mp.mp_id}")

@@ -28,6 +28,10 @@ class LockTimeout(MpEngineError):
     """Another engine held the workspace lock for longer than the lock timeout."""
 
 
+class DaemonRunning(LockTimeout):
+    """Another daemon already serves this workspace (`run` exits 4 at once)."""
+
+
 class InvalidMPError(MpEngineError):
     """An MP file cannot be accepted; carries the reason and exactly one fix."""
 

@@ -3,7 +3,8 @@ closed, commit and push). Idempotent, so a crash anywhere in it is finished next
 
 `record_error_run()` is the one way to end an MP that was refused or failed before it
 started (an invalid MP, a signature refusal, a sync problem, an unreadable archive);
-`record_superseded_run()` ends one that was replaced before it ran.
+`record_superseded_run()` ends one that was replaced before it ran, `record_unrun()` any
+MP that ends without running and without a halt.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from mp_engine.record.archive import RunArchive, create_run
 from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
 from mp_engine.record.digest import write_digest
 from mp_engine.record.ledger import Ledger
-from mp_engine.record.outcome import COMPLETED, ERROR, NO_HALT, SUPERSEDED, Outcome
+from mp_engine.record.outcome import CANCELLED, COMPLETED, ERROR, NO_HALT, SUPERSEDED, Outcome
 from mp_engine.record.result import write_result
 from mp_engine.record.retention import prune
 from mp_engine.record.state import IDLE, Halt, Status
@@ -85,10 +86,32 @@ def record_superseded_run(
 ) -> tuple[RunArchive, Ledger]:
     """A run for an MP that was replaced before it ran: archived, never executed, and
     ended with a SUPERSEDED result (no halt), so every MP that arrived has one result."""
-    run, ledger = _unrun(ctx, mp_id, data, sha256, source, "untouched")
+    note = f"Not run: {why}. Send it again if it is still wanted."
+    run, ledger = record_unrun(
+        ctx, status=SUPERSEDED, mp_id=mp_id, title=title, data=data, sha256=sha256, note=note, source=source
+    )
+    ctx.events.emit("mp_superseded", mp=mp_id, run=run.run_id, sha256=sha256, reason=why)
+    return run, ledger
+
+
+def record_unrun(
+    ctx: EngineContext,
+    *,
+    status: str,
+    mp_id: str | None,
+    title: str,
+    data: bytes,
+    sha256: str,
+    note: str,
+    source: str | None = None,
+    inbox_entry: str = "untouched",
+) -> tuple[RunArchive, Ledger]:
+    """A run for an MP that ends without running and without a halt (SUPERSEDED, or
+    CANCELLED before it started): archived, with `note` saying why."""
+    run, ledger = _unrun(ctx, mp_id, data, sha256, source, inbox_entry)
     now = now_iso()
     outcome = Outcome(
-        status=SUPERSEDED,
+        status=status,
         mp_id=mp_id or "UNPARSED",
         title=title,
         run_id=run.run_id,
@@ -96,10 +119,9 @@ def record_superseded_run(
         started_at=now,
         finished_at=now,
         executor="none",
-        notes=[f"Not run: {why}. Send it again if it is still wanted."],
+        notes=[note],
     )
     ledger.set_outcome(outcome.to_dict())
-    ctx.events.emit("mp_superseded", mp=mp_id, run=run.run_id, sha256=sha256, reason=why)
     return run, ledger
 
 
@@ -167,6 +189,8 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
         result = TickResult("completed", mp_id=outcome.mp_id, run_id=run.run_id)
     elif outcome.status == SUPERSEDED:
         result = TickResult("superseded", mp_id=outcome.mp_id, run_id=run.run_id)
+    elif outcome.status == CANCELLED:
+        result = TickResult("cancelled", mp_id=outcome.mp_id, run_id=run.run_id)
     else:
         assert outcome.diagnosis is not None
         d = outcome.diagnosis

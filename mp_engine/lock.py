@@ -21,8 +21,9 @@ from typing import Any
 import structlog
 from filelock import FileLock, Timeout
 
+from mp_engine.atomic import atomic_write_json
 from mp_engine.clock import now_iso
-from mp_engine.errors import LockTimeout
+from mp_engine.errors import DaemonRunning, LockTimeout
 
 log = structlog.get_logger("mp_engine.lock")
 
@@ -96,3 +97,70 @@ class WorkspaceLock:
                 except FileNotFoundError:
                     pass
             self._lock.release()
+
+
+class DaemonLock:
+    """`SYSTEM/.engine/daemon.lock`, held by `mp-engine run` for its whole life: a second
+    daemon on the workspace stops at once, naming the first (`daemon.owner` beside it),
+    instead of starting beside it and overwriting the state's record of who runs."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.owner_path = self.path.with_name("daemon.owner")
+        self._lock = FileLock(str(self.path))
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # Not 0: `daemon_alive` probes with a shared lock for a moment; a start that
+            # meets that probe waits for it rather than mistaking it for a daemon.
+            self._lock.acquire(timeout=1.0)
+        except Timeout:
+            try:
+                o = json.loads(self.owner_path.read_text(encoding="utf-8"))
+                who = f"pid {o.get('pid')} on {o.get('host')}, started {o.get('started_at')}"
+            except (OSError, ValueError):
+                who = "a process that has not recorded itself yet"
+            raise DaemonRunning(
+                f"another mp-engine daemon already runs on this workspace ({who}). Stop it first "
+                "(`systemctl stop mp-engine`, or `kill` that pid), or give this one another --root."
+            ) from None
+        data = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso()}
+        atomic_write_json(self.owner_path, data, durable=False)
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            self.owner_path.unlink(missing_ok=True)
+            self._lock.release()
+
+
+def daemon_alive(path: Path) -> bool | None:
+    """Whether a daemon holds `daemon.lock` now (None: this system cannot tell). A shared
+    `flock` held for an instant: free means no daemon, refused means one runs."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not Unix
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing drops the shared lock, if we got it
+    return False
+
+
+def daemon_owner(path: Path) -> dict[str, Any] | None:
+    """What the running daemon recorded of itself (`daemon.owner`: pid, host, start)."""
+    try:
+        return json.loads(path.with_name("daemon.owner").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -110,6 +110,11 @@ class Workspace:
         return self.local_dir / "workspace.lock"
 
     @property
+    def daemon_lock_file(self) -> Path:
+        """Held by `mp-engine run` for its life (lock.DaemonLock): whether a daemon runs."""
+        return self.local_dir / "daemon.lock"
+
+    @property
     def config_file(self) -> Path:
         return self.root / CONFIG_FILE
 

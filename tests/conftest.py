@@ -75,6 +75,14 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
 
 
 @pytest.fixture(autouse=True)
+def _no_subreaper_in_the_test_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`once` run in-process must not make pytest a child subreaper for the rest of the
+    session (every orphan of every later test would become its child). The real `once`
+    and `run` are subprocesses in the e2e tests, where it is what they do."""
+    monkeypatch.setattr("mp_engine.commands.once.become_subreaper", lambda: False)
+
+
+@pytest.fixture(autouse=True)
 def _repo_state_untouched() -> Iterator[None]:
     """No test may change this repository's own workspace files."""
     state = REPO_ROOT / "SESSION_STATE.json"

@@ -25,10 +25,23 @@ class EndMixin:
     """Part of `AgentRun` (loop.py)."""
 
     def pause(self, state: LoopState, kind: str, reason: str) -> ExecResult:
+        if self.ctx.cancelled.is_set():  # not a pause: the MP was cancelled (inbox/cancel.py)
+            return self.cancelled(state)
         self.progress.pause(kind, reason)
         self.emit("micro_task_pause_requested", "FR-EVT-MT-007", **self.where(state), kind=kind, reason=reason)
         self.publish(state)
         return ExecResult(status="interrupted")
+
+    def cancelled(self, state: LoopState) -> ExecResult:
+        """Stopped by a cancel request, between or during iterations: the partial work
+        stays on the work branch (never landed), named in the result."""
+        self.progress.data["status"] = "cancelled"
+        self.publish(state)
+        self.progress.save(durable=True)
+        landing = self.work.land(self.cfg.land, exact=False)
+        self.work.remove()
+        self.emit("micro_task_loop_cancelled", "FR-EVT-MT-011", **self.where(state), reason="cancel request")
+        return ExecResult(status="cancelled", extra={"work": landing.to_dict()})
 
     def wait(self, state: LoopState, kind: str, reason: str, resume_at: str) -> ExecResult:
         """BACKPRESSURE that pauses: persist `resume_at`; the engine re-enters after it."""

@@ -294,12 +294,12 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
 
     def run_checks(self, mt_index: int, step_id: str) -> list[CheckRun] | None:
         """The engine's own verdict: every check of the micro-task, run by the engine.
-        None when a second stop signal interrupted them."""
+        None when a second stop signal or a cancel interrupted them."""
         checks = []
         for block in self.plan.checks_for(self.mp, mt_index):
             chk = iter_check(block, step_id)
             run = run_block(self.checks_ctx, chk)
-            if run.interrupted:
+            if run.interrupted or run.cancelled:
                 return None
             checks.append((chk, run.ok, run.report.exit_code))
         return checks

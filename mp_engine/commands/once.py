@@ -16,6 +16,7 @@ from mp_engine.pids import become_subreaper
 ONCE_EXIT = {
     "completed": ExitCode.OK,
     "superseded": ExitCode.OK,
+    "cancelled": ExitCode.OK,
     "idle": ExitCode.OK,
     "waiting": ExitCode.OK,
     "error": ExitCode.MP_ERROR,

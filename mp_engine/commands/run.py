@@ -10,11 +10,14 @@ from mp_engine.daemon.signals import join
 from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.engine import Engine
 from mp_engine.exitcodes import ExitCode
+from mp_engine.lock import DaemonLock
 from mp_engine.pids import become_subreaper, make_undumpable
 
 
 def run(root: Path) -> ExitCode:
     ws, config = load(root)
+    daemon_lock = DaemonLock(ws.daemon_lock_file)
+    daemon_lock.acquire()  # a second `run` on this workspace stops here (exit 4), naming the first
     undumpable = make_undumpable()  # before any secret is read into the engine
     subreaper = become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
     engine = Engine.build(ws, config)
@@ -29,4 +32,5 @@ def run(root: Path) -> ExitCode:
     finally:
         supervisor.uninstall()
         join(emitters)
+        daemon_lock.release()
     return ExitCode.OK

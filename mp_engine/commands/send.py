@@ -27,6 +27,8 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from mp_engine.errors import InvalidMPError, SyncError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.gitcmd import git
+from mp_engine.inbox.cancel import CANCEL_PATH
+from mp_engine.inbox.header import MP_ID_RE
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
 from mp_engine.sync.push import PushRejected, push_checked
 from mp_engine.sync.session import GitSession
@@ -93,6 +95,43 @@ class Sender:
     # -- sending ---------------------------------------------------------------------
 
     def send(self, data: bytes, mp: MicroProject, force: bool) -> tuple[Path, str] | int:
+        def precheck(state: dict, pending: bytes | None, first: bool) -> int | None:
+            refused = _cannot_run(state, mp)
+            if refused and not force:
+                self.err(f"not sent: {refused}")
+                return ExitCode.NOT_RUNNABLE
+            if pending is not None and first:
+                self.err(f"{_describe_pending(pending, state)}; {mp.mp_id} is queued behind it")
+            return None
+
+        title = f" {mp.title}" if mp.title else ""
+        return self.commit(INBOX_PATH, data, f"{mp.mp_id}: send{title}", precheck)
+
+    def cancel(self, mp_id: str) -> tuple[Path, str, str | None] | int:
+        """Commit `Claude_Inbox/cancel_request.txt` naming `mp_id`; also return the SHA-256
+        of that MP when the remote's inbox holds it (what `--wait` looks for)."""
+        found: list[str | None] = [None]
+
+        def precheck(state: dict, pending: bytes | None, first: bool) -> int | None:
+            waiting = pending is not None and _mp_line(pending).split(" ", 1)[0] == mp_id
+            found[0] = hashlib.sha256(pending).hexdigest() if waiting and pending is not None else None
+            if first and not waiting:
+                self.err(
+                    f"{mp_id} is neither running nor waiting in the remote's inbox (the engine is "
+                    f"{state.get('status', '?')}, current {state.get('current', '?')}); the engine will record "
+                    "the request as ignored"
+                )
+            return None
+
+        sent = self.commit(CANCEL_PATH, f"{mp_id}\n".encode(), f"{mp_id}: cancel", precheck)
+        return sent if isinstance(sent, int) else (*sent, found[0])
+
+    def commit(
+        self, path: str, data: bytes, message: str, precheck: Callable[[dict, bytes | None, bool], int | None]
+    ) -> tuple[Path, str] | int:
+        """Write `path` in the working clone, commit and push it on the remote's tip,
+        redone on a fresh tip when another push got there first. `precheck(state,
+        pending MP, first attempt)` may refuse with an exit code."""
         clone = self.working_clone()
         own = clone != Path(self.repo_arg).expanduser().resolve()
         s = GitSession(clone, GIT_TIMEOUT)
@@ -106,20 +145,14 @@ class Sender:
             ):
                 with attempt:
                     tip = self.refresh(s, own_clone=own)
-                    state = _state(s, tip)
-                    refused = _cannot_run(state, mp)
-                    if refused and not force:
-                        self.err(f"not sent: {refused}")
-                        return ExitCode.NOT_RUNNABLE
-                    pending = s.blob(tip, INBOX_PATH)
-                    if pending is not None and attempt.retry_state.attempt_number == 1:
-                        self.err(f"{_describe_pending(pending, state)}; {mp.mp_id} is queued behind it")
-                    target = clone / INBOX_PATH
+                    refused = precheck(_state(s, tip), s.blob(tip, INBOX_PATH), attempt.retry_state.attempt_number == 1)
+                    if refused is not None:
+                        return refused
+                    target = clone / path
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
-                    s.run("add", "--", INBOX_PATH)
-                    title = f" {mp.title}" if mp.title else ""
-                    s.run("commit", "--quiet", "-m", f"{mp.mp_id}: send{title}", "--", INBOX_PATH)
+                    s.run("add", "--", path)
+                    s.run("commit", "--quiet", "-m", message, "--", path)
                     sent = s.rev("HEAD")
                     try:
                         push_checked(s, "origin", self.branch, GIT_TIMEOUT)
@@ -134,7 +167,16 @@ class Sender:
 
     # -- waiting ---------------------------------------------------------------------
 
-    def wait(self, clone: Path, sent: str, mp: MicroProject, timeout: float, poll: float, stop: threading.Event) -> int:
+    def wait(
+        self,
+        clone: Path,
+        sent: str,
+        target: tuple[str, str, str],  # (MP id, its SHA-256, the result status that exits 0)
+        timeout: float,
+        poll: float,
+        stop: threading.Event,
+    ) -> int:
+        mp_id, sha256, good = target
         deadline = time.monotonic() + timeout
         last_tip = sent
         said = ""
@@ -146,11 +188,11 @@ class Sender:
                 if tip and tip != last_tip:
                     s.run("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.branch}:{self.tracking}")
                     last_tip = tip
-                    found = self._find_result(s, sent, mp.sha256)
+                    found = self._find_result(s, sent, sha256)
                     if found is not None:
                         self.echo(found.rstrip("\n"))
-                        return ExitCode.OK if _field(found, "Status") == "COMPLETED" else ExitCode.MP_ERROR
-                    progress = _progress(_state(s, self.tracking), mp)
+                        return ExitCode.OK if _field(found, "Status") == good else ExitCode.MP_ERROR
+                    progress = _progress(_state(s, self.tracking), mp_id)
                     if progress != said:
                         self.err(f"waiting: {progress}")
                         said = progress
@@ -219,17 +261,17 @@ def _describe_pending(pending: bytes, state: dict) -> str:
     return f"{mp_line} is waiting in the remote's inbox (the engine has not taken it yet)"
 
 
-def _progress(state: dict, mp: MicroProject) -> str:
+def _progress(state: dict, mp_id: str) -> str:
     """One line on where the engine is, as the remote shows it."""
     status, current = state.get("status", "?"), state.get("current", "?")
-    if status == "RUNNING" and current == mp.mp_id:
-        return f"{mp.mp_id} is RUNNING (run {state.get('run_id')})"
+    if status == "RUNNING" and current == mp_id:
+        return f"{mp_id} is RUNNING (run {state.get('run_id')})"
     if status == "RUNNING":
-        return f"{mp.mp_id} is queued; the engine is running {current}"
+        return f"{mp_id} is queued; the engine is running {current}"
     if status == "ERROR" and state.get("halt"):
         halt = state["halt"]
         return f"the engine is halted on {halt.get('mp_id')}: {halt.get('reason')}"
-    return f"{mp.mp_id} is not taken yet; the engine is {status}"
+    return f"{mp_id} is not taken yet; the engine is {status}"
 
 
 def _mp_line(data: bytes) -> str:
@@ -269,7 +311,42 @@ def send_mp(
         echo(f"sent {mp.mp_id} in {commit[:12]} to {repo} ({branch})")
         if not wait:
             return ExitCode.OK
-        return sender.wait(clone, commit, mp, timeout, poll, stop or threading.Event())
+        return sender.wait(clone, commit, (mp.mp_id, mp.sha256, "COMPLETED"), timeout, poll, stop or threading.Event())
+    except SyncError as e:
+        err(f"mp-engine send: {e}")
+        return ExitCode.GIT
+
+
+def send_cancel(
+    mp_id: str,
+    repo: str,
+    *,
+    branch: str = "main",
+    wait: bool = False,
+    timeout: float = 600.0,
+    poll: float = 2.0,
+    echo: Callable[[str], None] = print,
+    err: Callable[[str], None] = print,
+    stop: threading.Event | None = None,
+) -> int:
+    """`send --cancel MP-ID`: commit a cancel request naming it; with `--wait`, wait for
+    the MP's CANCELLED result (exit 0; 1 when it ended otherwise)."""
+    if not MP_ID_RE.match(mp_id):
+        err(f"mp-engine send --cancel: {mp_id!r} is not an MP id; give one like MP-1.4")
+        return ExitCode.USAGE
+    sender = Sender(repo, branch, echo, err)
+    try:
+        sent = sender.cancel(mp_id)
+        if isinstance(sent, int):
+            return sent
+        clone, commit, sha256 = sent
+        echo(f"sent a cancel request for {mp_id} in {commit[:12]} to {repo} ({branch})")
+        if not wait:
+            return ExitCode.OK
+        if sha256 is None:
+            err(f"not waiting: {mp_id} is not in the remote's inbox, so no result will name it")
+            return ExitCode.MP_ERROR
+        return sender.wait(clone, commit, (mp_id, sha256, "CANCELLED"), timeout, poll, stop or threading.Event())
     except SyncError as e:
         err(f"mp-engine send: {e}")
         return ExitCode.GIT

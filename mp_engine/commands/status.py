@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from mp_engine.agent.progress import load_report, render_lines
+from mp_engine.atomic import read_tail
+from mp_engine.clock import parse_iso
 from mp_engine.commands import load_for_reading, terminal_safe
 from mp_engine.config import Config
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
@@ -22,10 +26,10 @@ from mp_engine.errors import InvalidMPError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.intake import EntryKind, Inbox
 from mp_engine.inbox.mpfile import parse
-from mp_engine.lock import WorkspaceLock
+from mp_engine.lock import WorkspaceLock, daemon_alive, daemon_owner
 from mp_engine.pids import gone_here
 from mp_engine.record.events import EventLog
-from mp_engine.record.state import StateStore, Status
+from mp_engine.record.state import SessionState, StateStore, Status
 from mp_engine.workspace import Workspace
 
 # Events whose newest one is "the last error" in `status`.
@@ -40,6 +44,7 @@ ERROR_EVENTS = {
     "watcher_fallback": "error",
 }
 TAIL_BYTES = 256 * 1024  # how much of the event log `status` reads for the last error
+OUTPUT_TAIL_BYTES, OUTPUT_TAIL_LINES = 2048, 5  # of a running step's output, per stream
 STATUS_COLOURS = {"ONLINE": "green", "RUNNING": "cyan", "ERROR": "red", "OFFLINE": "yellow"}
 
 
@@ -54,7 +59,8 @@ def run_result(ws: Workspace, run_id: str | None) -> dict[str, Any] | None:
 
 
 def last_error(events_file: Path) -> dict[str, Any] | None:
-    """The newest error-like event in the tail of the event log."""
+    """The newest error-like event in the tail of the event log, unless a halt was
+    approved after it."""
     try:
         with open(events_file, "rb") as f:
             size = f.seek(0, os.SEEK_END)
@@ -67,6 +73,8 @@ def last_error(events_file: Path) -> dict[str, Any] | None:
             rec = json.loads(raw)
         except ValueError:
             continue
+        if rec.get("event") == "approved":
+            return None  # what came before was approved: not "the last error" any more
         key = ERROR_EVENTS.get(rec.get("event"))
         if key:
             return {"ts": rec.get("ts"), "event": rec["event"], "message": str(rec.get(key, "")), "mp": rec.get("mp")}
@@ -110,8 +118,8 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
         at = read_last_sync_ok(ws.local_dir)
         report["last_sync"] = {"at": at, "ago": ago(at) if at else "never (since this engine started)"}
     report["summary"] = status_line(ws, state)
-    if state.run_id and (step := current_step(ws, state.run_id)):
-        report["step"] = step
+    if state.run_id and "agent" not in report and (step := current_step(ws, state.run_id)):
+        report["step"] = running_step(ws, config, state.run_id, step)
     last = state.last_result
     if last:
         res = run_result(ws, last.get("run_id")) or {}
@@ -125,15 +133,63 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
         }
     if (err := last_error(ws.events_file)) is not None:
         report["last_error"] = err
-    daemon = getattr(state, "daemon", None) or {}
-    if state.status.value != "OFFLINE" and gone_here(daemon):
-        report["daemon_down"] = (
-            f"the state says {state.status.value}, but its daemon (pid {daemon.get('pid')}, started "
-            f"{daemon.get('started_at')}) is not running: it crashed or was killed; start it again"
-        )
+    report["daemon"] = liveness(ws, state)
+    if report["daemon"].get("summary"):
+        report["summary"] = report["daemon"].pop("summary")
     if ws.stop_file.exists():
         report["stop_file"] = f"{ws.rel(ws.stop_file)} exists: agent MPs end BACKPRESSURE until it is removed"
     return report
+
+
+def running_step(ws: Workspace, config: Config, run_id: str, step: dict[str, Any]) -> dict[str, Any]:
+    """The step a run is on, with (while it runs) how long it has run, the time left
+    before its timeout (the step's, or the MP's when that comes first), and its last
+    lines of output."""
+    if not step.get("started_at"):
+        return step
+    now = datetime.now(UTC)
+    elapsed = (now - parse_iso(step["started_at"])).total_seconds()
+    left = step.get("step_timeout", config.execution.step_timeout) - elapsed
+    if step.get("run_started_at"):
+        mp_used = (now - parse_iso(step["run_started_at"])).total_seconds()
+        left = min(left, step.get("mp_timeout", config.execution.mp_timeout) - mp_used)
+    tail = []
+    for stream in ("stdout", "stderr"):
+        path = ws.runs_dir / run_id / "steps" / f"{step['id']}.{stream}"
+        text = read_tail(path, OUTPUT_TAIL_BYTES).rstrip("\n")
+        tail += [f"{stream}: {line}" for line in text.splitlines()[-OUTPUT_TAIL_LINES:]]
+    return {**step, "elapsed": round(elapsed, 1), "time_left": round(max(0.0, left), 1), "output_tail": tail}
+
+
+def liveness(ws: Workspace, state: SessionState) -> dict[str, Any]:
+    """Whether a daemon serves the workspace now: the holder of `daemon.lock` (its pid and
+    start), else what the state last recorded. `down` says what a person must know when
+    the state still claims a daemon that is gone."""
+    alive = daemon_alive(ws.daemon_lock_file)
+    recorded = getattr(state, "daemon", None) or {}
+    if alive:
+        return {"alive": True, **(daemon_owner(ws.daemon_lock_file) or {})}
+    out: dict[str, Any] = {"alive": bool(alive is None and recorded and not gone_here(recorded))}
+    if recorded:
+        out.update(last_pid=recorded.get("pid"), host=recorded.get("host"), started_at=recorded.get("started_at"))
+    if out["alive"] or (alive is None and not gone_here(recorded)):
+        return out
+    if recorded and state.status.value != "OFFLINE" and recorded.get("host") == socket.gethostname():
+        # The daemon never recorded its stop: it crashed or was killed.
+        interrupted = f"{state.current} was interrupted and resumes when it starts" if state.run_id else ""
+        out["down"] = out["summary"] = (
+            f"not running (last seen {state.last_updated}; the state file still says {state.status.value}): "
+            f"{interrupted or 'it crashed or was killed'}; start it (`mp-engine run` or the service)"
+        )
+    elif state.halt is None and state.run_id is None:
+        out["summary"] = "not running"
+    elif state.run_id:  # stopped cleanly in the middle of an MP
+        step = current_step(ws, state.run_id)
+        where = f" at step {step['number']}/{step['of']}" if step else ""
+        out["summary"] = f"not running; {state.current} was interrupted{where} and resumes when the daemon starts"
+    else:  # stopped cleanly while halted
+        out["summary"] = f"not running; {status_line(ws, state)}"
+    return out
 
 
 def _seconds(value: float | None) -> str:
@@ -159,14 +215,22 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
         f"mp-engine workspace {report['root']}",
         f"  status:          {state_word}" + (paint("  (halted)", "red", bold=True) if halted else ""),
     ]
-    if report.get("daemon_down"):
-        lines.append(f"  daemon:          {paint('DOWN', 'red', bold=True)}: {report['daemon_down']}")
+    d = report.get("daemon") or {}
+    if d.get("down"):
+        lines[1] = f"  status:          {paint('OFFLINE', 'yellow', bold=True)} ({d['down']})"
+        lines.append(f"  daemon:          {paint('DOWN', 'red', bold=True)}")
+    elif d.get("alive"):
+        lines.append(f"  daemon:          running (pid {d.get('pid', '?')}, started {d.get('started_at', '?')})")
+    else:
+        lines.append("  daemon:          not running")
     if report.get("summary"):
         lines.append(f"  doing:           {report['summary']}")
     current = s["current"]
-    if report.get("step"):
-        st = report["step"]
+    st = report.get("step") or {}
+    if st:
         current += f", step {st['number']}/{st['of']} ({st['id']})"
+        if "elapsed" in st:
+            current += f", running {_seconds(st['elapsed'])}, {_seconds(st['time_left'])} left before its timeout"
     lines += [
         f"  current:         {current}",
         f"  last completed:  {s['last_completed'] or '-'}",
@@ -183,6 +247,8 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
             f"  last result:     {r['mp_id']}{title} {paint(r['status'], colour, bold=True)}{extra} "
             f"(run {r['run_id']}, SYSTEM/RESULT_last.md)"
         )
+    if st.get("output_tail"):
+        lines.append("  output:          " + "\n                   ".join(st["output_tail"]))
     if s.get("run_id"):
         lines.append(f"  open run:        {s['run_id']}")
     if report.get("agent") or s.get("waiting"):

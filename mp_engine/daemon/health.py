@@ -58,30 +58,39 @@ def ago(iso: str | None, now: datetime | None = None) -> str:
 
 
 @lru_cache(maxsize=8)
-def _block_ids(mp_copy: str, _mtime_ns: int) -> tuple[str, ...]:
+def _blocks(mp_copy: str, _mtime_ns: int) -> tuple[tuple[str, ...], dict[str, str]]:
     data = Path(mp_copy).read_bytes()
     mp = parse(data, max_bytes=len(data) + 1)
-    return tuple(b.step_id for b in (*mp.steps, *mp.checks))
+    return tuple(b.step_id for b in (*mp.steps, *mp.checks)), dict(mp.headers)
 
 
 def current_step(ws: Workspace, run_id: str) -> dict[str, Any] | None:
-    """The block a run is on, `{"id", "number", "of"}`, from its MP copy and ledger."""
+    """The block a run is on, `{"id", "number", "of"}`, from its MP copy and ledger; with
+    `started_at` when it is running, and the MP's `Step-Timeout:`/`Timeout:` headers."""
     run = RunArchive(ws.runs_dir / run_id)
     try:
-        ids = _block_ids(str(run.mp_copy), os.stat(run.mp_copy).st_mtime_ns)
-        steps = json.loads(run.ledger_path.read_text(encoding="utf-8")).get("steps") or []
+        ids, headers = _blocks(str(run.mp_copy), os.stat(run.mp_copy).st_mtime_ns)
+        ledger = json.loads(run.ledger_path.read_text(encoding="utf-8"))
     except (OSError, ValueError, InvalidMPError):
         return None
+    steps = ledger.get("steps") or []
     if not ids:
         return None
-    live = next((st["step_id"] for st in steps if st.get("status") == "in_progress"), None)
+    live_step = next((st for st in steps if st.get("status") == "in_progress"), None)
+    live = live_step["step_id"] if live_step else None
+    out: dict[str, Any] = {}
     if live in ids:
         number = ids.index(live) + 1
+        out["started_at"] = live_step.get("started_at")  # type: ignore[union-attr]
     else:
         done = sum(1 for st in steps if st.get("status") in ("completed", "failed"))
         number = min(done + 1, len(ids))
         live = ids[number - 1]
-    return {"id": live, "number": number, "of": len(ids)}
+    out.update(id=live, number=number, of=len(ids), run_started_at=ledger.get("created_at"))
+    out.update(
+        {k: float(headers[h]) for k, h in (("step_timeout", "Step-Timeout"), ("mp_timeout", "Timeout")) if h in headers}
+    )
+    return out
 
 
 def status_line(ws: Workspace, state: SessionState, now: datetime | None = None) -> str:

@@ -14,7 +14,7 @@ from mp_engine.record.outcome import StepReport
 @dataclass
 class ExecResult:
     # "waiting": paused until extra["waiting"]["resume_at"] (agent rate/usage limits); the run stays open
-    status: Literal["completed", "failed", "interrupted", "waiting"]
+    status: Literal["completed", "failed", "interrupted", "waiting", "cancelled"]
     steps: list[StepReport] = field(default_factory=list)
     checks: list[StepReport] = field(default_factory=list)
     diagnosis: Diagnosis | None = None

@@ -1,7 +1,7 @@
 """The shell executor: run the MP's blocks in document order, then its checks.
 
-Stops at the first failure (MP-1.3: "On any error: STOP immediately"); blocks after it are
-reported as not run.
+Stops at the first failure (MP-1.3: "On any error: STOP immediately"), or when the MP is
+cancelled; blocks after it are reported as not run.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ class ShellExecutor:
                     continue
                 run = run_block(ctx, block)
                 reports.append(run.report)
-                if run.interrupted:
+                if run.cancelled:
+                    result.status = "cancelled"
+                elif run.interrupted:
                     result.status = "interrupted"
                 elif not run.ok:
                     result.status = "failed"

@@ -12,7 +12,7 @@ import hashlib
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mp_engine.atomic import atomic_write
@@ -59,6 +59,7 @@ class StepContext:
     stop: threading.Event  # finish the current step, then stop
     stop_now: threading.Event  # stop the current step now
     budget: Budget
+    cancelled: threading.Event = field(default_factory=threading.Event)  # set with stop_now by a cancel
 
     @property
     def step_timeout(self) -> float:
@@ -71,6 +72,7 @@ class BlockRun:
     ok: bool
     diagnosis: Diagnosis | None = None
     interrupted: bool = False  # stopped by shutdown before or while running; resumable
+    cancelled: bool = False  # stopped or never started because the MP was cancelled
 
 
 def block_key(mp: MicroProject, block: Block) -> str:
@@ -95,7 +97,7 @@ def report_for(ctx: StepContext, block: Block, step: LedgerStep | None) -> StepR
     )
     if artifact is None:
         return report
-    report.status = "ok" if artifact.get("ok") else "failed"
+    report.status = "ok" if artifact.get("ok") else ("cancelled" if artifact.get("cancelled") else "failed")
     report.exit_code = artifact.get("exit_code")
     report.duration = artifact.get("duration")
     if artifact.get("message"):
@@ -129,6 +131,8 @@ def run_block(ctx: StepContext, block: Block) -> BlockRun:
         artifact = read_artifact(ctx.run.steps_dir, step) or {}
         d = Diagnosis.from_dict(artifact["diagnosis"]) if artifact.get("diagnosis") else None
         return BlockRun(report_for(ctx, block, step), ok=step.status is StepStatus.COMPLETED, diagnosis=d)
+    if ctx.cancelled.is_set():
+        return BlockRun(report_for(ctx, block, step), ok=False, cancelled=True)
     if ctx.stop.is_set() or ctx.stop_now.is_set():
         return BlockRun(report_for(ctx, block, step), ok=False, interrupted=True)
     label = "check" if block.kind == "check" else "step"
@@ -273,6 +277,21 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
         d = diag.start_failed(block.step_id, label, block.index, block.line, str(e), ctx.mp.mp_id)
         return _record_failure(ctx, block, step, d, message=str(e))
     ctx.budget.charge(res.duration)
+    if res.interrupted and ctx.cancelled.is_set():  # cancelled while it ran: it ends here, with its output
+        ref = write_artifact(
+            ctx.run.steps_dir,
+            step,
+            {
+                "ok": False,
+                "cancelled": True,
+                "exit_code": res.exit_code,
+                "signal": res.signal,
+                "duration": res.duration,
+            },
+            durable=ctx.ledger.durable,
+        )
+        ctx.ledger.finish(step, ok=False, output_ref=ref, error="cancelled")
+        return BlockRun(report_for(ctx, block, step), ok=False, cancelled=True)
     if res.interrupted:
         # Left in progress on purpose: recovery decides (rerun or report) on restart.
         return BlockRun(report_for(ctx, block, step), ok=False, interrupted=True)

@@ -16,8 +16,10 @@ from mp_engine.record.diagnosis import Diagnosis
 COMPLETED = "COMPLETED"
 ERROR = "ERROR"
 SUPERSEDED = "SUPERSEDED"  # replaced by a newer MP before it ran (docs/PROTOCOL.md §2)
-# Statuses that end a run without a halt: the MP ran to the end, or never had to run.
-NO_HALT = (COMPLETED, SUPERSEDED)
+CANCELLED = "CANCELLED"  # stopped, or never started, because the orchestrator or operator asked
+# Statuses that end a run without a halt: the MP ran to the end, never had to run, or
+# was stopped on request.
+NO_HALT = (COMPLETED, SUPERSEDED, CANCELLED)
 
 
 @dataclass
@@ -26,7 +28,7 @@ class StepReport:
     kind: str  # command | file | check
     what: str
     line: int | None = None
-    status: str = "not run"  # ok | failed | not run
+    status: str = "not run"  # ok | failed | cancelled | not run
     exit_code: int | None = None
     duration: float | None = None
     stdout: str = ""
@@ -39,7 +41,7 @@ class StepReport:
 
 @dataclass
 class Outcome:
-    status: str  # COMPLETED | ERROR | SUPERSEDED
+    status: str  # COMPLETED | ERROR | SUPERSEDED | CANCELLED
     mp_id: str
     title: str
     run_id: str

@@ -17,6 +17,7 @@ from typing import Any
 
 from mp_engine.clock import parse_iso
 from mp_engine.config import CONFIG_FILE
+from mp_engine.inbox.cancel import CANCEL_PATH
 from mp_engine.record.archive import RunArchive
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
@@ -81,7 +82,7 @@ def select(root: Path, found: dict[str, Change], baseline: dict[str, Any] | None
             continue
         if path in PROTOCOL_FILES or path.startswith(RUNS_PREFIX):
             paths.append(path)
-        elif path == INBOX_PATH:
+        elif path in (INBOX_PATH, CANCEL_PATH):
             if ch.fingerprint == "deleted":  # only the engine's own removal travels
                 paths.append(path)
         elif baseline is not None and changed_by_run(root, path, ch, baseline):

@@ -19,10 +19,12 @@ from typing import Any
 
 from mp_engine.config import GitConfig
 from mp_engine.errors import InvalidMPError, RemoteUnreachable, SyncError
+from mp_engine.inbox.cancel import CANCEL_PATH
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
 from mp_engine.sync import attribution, commit, locks, pull, push, recovery
 from mp_engine.sync.context import SyncContext
+from mp_engine.sync.peek import RemotePeek
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH, checked_signers_file
@@ -42,6 +44,8 @@ class GitChannel:
         self._session: GitSession | None = None
         self._remote_checked = False
         self.allowed_signers = checked_signers_file(ws.root, cfg)
+        self._peek = RemotePeek(self.c, self.allowed_signers)
+        self.peek_interval = cfg.poll_interval
 
     def bind(self, events: EventLog, inbox: Inbox | None = None) -> None:
         """Share the engine's event log (one writer, one redactor) and its inbox, whose
@@ -134,6 +138,10 @@ class GitChannel:
             if (self.c.store.blocked() or {}).get("kind") == "conflict":
                 push.push_side_branch(self.c, s)
         return out
+
+    def peek_cancel(self) -> bytes | None:
+        """The remote branch's cancel request, read while an MP runs (sync/peek.py)."""
+        return self._peek.read(CANCEL_PATH)
 
     def push_branch(self, branch: str) -> None:
         """Push a work branch that did not land (agent/workbranch.py), so the orchestrator

@@ -45,6 +45,11 @@ class LocalChannel:
     def push_branch(self, branch: str) -> None:
         pass
 
+    peek_interval = float("inf")
+
+    def peek_cancel(self) -> bytes | None:
+        return None
+
     def commit_state(self, message: str) -> SyncOutcome:
         return SyncOutcome()
 

@@ -67,24 +67,27 @@ def test_error_halt_and_approval(ws, daemon_factory):
     wait_for(lambda: read_state(ws)["last_completed"] == "MP-2.3", what="MP-2.3 after local approval")
 
 
-def test_two_daemons_one_root_run_the_mp_exactly_once(ws, daemon_factory):
+def test_a_second_daemon_on_one_root_exits_4_at_once_naming_the_first(ws, daemon_factory):
     a = daemon_factory(ws.root, name="a").start()
+    wait_for(lambda: online(ws, a.pid), what=lambda: f"the first daemon ONLINE; log:\n{a.output()}")
     b = daemon_factory(ws.root, name="b").start()
-    wait_for(
-        lambda: len(events(ws, "engine_started")) == 2,
-        what=lambda: f"both daemons; logs:\n{a.output()}\n{b.output()}",
-    )
+    assert b.wait() == 4
+    assert f"another mp-engine daemon already runs on this workspace (pid {a.pid}" in b.output()
+    assert online(ws, a.pid)  # the second one recorded nothing
+    # One `once` beside the daemon is serialised by the workspace lock: each MP runs once.
     for n in range(3):
         drop(ws, f"# MP-3.{n}\n\n```bash\necho $$ >> ran.txt\nsleep 0.3\n```\n")
+        once = subprocess.Popen([sys.executable, "-m", "mp_engine", "once", "--root", str(ws.root)])
         wait_for(
             lambda n=n: read_state(ws)["last_completed"] == f"MP-3.{n}",
-            what=lambda n=n: f"MP-3.{n}; state {read_state(ws)}; logs:\n{a.output()}\n{b.output()}",
+            what=lambda n=n: f"MP-3.{n}; state {read_state(ws)}; log:\n{a.output()}",
         )
+        assert once.wait(timeout=30) in (0, 4)
     assert len((ws.root / "ran.txt").read_text().splitlines()) == 3
     assert len(events(ws, "mp_claimed")) == 3
-    for d in (a, b):
-        d.signal(signal.SIGTERM)
-        assert d.wait() == 0
+    a.signal(signal.SIGTERM)
+    assert a.wait() == 0
+    assert read_state(ws)["status"] == "OFFLINE"
 
 
 def test_sigterm_during_a_step_checkpoints_and_the_restart_resumes(ws, daemon_factory):
@@ -197,13 +200,21 @@ def test_after_kill_9_status_and_doctor_say_the_daemon_is_down(ws, daemon_factor
     status shows the daemon DOWN and doctor fails, each with what to do."""
     from tests.e2e.cli import mpe
 
+    before = json.loads(mpe("status", "--root", str(ws.root), "--json").stdout)["daemon"]
+    assert before["alive"] is False
+    assert "daemon:          not running" in mpe("status", "--root", str(ws.root)).stdout
     d = daemon_factory(ws.root).start()
     wait_for(lambda: online(ws, d.pid), what="ONLINE")
-    assert "DOWN" not in mpe("status", "--root", str(ws.root)).stdout
+    out = mpe("status", "--root", str(ws.root)).stdout
+    assert "DOWN" not in out and f"daemon:          running (pid {d.pid}," in out
+    assert json.loads(mpe("status", "--root", str(ws.root), "--json").stdout)["daemon"]["alive"] is True
     d.signal(signal.SIGKILL)
     d.wait()
     assert read_state(ws)["status"] == "ONLINE"  # what the file says after a kill -9
     out = mpe("status", "--root", str(ws.root)).stdout
-    assert "daemon:          DOWN" in out and f"pid {d.pid}" in out and "start it again" in out
+    assert "status:          OFFLINE (not running (last seen" in out and "the state file still says ONLINE" in out
+    assert "daemon:          DOWN" in out and "idle" not in out, out
+    report = json.loads(mpe("status", "--root", str(ws.root), "--json").stdout)
+    assert report["daemon"]["alive"] is False and report["daemon"]["last_pid"] == d.pid
     doctor = mpe("doctor", "--root", str(ws.root))
     assert doctor.returncode == 1 and "is not running: it crashed or was killed" in doctor.stdout

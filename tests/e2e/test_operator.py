@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
-from tests.conftest import drop, read_state, wait_for
+from tests.conftest import drop, events, read_state, wait_for
 
 pytestmark = pytest.mark.daemon
 
@@ -82,3 +84,88 @@ def test_no_process_outlives_its_step(ws, daemon_factory):
     assert stdout == "started\n"
     d.signal(signal.SIGTERM)
     assert d.wait() == 0
+
+
+def cli(ws, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mp_engine", *args, "--root", str(ws.root)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_cancel_on_the_host_stops_the_running_step_and_the_engine_goes_on(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="ONLINE")
+    drop(
+        ws,
+        "# MP-8.30 Long\n\n```bash\necho started\nsleep 60 & echo $! > sleeper.pid\nwait\n```\n\n```bash\ntouch never\n```\n",
+    )
+    wait_for(lambda: (ws.root / "sleeper.pid").exists(), what="the step to start")
+    out = cli(ws, "cancel")
+    assert out.returncode == 0 and "cancelled MP-8.30" in out.stdout, out.stderr
+    res = last_result(ws)
+    assert res["status"] == "CANCELLED" and res["approve_with"] is None
+    assert [s["status"] for s in res["steps"]] == ["cancelled", "not run"]
+    assert res["steps"][0]["stdout_tail"] == "started\n"
+    assert not exists(int((ws.root / "sleeper.pid").read_text())) and not (ws.root / "never").exists()
+    state = read_state(ws)
+    assert state["status"] == "ONLINE" and state.get("halt") is None and state["current"] == "IDLE"
+    assert "Cancelled at the request of `mp-engine cancel`" in ws.result_file.read_text()
+    # No halt: the next MP runs without approval.
+    drop(ws, "# MP-8.31 Next\n\n```bash\ntrue\n```\n")
+    wait_for(lambda: finished(ws, "MP-8.31"), what="MP-8.31")
+    assert last_result(ws)["status"] == "COMPLETED"
+    # Nothing to cancel now.
+    assert cli(ws, "cancel").returncode == 2
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+
+
+def test_a_cancel_request_in_the_inbox_cancels_a_waiting_mp_or_is_ignored(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="ONLINE")
+    # Naming nothing that runs: consumed, recorded, no result.
+    (ws.inbox_dir / "cancel_request.txt").write_text("MP-9.9\n")
+    wait_for(lambda: not (ws.inbox_dir / "cancel_request.txt").exists(), what="the request to be consumed")
+    ignored = [e for e in events(ws, "cancel_ignored") if e["mp"] == "MP-9.9"]
+    assert ignored and "no MP MP-9.9 is running" in ignored[0]["reason"]
+    # A request that came before its MP: the MP is cancelled before it starts.
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+    (ws.inbox_dir / "cancel_request.txt").write_text("MP-8.40\n")
+    drop(ws, "# MP-8.40 Never\n\n```bash\ntouch ran\n```\n")
+    d2 = daemon_factory(ws.root).start()
+    wait_for(lambda: finished(ws, "MP-8.40"), what=lambda: f"MP-8.40; log:\n{d2.output()[-3000:]}")
+    assert last_result(ws)["status"] == "CANCELLED" and not (ws.root / "ran").exists()
+    assert not (ws.inbox_dir / "cancel_request.txt").exists() and read_state(ws)["status"] == "ONLINE"
+    d2.signal(signal.SIGTERM)
+    assert d2.wait() == 0
+
+
+def test_status_tells_the_truth_while_a_step_runs_and_after_an_approval(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="ONLINE")
+    drop(ws, "# MP-8.50 Fails\n\n```bash\nexit 3\n```\n")
+    wait_for(lambda: finished(ws, "MP-8.50"), what="MP-8.50")
+    assert "last error:" in cli(ws, "status").stdout
+    drop(
+        ws,
+        "# MP-8.51 Slow\nApproves: MP-8.50\nStep-Timeout: 120\n\n"
+        "```bash\necho line one\necho 'to stderr' >&2\ntouch up\nsleep 60\n```\n",
+    )
+    wait_for(lambda: (ws.root / "up").exists(), what="the step to start")
+    out = cli(ws, "status").stdout
+    assert "current:         MP-8.51, step 1/1 (step-001), running " in out, out
+    assert "left before its timeout" in out and "stdout: line one" in out and "stderr: to stderr" in out
+    assert "last error:" not in out  # MP-8.50's error was approved by MP-8.51
+    report = json.loads(cli(ws, "status", "--json").stdout)
+    step = report["step"]
+    assert step["id"] == "step-001" and 0 <= step["elapsed"] <= 120 and 0 < step["time_left"] <= 120
+    assert report["daemon"]["alive"] is True and report["daemon"]["pid"] == d.pid
+    assert cli(ws, "cancel").returncode == 0
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+    out = cli(ws, "status").stdout
+    assert "doing:           not running" in out and "daemon:          not running" in out

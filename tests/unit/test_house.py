@@ -19,6 +19,7 @@ TESTED_ELSEWHERE = {
     "execute/base": "the Executor protocol; tests/unit/execute/test_shell.py",
     "commands/run": "tests/e2e/test_daemon.py runs the daemon",
     "commands/send": "tests/e2e/cmd_send/test_send.py",
+    "cancel": "tests/e2e/test_operator.py (the real daemon: a waiting MP cancelled, a request ignored)",
     "commands/status": "tests/unit/commands/test_status.py",
     "commands/logs": "tests/unit/commands/test_logs.py",
     "commands/service": "tests/unit/commands/test_service.py",

@@ -289,3 +289,40 @@ def test_the_git_poll_keeps_its_own_timer_when_rescans_are_rare(tmp_path, daemon
     wait_for(lambda: read_state(ws)["last_completed"] == "MP-0.1", timeout=20, what=lambda: d.output())
     d.signal(signal.SIGTERM)
     assert d.wait() == 0
+
+
+def test_send_cancel_stops_the_running_mp_over_git(engine, tmp_path):
+    bare, url, ws, d = engine
+    long_mp = "# MP-0.30 Long\n\n```bash\necho started\nsleep 60\n```\n"
+    sender = send(tmp_path, long_mp, url)
+    wait_for(lambda: running_on_remote(bare, "MP-0.30"), what=lambda: f"RUNNING on the remote; log:\n{d.output()}")
+    args = ["send", "--cancel", "MP-0.30", "--repo", url, "--wait", "--poll", "0.1", "--timeout", "60"]
+    code, out, err = finish(
+        subprocess.Popen(
+            [sys.executable, "-m", "mp_engine", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    )
+    assert code == 0, err + d.output()
+    assert "Status: CANCELLED" in out and "MP: MP-0.30" in out
+    # The sender of the MP sees the same result; CANCELLED is not COMPLETED for it.
+    code, out, _ = finish(sender)
+    assert code == 1 and "Status: CANCELLED" in out
+    state = json.loads(remote_file(bare, "SESSION_STATE.json"))
+    assert state["status"] == "ONLINE" and state.get("halt") is None
+    # The request was consumed, and its removal reached the remote.
+    wait_for(
+        lambda: remote_file(bare, "Claude_Inbox/cancel_request.txt") is None, what="the request removed on the remote"
+    )
+    assert [e["source"] for e in events(ws, "mp_cancelled")] == ["remote"]
+    # A cancel for an MP that is not there: sent, then recorded as ignored.
+    args = ["send", "--cancel", "MP-0.99", "--repo", url]
+    code, out, err = finish(
+        subprocess.Popen(
+            [sys.executable, "-m", "mp_engine", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    )
+    assert code == 0 and "neither running nor waiting" in err
+    wait_for(
+        lambda: any(e["mp"] == "MP-0.99" for e in events(ws, "cancel_ignored")), what="the ignored request recorded"
+    )
+    wait_for(lambda: remote_file(bare, "Claude_Inbox/cancel_request.txt") is None, what="the ignored request removed")

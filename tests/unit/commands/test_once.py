@@ -39,6 +39,7 @@ def test_every_pass_result_has_an_exit_code():
     assert set(ONCE_EXIT) == {
         "completed",
         "superseded",
+        "cancelled",
         "idle",
         "waiting",
         "error",

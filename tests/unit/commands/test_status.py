@@ -44,7 +44,7 @@ def test_status_json_has_the_last_mp_the_halt_and_the_last_error(two_mps, capsys
     rc, out = run_main(capsys, "status", "--root", str(ws.root), "--json")
     report = json.loads(out)
     assert rc == 0 and report["state"]["status"] == "ERROR"  # the existing keys stay
-    assert report["summary"].startswith("halted: MP-7.2 ERROR awaiting approval (")
+    assert report["summary"].startswith("not running; halted: MP-7.2 ERROR awaiting approval (")
     last = report["last_mp"]
     assert last["mp_id"] == "MP-7.2" and last["status"] == "ERROR" and last["title"] == "Break on purpose"
     assert last["duration"] >= 0 and last["ago"] == "just now"
@@ -57,7 +57,7 @@ def test_status_plain_off_a_tty_and_coloured_on_one(two_mps, capsys):
     ws = two_mps
     rc, out = run_main(capsys, "status", "--root", str(ws.root))
     assert rc == 0 and "\x1b[" not in out  # captured stdout is not a TTY: plain text
-    assert "  doing:           halted: MP-7.2 ERROR awaiting approval" in out
+    assert "  doing:           not running; halted: MP-7.2 ERROR awaiting approval" in out
     assert "  last result:     MP-7.2 Break on purpose ERROR, " in out
     assert "  halted on:       MP-7.2: " in out and "  last error:      mp_failed just now: " in out
     coloured = render_status(status_report(ws, load_config(ws.root)), color=True)
@@ -84,7 +84,9 @@ def test_status_shows_the_step_of_a_running_mp(ws, daemon_factory, capsys):
     wait_for(lambda: (ws.root / "started").exists(), what=d.output)
     rc, out = run_main(capsys, "status", "--root", str(ws.root), "--json")
     report = json.loads(out)
-    assert report["step"] == {"id": "step-001", "number": 1, "of": 2}
+    step = report["step"]
+    assert {k: step[k] for k in ("id", "number", "of")} == {"id": "step-001", "number": 1, "of": 2}
+    assert step["elapsed"] >= 0 and step["time_left"] > 0 and step["started_at"].endswith("Z")
     assert report["summary"] == "running MP-9.1 step 1/2"
     rendered = render_status(report)
     assert "  current:         MP-9.1, step 1/2 (step-001)" in rendered

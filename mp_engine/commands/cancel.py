@@ -1,0 +1,57 @@
+"""`mp-engine cancel`: ask the daemon on this host to cancel an MP, and say what happened."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mp_engine.commands import load_for_reading
+from mp_engine.exitcodes import ExitCode
+from mp_engine.inbox.cancel import host_path, request_on_host
+from mp_engine.inbox.header import MP_ID_RE
+from mp_engine.workspace import Workspace
+
+POLL = 0.05
+
+
+def _state(ws: Workspace) -> dict:
+    try:
+        return json.loads(ws.state_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def cancel(
+    root: Path, mp_id: str | None, timeout: float, echo: Callable[[str], None], err: Callable[[str], None]
+) -> ExitCode:
+    ws, _, _ = load_for_reading(root)
+    ws.check()
+    state = _state(ws)
+    if mp_id is None:
+        if not state.get("run_id"):
+            err(
+                f"nothing to cancel: no MP is running (the engine is {state.get('status', '?')}); name one: `mp-engine cancel MP-1.4`"
+            )
+            return ExitCode.USAGE
+        mp_id = str(state.get("current"))
+    if not MP_ID_RE.match(mp_id):
+        err(f"{mp_id!r} is not an MP id; give one like MP-1.4")
+        return ExitCode.USAGE
+    request_on_host(ws, mp_id)
+    deadline = time.monotonic() + timeout
+    while host_path(ws).exists():
+        if time.monotonic() >= deadline:
+            err(
+                f"asked to cancel {mp_id}, but the engine has not acted within {timeout:g} s; the request stays in "
+                f"{ws.rel(host_path(ws))} and takes effect when the daemon runs (`mp-engine status` says whether it does)"
+            )
+            return ExitCode.SEND_TIMEOUT
+        time.sleep(POLL)
+    last = _state(ws).get("last_result") or {}
+    if last.get("mp_id") == mp_id and last.get("status") == "CANCELLED":
+        echo(f"cancelled {mp_id} (run {last.get('run_id')}, SYSTEM/RESULT_last.md)")
+    else:
+        echo(f"{mp_id} was not cancelled: it was not running or waiting (see `mp-engine logs`, event cancel_ignored)")
+    return ExitCode.OK
