@@ -98,3 +98,27 @@ def test_a_usage_limit_waits_with_resume_at_and_the_daemon_resumes_after_it(ws, 
     assert [e["after"] for e in events(ws) if e.get("id") == "FR-EVT-MT-008"] == ["usage_limit"]
     d.signal(signal.SIGTERM)
     d.wait()
+
+
+def test_cancel_during_an_agent_call_stops_it_and_keeps_the_partial_work_on_its_branch(ws, daemon_factory, tmp_path):
+    flag, pids = tmp_path / "hung", tmp_path / "pids"
+    configure(ws, [level("a", "hang.py", "--flag", str(flag), "--pids", str(pids))])
+    d = started(daemon_factory, ws)
+    drop(ws, ONE)
+    wait_for(lambda: pids.exists() and pids.read_text(), what=lambda: "the agent call under way\n" + d.output())
+    agent_child = int(pids.read_text())
+    out = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "cancel", "--root", str(ws.root)], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and "cancelled MP-3.2" in out.stdout, out.stderr + d.output()
+    assert not alive(agent_child)
+    assert result_field(ws, "Status") == "CANCELLED"
+    state = read_state(ws)
+    assert state["status"] == "ONLINE" and state.get("halt") is None
+    run = only_run(ws)
+    assert progress(run)["status"] == "cancelled"
+    assert not (ws.root / "SYSTEM/.engine/work" / run.run_id).exists()  # the worktree is gone, the branch stays
+    branches = subprocess.run(["git", "branch", "--list", "mp/*"], cwd=ws.root, capture_output=True, text=True)
+    assert "mp/MP-3.2" in branches.stdout
+    d.signal(signal.SIGTERM)
+    d.wait()
