@@ -110,14 +110,27 @@ def once(root: Path) -> int:
 @cli.command()
 @root_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def status(root: Path, as_json: bool) -> int:
+@click.option(
+    "--remote", metavar="URL_OR_PATH", help="Read the channel repository instead: its state, and the heartbeat."
+)
+@click.option("--branch", default="main", show_default=True, help="With --remote: the branch the engine watches.")
+def status(root: Path, as_json: bool, remote: str | None, branch: str) -> int:
     """Show the state, the current MP and step, the last MP, the halt and why, git and the last error.
+
+    With --remote, from anywhere that can reach the channel repository: the state the
+    engine last pushed, the MP in the remote's inbox, and whether the engine is up, idle,
+    stopped or silent (its heartbeat, docs/PROTOCOL.md).
 
     \b
     Examples:
       mp-engine status --root ~/mp-workspace
       mp-engine status --json | jq .summary
+      mp-engine status --remote git@github.com:me/mp-channel.git
     """
+    if remote is not None:
+        from mp_engine.commands.remote import remote_status  # lazy: see the module docstring
+
+        return remote_status(remote, branch, as_json, click.echo, _err)
     from mp_engine.commands.status import status as cmd  # lazy: see the module docstring
 
     return cmd(root, as_json, click.echo, color=sys.stdout.isatty())

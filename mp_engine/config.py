@@ -82,6 +82,9 @@ class GitConfig(_Section):
     remote: str = Field("origin", min_length=1, description="remote name, or a URL (kept as remote `origin`)")
     branch: str = Field("main", min_length=1)
     poll_interval: float = Field(10.0, gt=0, description="seconds between `git ls-remote` polls")
+    heartbeat_interval: float = Field(
+        300.0, ge=0, description="seconds between pushes to branch mp-engine/heartbeat (0 = off; docs/PROTOCOL.md)"
+    )
     push: bool = True
     commit_running: bool = Field(True, description="commit and push right after RUNNING is written")
     timeout: float = Field(60.0, gt=0, description="seconds any one git command may take")

@@ -142,6 +142,7 @@ class Engine:
             log.warning("could not record OFFLINE", error=str(e))
         self.events.emit("engine_stopped", pid=os.getpid())
         self.events.sync()
+        self.sync.stopping()
         self.sync.close()
 
     # -- one pass --------------------------------------------------------------------

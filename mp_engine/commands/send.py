@@ -30,6 +30,8 @@ from mp_engine.gitcmd import git
 from mp_engine.inbox.cancel import CANCEL_PATH
 from mp_engine.inbox.header import MP_ID_RE
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
+from mp_engine.sync import heartbeat
+from mp_engine.sync.heartbeat import HEARTBEAT_BRANCH, verdict
 from mp_engine.sync.push import PushRejected, push_checked
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
@@ -113,7 +115,7 @@ class Sender:
         found: list[str | None] = [None]
 
         def precheck(state: dict, pending: bytes | None, first: bool) -> int | None:
-            waiting = pending is not None and _mp_line(pending).split(" ", 1)[0] == mp_id
+            waiting = pending is not None and mp_line(pending).split(" ", 1)[0] == mp_id
             found[0] = hashlib.sha256(pending).hexdigest() if waiting and pending is not None else None
             if first and not waiting:
                 self.err(
@@ -145,7 +147,7 @@ class Sender:
             ):
                 with attempt:
                     tip = self.refresh(s, own_clone=own)
-                    refused = precheck(_state(s, tip), s.blob(tip, INBOX_PATH), attempt.retry_state.attempt_number == 1)
+                    refused = precheck(state_at(s, tip), s.blob(tip, INBOX_PATH), attempt.retry_state.attempt_number == 1)
                     if refused is not None:
                         return refused
                     target = clone / path
@@ -192,7 +194,10 @@ class Sender:
                     if found is not None:
                         self.echo(found.rstrip("\n"))
                         return ExitCode.OK if _field(found, "Status") == good else ExitCode.MP_ERROR
-                    progress = _progress(_state(s, self.tracking), mp_id)
+                    progress = progress_line(state_at(s, self.tracking), mp_id)
+                    engine = self.liveness(s)
+                    if engine["engine"] in ("silent", "stopped"):
+                        progress += f" (the engine looks down: {engine['why']}, last heartbeat {engine['last_beat']})"
                     if progress != said:
                         self.err(f"waiting: {progress}")
                         said = progress
@@ -209,6 +214,12 @@ class Sender:
                 return ExitCode.SEND_TIMEOUT
             if stop.wait(min(poll, left)):
                 return ExitCode.SEND_TIMEOUT
+
+    def liveness(self, s: GitSession) -> dict:
+        """The engine's heartbeat as the remote has it (sync/heartbeat.py), fetched anew."""
+        ref = f"refs/remotes/origin/{HEARTBEAT_BRANCH}"
+        got = s.status("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{HEARTBEAT_BRANCH}:{ref}")[0] == 0
+        return verdict(heartbeat.parse(s.run("log", "-1", "--format=%B", ref)) if got else None)
 
     def _find_result(self, s: GitSession, sent: str, sha: str) -> str | None:
         if not s.is_ancestor(sent, self.tracking):
@@ -231,7 +242,7 @@ def _field(text: str, key: str) -> str | None:
     return None
 
 
-def _state(s: GitSession, commit: str) -> dict:
+def state_at(s: GitSession, commit: str) -> dict:
     """SESSION_STATE.json at `commit` ({} when missing or unreadable)."""
     blob = s.blob(commit, STATE_FILE)
     try:
@@ -255,13 +266,13 @@ def _cannot_run(state: dict, mp: MicroProject) -> str | None:
 
 
 def _describe_pending(pending: bytes, state: dict) -> str:
-    mp_line = _mp_line(pending)
-    if state.get("status") == "RUNNING" and mp_line.startswith(str(state.get("current"))):
+    line = mp_line(pending)
+    if state.get("status") == "RUNNING" and line.startswith(str(state.get("current"))):
         return f"the engine is running {state.get('current')} (run {state.get('run_id')})"
-    return f"{mp_line} is waiting in the remote's inbox (the engine has not taken it yet)"
+    return f"{line} is waiting in the remote's inbox (the engine has not taken it yet)"
 
 
-def _progress(state: dict, mp_id: str) -> str:
+def progress_line(state: dict, mp_id: str) -> str:
     """One line on where the engine is, as the remote shows it."""
     status, current = state.get("status", "?"), state.get("current", "?")
     if status == "RUNNING" and current == mp_id:
@@ -274,7 +285,7 @@ def _progress(state: dict, mp_id: str) -> str:
     return f"{mp_id} is not taken yet; the engine is {status}"
 
 
-def _mp_line(data: bytes) -> str:
+def mp_line(data: bytes) -> str:
     first = next((ln for ln in data.decode("utf-8", errors="replace").splitlines() if ln.strip()), "")
     return first.lstrip("# ").strip()[:80] or "unreadable"
 

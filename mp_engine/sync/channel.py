@@ -24,6 +24,7 @@ from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
 from mp_engine.sync import attribution, commit, locks, pull, push, recovery
 from mp_engine.sync.context import SyncContext
+from mp_engine.sync.heartbeat import Heartbeat
 from mp_engine.sync.peek import RemotePeek
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession
@@ -45,6 +46,7 @@ class GitChannel:
         self._remote_checked = False
         self.allowed_signers = checked_signers_file(ws.root, cfg)
         self._peek = RemotePeek(self.c, self.allowed_signers)
+        self.heartbeat = Heartbeat(self.c, cfg.heartbeat_interval)
         self.peek_interval = cfg.poll_interval
 
     def bind(self, events: EventLog, inbox: Inbox | None = None) -> None:
@@ -104,6 +106,7 @@ class GitChannel:
                 out = pull.integrate(self.c, s, remote_sha, self.allowed_signers)
             if out.problem is None:
                 push.push(self.c, s, out, self.allowed_signers)
+        self.heartbeat.beat()
         return out
 
     def running(self, mp_id: str, run_id: str) -> SyncOutcome:
@@ -140,8 +143,14 @@ class GitChannel:
         return out
 
     def peek_cancel(self) -> bytes | None:
-        """The remote branch's cancel request, read while an MP runs (sync/peek.py)."""
+        """The remote branch's cancel request, read while an MP runs (sync/peek.py); the
+        heartbeat goes on meanwhile (sync/heartbeat.py)."""
+        self.heartbeat.beat()
         return self._peek.read(CANCEL_PATH)
+
+    def stopping(self) -> None:
+        """A clean stop: the last heartbeat says so."""
+        self.heartbeat.beat(stopped=True)
 
     def push_branch(self, branch: str) -> None:
         """Push a work branch that did not land (agent/workbranch.py), so the orchestrator

@@ -50,6 +50,9 @@ class LocalChannel:
     def peek_cancel(self) -> bytes | None:
         return None
 
+    def stopping(self) -> None:
+        pass
+
     def commit_state(self, message: str) -> SyncOutcome:
         return SyncOutcome()
 

@@ -326,3 +326,35 @@ def test_send_cancel_stops_the_running_mp_over_git(engine, tmp_path):
         lambda: any(e["mp"] == "MP-0.99" for e in events(ws, "cancel_ignored")), what="the ignored request recorded"
     )
     wait_for(lambda: remote_file(bare, "Claude_Inbox/cancel_request.txt") is None, what="the ignored request removed")
+
+
+def test_the_remote_tells_an_engine_that_is_down_from_one_that_is_idle(tmp_path, daemon_factory):
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url)
+    env = {**GIT_ENV, "MP_ENGINE_GIT__HEARTBEAT_INTERVAL": "0.5"}
+
+    def remote_status() -> dict:
+        args = [sys.executable, "-m", "mp_engine", "status", "--remote", url, "--json"]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    assert remote_status()["engine"]["engine"] == "unknown"  # never started: no heartbeat yet
+    d = daemon_factory(ws.root, env=env).start()
+    wait_for(lambda: remote_status()["engine"]["engine"] == "up", what=lambda: f"heartbeat; log:\n{d.output()}")
+    before = remote_log(bare)
+    first = remote_status()["engine"]["last_beat"]
+    wait_for(lambda: remote_status()["engine"]["last_beat"] != first, what="a later beat")
+    assert remote_log(bare) == before  # beats never land on the channel branch
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+    assert remote_status()["engine"]["engine"] == "stopped"
+    d2 = daemon_factory(ws.root, env=env).start()
+    wait_for(lambda: remote_status()["engine"]["engine"] == "up", what="up again")
+    d2.kill9()
+    wait_for(lambda: remote_status()["engine"]["engine"] == "silent", timeout=30, what="the beats to stop")
+    plain = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "status", "--remote", url], capture_output=True, text=True, timeout=60
+    )
+    assert "engine:   silent" in plain.stdout and "no heartbeat for" in plain.stdout

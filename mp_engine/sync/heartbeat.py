@@ -1,0 +1,122 @@
+"""The heartbeat: how the remote tells an engine that is down from one that is idle.
+
+An idle engine commits nothing, so the channel branch cannot say whether anyone is
+listening. Every `[git] heartbeat_interval` seconds (the first poll after a start, then
+while idle and while an MP runs) the engine force-pushes one small commit to the branch
+`mp-engine/heartbeat` (not the channel branch, whose history gets no commit from it). The
+commit has the empty tree and no parent; its message is one JSON document:
+
+    {"schema": "mp-engine/heartbeat/1", "at": "<UTC ISO-8601>", "interval": 300,
+     "status": "ONLINE", "current": "IDLE", "run_id": null, "host": "...", "pid": 1234}
+
+A clean stop pushes one last beat with `"status": "stopped"`. A reader (`send --wait`,
+`status --remote`, an orchestrator through GitHub's API) judges it with `verdict`: `up`
+while the last beat is younger than twice the interval plus the interval (at most a
+minute), `stopped` after a
+clean stop, `silent` otherwise (crashed, killed, host down or cut off), `unknown` when
+there is no heartbeat branch (heartbeats off, or an older engine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from mp_engine.clock import now_iso, parse_iso
+from mp_engine.gitcmd import git
+from mp_engine.sync.context import SyncContext
+
+HEARTBEAT_BRANCH = "mp-engine/heartbeat"
+SCHEMA = "mp-engine/heartbeat/1"
+GRACE = 60.0  # at most this is added to twice the interval before a beat counts as missed
+
+
+class Heartbeat:
+    def __init__(self, c: SyncContext, interval: float):
+        self.c = c
+        self.interval = interval
+        self._next = 0.0
+        self._lock = threading.Lock()  # the main loop and the cancel watch's thread both beat
+        self._failing = False  # a failure is reported once until a beat gets through
+        self.sent = 0
+
+    def due(self) -> bool:
+        return self.interval > 0 and self.c.cfg.push and time.monotonic() >= self._next
+
+    def _document(self, status: str | None) -> dict[str, Any]:
+        try:
+            state = json.loads(self.c.ws.state_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            state = {}
+        return {
+            "schema": SCHEMA,
+            "at": now_iso(),
+            "interval": self.interval,
+            "status": status or state.get("status"),
+            "current": state.get("current"),
+            "run_id": state.get("run_id"),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+
+    def beat(self, *, stopped: bool = False) -> bool:
+        """Push a beat when one is due (or the last one, `stopped`); never raises."""
+        if not (self.due() or (stopped and self.sent and self.interval > 0)):
+            return False
+        with self._lock:
+            self._next = time.monotonic() + self.interval
+            root, t = self.c.ws.root, self.c.cfg.timeout
+            doc = json.dumps(self._document("stopped" if stopped else None), sort_keys=True)
+            ident = ["-c", "user.name=mp-engine", "-c", "user.email=mp-engine@localhost"]
+            tree = git(root, "mktree", input="", check=False, timeout=t)
+            commit = git(root, *ident, "commit-tree", tree.out.strip(), "-m", doc, check=False, timeout=t)
+            pushed = commit.ok and git(
+                root,
+                "push",
+                "--force",
+                "--quiet",
+                self.c.remote_name,
+                f"{commit.out.strip()}:refs/heads/{HEARTBEAT_BRANCH}",
+                check=False,
+                timeout=t,
+            )
+            if pushed and pushed.ok:
+                self.sent += 1
+                self._failing = False
+                return True
+            if not self._failing:
+                why = (pushed.err if pushed else commit.err or tree.err).strip()[:600]
+                self.c.events.emit("heartbeat_failed", error=why, branch=HEARTBEAT_BRANCH)
+            self._failing = True
+            return False
+
+
+def parse(message: str) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(message)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) and doc.get("schema") == SCHEMA else None
+
+
+def verdict(doc: dict[str, Any] | None, now: datetime | None = None) -> dict[str, Any]:
+    """`{"engine": up|stopped|silent|unknown, "last_beat", "age", ...}` for a beat read from
+    the remote (see the module docstring)."""
+    if doc is None:
+        return {"engine": "unknown", "why": f"no heartbeat on branch {HEARTBEAT_BRANCH}"}
+    try:
+        age = ((now or datetime.now(UTC)) - parse_iso(str(doc.get("at")))).total_seconds()
+    except ValueError:
+        return {"engine": "unknown", "why": "the heartbeat has no readable time"}
+    interval = float(doc.get("interval") or 0)
+    base = {"last_beat": doc.get("at"), "age": round(age, 1), "host": doc.get("host"), "pid": doc.get("pid")}
+    if doc.get("status") == "stopped":
+        return {"engine": "stopped", **base, "why": "the engine stopped cleanly"}
+    if age <= 2 * interval + min(GRACE, interval):
+        return {"engine": "up", **base, "status": doc.get("status"), "current": doc.get("current")}
+    return {"engine": "silent", **base, "why": f"no heartbeat for {int(age)} s (every {interval:g} s expected)"}
