@@ -37,19 +37,27 @@ root_option = click.option(
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mp-engine")
 @click.option(
-    "--log-level", default="info", type=click.Choice(["debug", "info", "warning", "error"]), help="Log verbosity."
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    help="Log verbosity on stderr (default: info for `run`, warning for every other command).",
 )
-def cli(log_level: str) -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Show the engine's log lines (info) in any command.")
+@click.pass_context
+def cli(ctx: click.Context, log_level: str | None, verbose: bool) -> None:
     """mp-engine runs micro-projects (MPs) dropped into Claude_Inbox/ (MP-1.3).
 
     \b
     Quick start:
       mp-engine init myspace          # create a workspace
       mp-engine run --root myspace    # the daemon, in the foreground
-      cp examples/hello.md myspace/Claude_Inbox/incoming_microproject.txt
+      printf '# MP-1.0 Hello\\n\\n```bash\\necho hello\\n```\\n' \\
+          > myspace/Claude_Inbox/incoming_microproject.txt   # in another terminal
       mp-engine status --root myspace
+      cat myspace/SYSTEM/RESULT_last.md
     """
-    logs.configure(log_level)
+    # The daemon's log lines are its journal; the other commands speak to a person and
+    # print only warnings beside their own output, unless asked (-v).
+    logs.configure(log_level or ("info" if verbose or ctx.invoked_subcommand == "run" else "warning"))
 
 
 @cli.command()

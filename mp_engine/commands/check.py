@@ -25,10 +25,13 @@ def check(
             AgentExecutor().validate(mp)
             micro_tasks = decompose(mp).summary(mp)
     except InvalidMPError as e:
-        err(f"{file}: invalid MP: {e.reason}" + (f" (line {e.line})" if e.line else ""))
-        err(f"fix: {e.fix}")
+        if as_json:  # a program asked for JSON: it gets JSON, valid or not
+            echo(json.dumps({"valid": False, "file": str(file), "reason": e.reason, "fix": e.fix, "line": e.line}))
+        else:
+            err(f"{file}: invalid MP: {e.reason}" + (f" (line {e.line})" if e.line else ""))
+            err(f"fix: {e.fix}")
         return ExitCode.MP_ERROR
-    summary = mp.summary()
+    summary = {"valid": True, **mp.summary()}
     if mp.executor == "agent":
         summary["micro_tasks"] = micro_tasks
     if as_json:

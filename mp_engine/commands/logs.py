@@ -36,6 +36,8 @@ def render_event(raw: str) -> str:
 
 
 def _value(v: Any) -> str:
+    if isinstance(v, float):  # durations: `duration=0.0014` rather than 0.0014061360002415313
+        v = float(f"{v:.4g}") if abs(v) < 1 else round(v, 3)
     text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
     return json.dumps(text, ensure_ascii=False) if (" " in text or not text) else text
 

@@ -147,7 +147,9 @@ class Sender:
             ):
                 with attempt:
                     tip = self.refresh(s, own_clone=own)
-                    refused = precheck(state_at(s, tip), s.blob(tip, INBOX_PATH), attempt.retry_state.attempt_number == 1)
+                    refused = precheck(
+                        state_at(s, tip), s.blob(tip, INBOX_PATH), attempt.retry_state.attempt_number == 1
+                    )
                     if refused is not None:
                         return refused
                     target = clone / path

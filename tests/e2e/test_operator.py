@@ -169,3 +169,24 @@ def test_status_tells_the_truth_while_a_step_runs_and_after_an_approval(ws, daem
     assert d.wait() == 0
     out = cli(ws, "status").stdout
     assert "doing:           not running" in out and "daemon:          not running" in out
+
+
+def test_make_run_on_a_clone_leaves_nothing_untracked(tmp_path, daemon_factory):
+    """What `make run` does (the daemon on the repository's own inbox), on a fresh clone."""
+    from mp_engine.workspace import Workspace
+    from tests.conftest import REPO_ROOT
+
+    if not (REPO_ROOT / ".git").exists():
+        pytest.skip("not a git checkout of mp-engine")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
+    ws = Workspace.at(clone)
+    d = daemon_factory(clone).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what=lambda: f"ONLINE; log:\n{d.output()}")
+    drop(ws, (clone / "examples/hello.md").read_text())
+    wait_for(lambda: finished(ws, "MP-0.1"), what=lambda: f"MP-0.1; log:\n{d.output()[-3000:]}")
+    assert last_result(ws)["status"] == "COMPLETED"
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True).stdout
+    assert status.splitlines() == [" M SESSION_STATE.json"], status

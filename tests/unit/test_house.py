@@ -5,8 +5,11 @@ are import-linter's (pyproject.toml), run by `make lint`."""
 from __future__ import annotations
 
 import ast
+import json
 import statistics
 
+from mp_engine import __version__
+from mp_engine.workspace import config_template
 from tests.conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "mp_engine"
@@ -19,6 +22,7 @@ TESTED_ELSEWHERE = {
     "execute/base": "the Executor protocol; tests/unit/execute/test_shell.py",
     "commands/run": "tests/e2e/test_daemon.py runs the daemon",
     "commands/send": "tests/e2e/cmd_send/test_send.py",
+    "commands/remote": "tests/e2e/cmd_send/test_send.py (status --remote against the real daemon and its heartbeat)",
     "cancel": "tests/e2e/test_operator.py (the real daemon: a waiting MP cancelled, a request ignored)",
     "commands/status": "tests/unit/commands/test_status.py",
     "commands/logs": "tests/unit/commands/test_logs.py",
@@ -99,3 +103,11 @@ def _in_argv(tree: ast.AST, const: ast.Constant) -> bool:
 
 def _on_repo(node: ast.Attribute) -> bool:
     return isinstance(node.value, ast.Attribute) and node.value.attr == "repo"
+
+
+def test_the_repository_s_own_workspace_files_are_what_init_writes():
+    """`make run` uses this repository as a workspace: its configuration shows every
+    section, as `init` writes it, and its state names the current version."""
+    assert (REPO_ROOT / "mp-engine.toml").read_text() == config_template()
+    state = json.loads((REPO_ROOT / "SESSION_STATE.json").read_text())
+    assert state["engine_version"] == __version__ and state["status"] == "OFFLINE"
