@@ -8,6 +8,7 @@ and records who holds it in `SYSTEM/.engine/lock.owner` for `status` and error m
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -109,7 +110,10 @@ class DaemonLock:
         self.owner_path = self.path.with_name("daemon.owner")
         self._lock = FileLock(str(self.path))
 
-    def acquire(self) -> None:
+    def acquire(self, config_file: Path | None = None) -> None:
+        """Take the lock or raise `DaemonRunning`; record who holds it, and the digest of
+        the configuration it started with (`status` says "restart to apply" when the file
+        changes under a running daemon)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # Not 0: `daemon_alive` probes with a shared lock for a moment; a start that
@@ -126,6 +130,8 @@ class DaemonLock:
                 "(`systemctl stop mp-engine`, or `kill` that pid), or give this one another --root."
             ) from None
         data = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso()}
+        if config_file is not None:
+            data["config_sha256"] = file_digest(config_file)
         atomic_write_json(self.owner_path, data, durable=False)
 
     def release(self) -> None:
@@ -163,4 +169,12 @@ def daemon_owner(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.with_name("daemon.owner").read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a (small) file's bytes, or None when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
         return None

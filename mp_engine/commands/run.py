@@ -17,7 +17,7 @@ from mp_engine.pids import become_subreaper, make_undumpable
 def run(root: Path) -> ExitCode:
     ws, config = load(root)
     daemon_lock = DaemonLock(ws.daemon_lock_file)
-    daemon_lock.acquire()  # a second `run` on this workspace stops here (exit 4), naming the first
+    daemon_lock.acquire(ws.config_file)  # a second `run` on this workspace stops here (exit 4), naming the first
     undumpable = make_undumpable()  # before any secret is read into the engine
     subreaper = become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
     engine = Engine.build(ws, config)

@@ -26,7 +26,7 @@ from mp_engine.errors import InvalidMPError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.intake import EntryKind, Inbox
 from mp_engine.inbox.mpfile import parse
-from mp_engine.lock import WorkspaceLock, daemon_alive, daemon_owner
+from mp_engine.lock import WorkspaceLock, daemon_alive, daemon_owner, file_digest
 from mp_engine.pids import gone_here
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import SessionState, StateStore, Status
@@ -168,7 +168,15 @@ def liveness(ws: Workspace, state: SessionState) -> dict[str, Any]:
     alive = daemon_alive(ws.daemon_lock_file)
     recorded = getattr(state, "daemon", None) or {}
     if alive:
-        return {"alive": True, **(daemon_owner(ws.daemon_lock_file) or {})}
+        owner = daemon_owner(ws.daemon_lock_file) or {}
+        started_with = owner.pop("config_sha256", None)
+        if started_with and started_with != file_digest(ws.config_file):
+            owner["config_changed"] = (
+                f"{ws.rel(ws.config_file)} changed since the daemon started ({owner.get('started_at')}); "
+                "it runs with the old settings: restart it to apply (`systemctl restart mp-engine`, or stop and "
+                "start `mp-engine run`)"
+            )
+        return {"alive": True, **owner}
     out: dict[str, Any] = {"alive": bool(alive is None and recorded and not gone_here(recorded))}
     if recorded:
         out.update(last_pid=recorded.get("pid"), host=recorded.get("host"), started_at=recorded.get("started_at"))
@@ -221,6 +229,8 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
         lines.append(f"  daemon:          {paint('DOWN', 'red', bold=True)}")
     elif d.get("alive"):
         lines.append(f"  daemon:          running (pid {d.get('pid', '?')}, started {d.get('started_at', '?')})")
+        if d.get("config_changed"):
+            lines.append(f"  config:          {paint(d['config_changed'], 'yellow')}")
     else:
         lines.append("  daemon:          not running")
     if report.get("summary"):

@@ -190,3 +190,46 @@ def test_make_run_on_a_clone_leaves_nothing_untracked(tmp_path, daemon_factory):
     assert d.wait() == 0
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True).stdout
     assert status.splitlines() == [" M SESSION_STATE.json"], status
+
+
+def test_status_with_a_config_typo_or_a_config_changed_under_the_daemon(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="ONLINE")
+    assert "config:" not in cli(ws, "status").stdout
+    text = ws.config_file.read_text()
+    ws.config_file.write_text(text.replace("step_timeout = 600.0", "step_timout = 60.0"))
+    out = cli(ws, "status")
+    assert out.returncode == 0 and "step_timout" in out.stdout and "restart it to apply" in out.stdout, out
+    assert "status:          ONLINE" in out.stdout  # the state is still shown
+    report = json.loads(cli(ws, "status", "--json").stdout)
+    assert "step_timout" in report["config_error"] and "restart it to apply" in report["daemon"]["config_changed"]
+    ws.config_file.write_text(text)
+    assert "config:" not in cli(ws, "status").stdout
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0
+
+
+def test_check_json_is_json_for_a_bad_file_too(tmp_path):
+    bad = tmp_path / "bad.md"
+    bad.write_text("# MP 1.6 Typo\n\n```bash\ntrue\n```\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "check", "--json", str(bad)], capture_output=True, text=True
+    )
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1 and doc["valid"] is False and doc["fix"] == "Write the first line as `# MP-1.6 Typo`."
+
+
+def test_a_header_typo_does_not_halt_and_the_next_mp_runs_its_python_block(ws, daemon_factory):
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="ONLINE")
+    drop(ws, "# MP 1.6 Typo\n\n```bash\ntouch ran\n```\n")
+    wait_for(lambda: finished(ws, "UNPARSED"), what=lambda: f"the refusal; log:\n{d.output()[-2000:]}")
+    res = last_result(ws)
+    assert res["status"] == "REFUSED" and res["approve_with"] is None and "# MP-1.6 Typo" in res["fix"]
+    assert read_state(ws)["status"] == "ONLINE" and not (ws.root / "ran").exists()
+    drop(ws, "# MP-1.6 Typo fixed\n\n```python\nimport sys\nprint('py', sys.version_info[0])\n```\n")
+    wait_for(lambda: finished(ws, "MP-1.6"), what=lambda: f"MP-1.6; log:\n{d.output()[-2000:]}")
+    res = last_result(ws)
+    assert res["status"] == "COMPLETED" and res["steps"][0]["stdout_tail"] == "py 3\n"
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0

@@ -56,6 +56,7 @@ def test_system_unit_has_real_paths_and_timeouts_from_the_config(ws, capsys, mon
     assert int(unit["TimeoutStopSec"][0]) > 7200  # longer than the MP timeout: the step may finish
     assert int(unit["WatchdogSec"][0]) >= 60
     assert unit["Restart"] == ["on-failure"] and unit["KillMode"] == ["mixed"]
+    assert unit["RestartPreventExitStatus"] == ["2"]  # a config or usage error is not retried forever
     assert unit["ProtectSystem"] == ["strict"] and unit["ProtectHome"] == ["read-only"]
     assert unit["NoNewPrivileges"] == ["yes"] and unit["PrivateTmp"] == ["yes"]
     assert "systemctl enable --now mp-engine" in out and "journalctl -u mp-engine -f" in out
