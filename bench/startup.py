@@ -2,8 +2,10 @@
 
 Baselines in the same run: `python -c pass` (the interpreter) and a script importing
 the design card's packages (watchdog's observer, GitPython, pydantic, structlog,
-filelock): the "import floor". Target: <= 1.5x the import floor, which holds only if
-commands import git and watchdog lazily.
+filelock): the "import floor". Targets: `status`, which scripts poll, at most 3x
+`python -c pass` (issue #15: it runs without click, structlog, pydantic or filelock, and
+reads the validated configuration from its cache); `--help` at most 1.5x the import
+floor, which holds only if commands import git and watchdog lazily.
 """
 
 from __future__ import annotations
@@ -38,6 +40,6 @@ def run(reps: int) -> list[Row]:
         helptext = _time([*mpe, "--help"], env, reps)
     return [
         info_row("8. python -c pass", bare),
-        ratio_row("8. mp-engine status", status, "import floor", floor, 1.5),
+        ratio_row("8. mp-engine status", status, "python -c pass", bare, 3.0),
         ratio_row("8. mp-engine --help", helptext, "import floor", floor, 1.5),
     ]

@@ -7,14 +7,15 @@ new one, never a torn file, and a power cut after return cannot undo the rename.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mp_engine.pids import pid_alive
+
+if TYPE_CHECKING:
+    from typing import Any
 
 TEMP_MARKER = ".mpe-tmp-"
 
@@ -43,7 +44,7 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644, durable: b
     path = Path(path)
     if isinstance(data, str):
         data = data.encode("utf-8")
-    tmp = path.parent / f".{path.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}"
+    tmp = path.parent / f".{path.name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     try:
         try:
@@ -123,6 +124,8 @@ def sweep_temp_files(directory: Path) -> list[Path]:
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a file's bytes, streamed; "" if it cannot be read."""
+    import hashlib  # lazy: `status` imports this module and never hashes (bench figure 8)
+
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:

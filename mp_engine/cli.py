@@ -15,8 +15,8 @@ from pathlib import Path
 import click
 
 from mp_engine import __version__
-from mp_engine.errors import ConfigError, LockTimeout, MpEngineError, StateError, WorkspaceError
-from mp_engine.exitcodes import ExitCode
+from mp_engine.errors import MpEngineError
+from mp_engine.exitcodes import ExitCode, for_error
 from mp_engine.record import logs
 
 
@@ -339,15 +339,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.USAGE
     except click.Abort:
         return ExitCode.INTERRUPTED
-    except (ConfigError, WorkspaceError, StateError) as e:
-        click.echo(f"mp-engine: {e}", err=True)
-        return ExitCode.USAGE
-    except LockTimeout as e:
-        click.echo(f"mp-engine: {e}", err=True)
-        return ExitCode.BUSY
     except MpEngineError as e:
         click.echo(f"mp-engine: {e}", err=True)
-        return ExitCode.MP_ERROR
+        return for_error(e)
     return int(rv) if isinstance(rv, int) else ExitCode.OK
 
 

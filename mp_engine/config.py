@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mp_engine.errors import ConfigError
+from mp_engine.workspace import CONFIG_FILE
 
-CONFIG_FILE = "mp-engine.toml"
 ENV_PREFIX = "MP_ENGINE_"
 
 

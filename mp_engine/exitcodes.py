@@ -18,3 +18,14 @@ class ExitCode(IntEnum):
     SEND_TIMEOUT = 7  # `send --wait`: no result before --timeout (the MP stays sent)
     GIT = 8  # `send`: git failed (clone, fetch or push); the message says why
     STALLED = 9  # `run`: the main loop stalled past [watch] stall_limit; the service manager restarts it
+
+
+def for_error(e: BaseException) -> ExitCode:
+    """The exit code of an mp-engine error that ended a command (cli.main, entry.main)."""
+    from mp_engine.errors import ConfigError, LockTimeout, StateError, WorkspaceError
+
+    if isinstance(e, ConfigError | WorkspaceError | StateError):
+        return ExitCode.USAGE
+    if isinstance(e, LockTimeout):
+        return ExitCode.BUSY
+    return ExitCode.MP_ERROR

@@ -11,22 +11,29 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import structlog
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING, Any
 
 from mp_engine.atomic import atomic_write_json
 from mp_engine.clock import now_iso
 from mp_engine.errors import DaemonRunning, LockTimeout
+from mp_engine.pids import hostname
 
-log = structlog.get_logger("mp_engine.lock")
+if TYPE_CHECKING:
+    from filelock import FileLock
+
+# filelock and structlog are imported by the lock holders, not at import: `status` reads
+# the owner records and probes `daemon.lock` without them (bench figure 8).
+
+
+def _filelock(path: Path) -> FileLock:
+    from filelock import FileLock
+
+    return FileLock(str(path))
 
 
 class WorkspaceLock:
@@ -35,8 +42,15 @@ class WorkspaceLock:
         self.owner_path = self.path.with_name("lock.owner")
         self.timeout = timeout
         self.stop = stop
-        self._lock = FileLock(str(self.path))
-        self._host = socket.gethostname()
+        self._file_lock: FileLock | None = None
+        self._host = hostname()
+
+    @property
+    def _lock(self) -> FileLock:
+        """Made on first use: reading `owner()` (what `status` does) needs no filelock."""
+        if self._file_lock is None:
+            self._file_lock = _filelock(self.path)
+        return self._file_lock
 
     @property
     def held(self) -> bool:
@@ -64,6 +78,9 @@ class WorkspaceLock:
     def hold(self, purpose: str, timeout: float | None = None) -> Iterator[None]:
         """Hold the lock for `purpose`; raise `LockTimeout` after `timeout` seconds."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        import structlog
+        from filelock import Timeout
+
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         announced = False
@@ -74,7 +91,9 @@ class WorkspaceLock:
             except Timeout:
                 owner = self.owner()
                 if not announced:
-                    log.info("waiting for workspace lock", purpose=purpose, holder=owner)
+                    structlog.get_logger("mp_engine.lock").info(
+                        "waiting for workspace lock", purpose=purpose, holder=owner
+                    )
                     announced = True
                 if time.monotonic() >= deadline or (self.stop is not None and self.stop.is_set()):
                     who = (
@@ -108,12 +127,14 @@ class DaemonLock:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.owner_path = self.path.with_name("daemon.owner")
-        self._lock = FileLock(str(self.path))
+        self._lock = _filelock(self.path)
 
     def acquire(self, config_file: Path | None = None) -> None:
         """Take the lock or raise `DaemonRunning`; record who holds it, and the digest of
         the configuration it started with (`status` says "restart to apply" when the file
         changes under a running daemon)."""
+        from filelock import Timeout
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # Not 0: `daemon_alive` probes with a shared lock for a moment; a start that
@@ -129,7 +150,7 @@ class DaemonLock:
                 f"another mp-engine daemon already runs on this workspace ({who}). Stop it first "
                 "(`systemctl stop mp-engine`, or `kill` that pid), or give this one another --root."
             ) from None
-        data = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso()}
+        data = {"pid": os.getpid(), "host": hostname(), "started_at": now_iso()}
         if config_file is not None:
             data["config_sha256"] = file_digest(config_file)
         atomic_write_json(self.owner_path, data, durable=False)

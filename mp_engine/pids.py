@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 
@@ -20,10 +19,15 @@ def pid_alive(pid: object) -> bool:
     return True
 
 
+def hostname() -> str:
+    """This host's name, as `socket.gethostname()` gives it (without importing socket)."""
+    return os.uname().nodename
+
+
 def gone_here(record: dict | None) -> bool:
     """True when `record` (`{pid, host}`: a daemon or a lock owner) names a process on this
     host that is no longer running; False for another host's, or no record."""
-    return bool(record) and record.get("host") == socket.gethostname() and not pid_alive(record.get("pid"))
+    return bool(record) and record.get("host") == hostname() and not pid_alive(record.get("pid"))
 
 
 def proc_stat(pid: int) -> tuple[int, int] | None:

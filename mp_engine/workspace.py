@@ -8,23 +8,22 @@ by an MP stays inside the workspace.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from mp_engine import __version__
 from mp_engine.atomic import atomic_write, atomic_write_json
 from mp_engine.clock import now_iso
-from mp_engine.config import CONFIG_FILE
 from mp_engine.errors import ConfinementError, WorkspaceError
 
 INBOX_DIR = "Claude_Inbox"
 INBOX_FILE = "incoming_microproject.txt"
 SYSTEM_DIR = "SYSTEM"
+CONFIG_FILE = "mp-engine.toml"
 STATE_FILE = "SESSION_STATE.json"
 RESULT_FILE = "RESULT_last.md"
 EVENTS_FILE = "events.jsonl"
 RUNS_DIR = "runs"
+RUN_LEDGER = "ledger.json"  # in SYSTEM/runs/<run>/, beside the MP's copy (named INBOX_FILE)
 LOCAL_DIR = ".engine"  # machine-local runtime files (lock, owner, event log); never committed
 
 SYSTEM_GITIGNORE = (
@@ -51,11 +50,27 @@ node_modules/
 """
 
 
-@dataclass(frozen=True)
 class Workspace:
-    """Every path of one workspace, rooted at an absolute, symlink-free `root`."""
+    """Every path of one workspace, rooted at an absolute, symlink-free `root`. (A plain
+    class, not a dataclass: `status` imports this module, and dataclasses with its
+    `inspect` would be a tenth of its start-up, bench figure 8.)"""
 
-    root: Path
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path):
+        object.__setattr__(self, "root", Path(root))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Workspace is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Workspace) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"Workspace(root={self.root!r})"
 
     @classmethod
     def at(cls, root: Path | str) -> Workspace:
@@ -207,6 +222,8 @@ def initial_state() -> dict:
 
 
 def config_template() -> str:
+    from importlib import resources  # lazy: read-only commands start fast (bench figure 8)
+
     return resources.files("mp_engine").joinpath("templates/mp-engine.toml").read_text(encoding="utf-8")
 
 

@@ -9,7 +9,7 @@ decisions are rebuilt from the ledger on resume, never from this snapshot.
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ class Progress:
                 "updated_at": now,
                 "completed_at": None,
                 "status": "in_progress",
-                "nonce": secrets.token_hex(12),
+                "nonce": os.urandom(12).hex(),  # as secrets.token_hex(12), which status would import
                 "base": base,
                 "policy": policy,
                 "plan": tasks,

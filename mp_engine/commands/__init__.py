@@ -4,29 +4,36 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mp_engine.config import Config, load_config
-from mp_engine.errors import ConfigError
 from mp_engine.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mp_engine.config import Config
+
+# The configuration is imported where it is loaded, not here: `status` reads it from the
+# validated cache (config_cache.py) and must not pay for pydantic (bench figure 8).
 
 
 def load(root: Path) -> tuple[Workspace, Config]:
     """The workspace at `root` and its configuration, both checked completely."""
+    from mp_engine.config import load_config
+
     ws = Workspace.at(root)
     ws.check()
     return ws, load_config(ws.root)
 
 
 def load_for_reading(root: Path) -> tuple[Workspace, Config, str | None]:
-    """For read-only commands (`status`, `logs`): a configuration error must not blind the
+    """For read-only commands (`logs`, `cancel`): a configuration error must not blind the
     operator, so the defaults stand in and the error comes back as a warning to show."""
+    from mp_engine.config import Config
+    from mp_engine.config_cache import read
+
     ws = Workspace.at(root)
     ws.check()
-    try:
-        return ws, load_config(ws.root), None
-    except ConfigError as e:
-        return ws, Config(), " ".join(str(e).split())
+    data, error = read(ws.root, ws.local_dir)
+    return ws, Config.model_validate(data), error
 
 
 # C0 controls but tab and newline, DEL, and C1 (U+0080-U+009F): an MP's title or a step's

@@ -8,29 +8,27 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
-
+from mp_engine import config_cache
 from mp_engine.agent.progress import load_report, render_lines
 from mp_engine.atomic import read_tail
 from mp_engine.clock import parse_iso
-from mp_engine.commands import load_for_reading, terminal_safe
-from mp_engine.config import Config
+from mp_engine.commands import terminal_safe
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
 from mp_engine.errors import InvalidMPError
 from mp_engine.exitcodes import ExitCode
-from mp_engine.inbox.intake import EntryKind, Inbox
-from mp_engine.inbox.mpfile import parse
+from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.lock import WorkspaceLock, daemon_alive, daemon_owner, file_digest
-from mp_engine.pids import gone_here
-from mp_engine.record.events import EventLog
-from mp_engine.record.state import SessionState, StateStore, Status
+from mp_engine.pids import gone_here, hostname
+from mp_engine.record.stateview import StateView, read_view
 from mp_engine.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mp_engine.config import Config
 
 # Events whose newest one is "the last error" in `status`.
 ERROR_EVENTS = {
@@ -45,6 +43,7 @@ ERROR_EVENTS = {
 }
 TAIL_BYTES = 256 * 1024  # how much of the event log `status` reads for the last error
 OUTPUT_TAIL_BYTES, OUTPUT_TAIL_LINES = 2048, 5  # of a running step's output, per stream
+ANSI = {"red": 31, "green": 32, "yellow": 33, "cyan": 36, "white": 37}  # click.style's codes, without click
 STATUS_COLOURS = {"ONLINE": "green", "RUNNING": "cyan", "ERROR": "red", "OFFLINE": "yellow"}
 
 
@@ -81,16 +80,21 @@ def last_error(events_file: Path) -> dict[str, Any] | None:
     return None
 
 
-def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
-    """State, the pending MP, the halt and how to lift it, and who holds the lock."""
-    state = StateStore(ws.state_file, EventLog(ws.events_file)).read()
+def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, Any]:
+    """State, the pending MP, the halt and how to lift it, and who holds the lock.
+    `config` as `Config`, or as its JSON (config_cache.py: what `status` reads)."""
+    cfg = config if isinstance(config, dict) else config.model_dump(mode="json")
+    state = read_view(ws.state_file)
     report: dict[str, Any] = {"root": str(ws.root), "state": state.to_json()}
-    entry = Inbox(ws, config.engine.settle_seconds).lstat_entry()
+    entry = slot(ws.inbox_file)
     if entry is not None:
-        pending: dict[str, Any] = {"path": ws.rel(entry.path), "kind": entry.kind.value, "bytes": entry.sig.size}
-        if entry.kind is EntryKind.FILE and entry.sig.size <= config.engine.max_mp_bytes:
+        kind, size = entry
+        pending: dict[str, Any] = {"path": ws.rel(ws.inbox_file), "kind": kind.value, "bytes": size}
+        if kind is EntryKind.FILE and size <= cfg["engine"]["max_mp_bytes"]:
+            from mp_engine.inbox.mpfile import parse  # lazy: only when an MP waits (bench figure 8)
+
             try:
-                mp = parse(entry.path.read_bytes(), max_bytes=config.engine.max_mp_bytes)
+                mp = parse(ws.inbox_file.read_bytes(), max_bytes=cfg["engine"]["max_mp_bytes"])
                 pending.update(mp_id=mp.mp_id, title=mp.title, approves=mp.approves)
             except (InvalidMPError, OSError) as e:
                 pending["invalid"] = str(e)
@@ -110,16 +114,17 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
     owner = WorkspaceLock(ws.lock_file, 1).owner()
     if owner:
         report["lock_holder"] = owner
-    if config.git.enabled:
-        # Lazy: GitPython and the channel only when [git] is on (`status` starts fast).
+    if cfg["git"]["enabled"]:
+        # Lazy: pydantic, GitPython and the channel only when [git] is on (`status` starts fast).
+        from mp_engine.config import GitConfig
         from mp_engine.sync.channel import GitChannel
 
-        report["git"] = GitChannel(ws, config.git).report()
+        report["git"] = GitChannel(ws, GitConfig.model_validate(cfg["git"])).report()
         at = read_last_sync_ok(ws.local_dir)
         report["last_sync"] = {"at": at, "ago": ago(at) if at else "never (since this engine started)"}
     report["summary"] = status_line(ws, state)
     if state.run_id and "agent" not in report and (step := current_step(ws, state.run_id)):
-        report["step"] = running_step(ws, config, state.run_id, step)
+        report["step"] = running_step(ws, cfg["execution"], state.run_id, step)
     last = state.last_result
     if last:
         res = run_result(ws, last.get("run_id")) or {}
@@ -141,7 +146,7 @@ def status_report(ws: Workspace, config: Config) -> dict[str, Any]:
     return report
 
 
-def running_step(ws: Workspace, config: Config, run_id: str, step: dict[str, Any]) -> dict[str, Any]:
+def running_step(ws: Workspace, execution: dict[str, Any], run_id: str, step: dict[str, Any]) -> dict[str, Any]:
     """The step a run is on, with (while it runs) how long it has run, the time left
     before its timeout (the step's, or the MP's when that comes first), and its last
     lines of output."""
@@ -149,10 +154,10 @@ def running_step(ws: Workspace, config: Config, run_id: str, step: dict[str, Any
         return step
     now = datetime.now(UTC)
     elapsed = (now - parse_iso(step["started_at"])).total_seconds()
-    left = step.get("step_timeout", config.execution.step_timeout) - elapsed
+    left = step.get("step_timeout", execution["step_timeout"]) - elapsed
     if step.get("run_started_at"):
         mp_used = (now - parse_iso(step["run_started_at"])).total_seconds()
-        left = min(left, step.get("mp_timeout", config.execution.mp_timeout) - mp_used)
+        left = min(left, step.get("mp_timeout", execution["mp_timeout"]) - mp_used)
     tail = []
     for stream in ("stdout", "stderr"):
         path = ws.runs_dir / run_id / "steps" / f"{step['id']}.{stream}"
@@ -161,7 +166,7 @@ def running_step(ws: Workspace, config: Config, run_id: str, step: dict[str, Any
     return {**step, "elapsed": round(elapsed, 1), "time_left": round(max(0.0, left), 1), "output_tail": tail}
 
 
-def liveness(ws: Workspace, state: SessionState) -> dict[str, Any]:
+def liveness(ws: Workspace, state: StateView) -> dict[str, Any]:
     """Whether a daemon serves the workspace now: the holder of `daemon.lock` (its pid and
     start), else what the state last recorded. `down` says what a person must know when
     the state still claims a daemon that is gone."""
@@ -182,11 +187,11 @@ def liveness(ws: Workspace, state: SessionState) -> dict[str, Any]:
         out.update(last_pid=recorded.get("pid"), host=recorded.get("host"), started_at=recorded.get("started_at"))
     if out["alive"] or (alive is None and not gone_here(recorded)):
         return out
-    if recorded and state.status.value != "OFFLINE" and recorded.get("host") == socket.gethostname():
+    if recorded and state.status != "OFFLINE" and recorded.get("host") == hostname():
         # The daemon never recorded its stop: it crashed or was killed.
         interrupted = f"{state.current} was interrupted and resumes when it starts" if state.run_id else ""
         out["down"] = out["summary"] = (
-            f"not running (last seen {state.last_updated}; the state file still says {state.status.value}): "
+            f"not running (last seen {state.last_updated}; the state file still says {state.status}): "
             f"{interrupted or 'it crashed or was killed'}; start it (`mp-engine run` or the service)"
         )
     elif state.halt is None and state.run_id is None:
@@ -214,7 +219,9 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     """The person's view; `color` (a TTY) colours the state, the halt and the last error."""
 
     def paint(text: str, fg: str, bold: bool = False) -> str:
-        return click.style(text, fg=fg, bold=bold) if color else text
+        if not color:
+            return text
+        return f"\x1b[{ANSI[fg]}m" + (f"\x1b[1m{text}" if bold else text) + "\x1b[0m"
 
     s = report["state"]
     halted = bool(report.get("halt"))
@@ -248,7 +255,7 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     ]
     if s.get("last_result"):
         r = report.get("last_mp") or s["last_result"]
-        colour = "green" if r["status"] == Status.ONLINE or r["status"] == "COMPLETED" else "red"
+        colour = "green" if r["status"] in ("ONLINE", "COMPLETED") else "red"
         extra = f", {_seconds(r['duration'])}" if r.get("duration") is not None else ""
         extra += f", certificate {r['certificate']}" if r.get("certificate") else ""
         extra += f", {r['ago']}" if r.get("ago") else ""
@@ -304,7 +311,9 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
 
 
 def status(root: Path, as_json: bool, echo: Callable[[str], None], color: bool) -> ExitCode:
-    ws, config, config_error = load_for_reading(root)
+    ws = Workspace.at(root)
+    ws.check()
+    config, config_error = config_cache.read(ws.root, ws.local_dir)
     report = status_report(ws, config)
     if config_error:
         report["config_error"] = f"{config_error} (status shows the state with the default settings)"

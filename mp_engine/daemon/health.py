@@ -8,20 +8,16 @@ import os
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import structlog
+from typing import TYPE_CHECKING, Any
 
 from mp_engine.agent.progress import load_report
 from mp_engine.atomic import atomic_write
 from mp_engine.clock import now_iso, parse_iso
 from mp_engine.errors import InvalidMPError
-from mp_engine.inbox.mpfile import parse
-from mp_engine.record.archive import RunArchive
-from mp_engine.record.state import SessionState
-from mp_engine.workspace import Workspace
+from mp_engine.workspace import INBOX_FILE, RUN_LEDGER, Workspace
 
-log = structlog.get_logger("mp_engine.health")
+if TYPE_CHECKING:  # `status` passes a record.stateview.StateView: same attributes, no pydantic
+    from mp_engine.record.state import SessionState
 SYNC_OK_FILE = "last_sync_ok"  # in SYSTEM/.engine/: when a sync last succeeded (for status)
 SYNC_FAILURES = ("sync_failed", "sync_unreachable", "sync_push_deferred", "sync_conflict", "sync_refused")
 
@@ -37,7 +33,9 @@ def record_sync_ok(local_dir: Path) -> None:
     try:
         atomic_write(local_dir / SYNC_OK_FILE, now_iso() + "\n", durable=False)
     except OSError as e:
-        log.warning("could not record the last successful sync", error=str(e))
+        import structlog
+
+        structlog.get_logger("mp_engine.health").warning("could not record the last successful sync", error=str(e))
 
 
 def ago(iso: str | None, now: datetime | None = None) -> str:
@@ -59,6 +57,8 @@ def ago(iso: str | None, now: datetime | None = None) -> str:
 
 @lru_cache(maxsize=8)
 def _blocks(mp_copy: str, _mtime_ns: int) -> tuple[tuple[str, ...], dict[str, str]]:
+    from mp_engine.inbox.mpfile import parse  # lazy: only a running MP needs its blocks (bench figure 8)
+
     data = Path(mp_copy).read_bytes()
     mp = parse(data, max_bytes=len(data) + 1)
     return tuple(b.step_id for b in (*mp.steps, *mp.checks)), dict(mp.headers)
@@ -67,10 +67,10 @@ def _blocks(mp_copy: str, _mtime_ns: int) -> tuple[tuple[str, ...], dict[str, st
 def current_step(ws: Workspace, run_id: str) -> dict[str, Any] | None:
     """The block a run is on, `{"id", "number", "of"}`, from its MP copy and ledger; with
     `started_at` when it is running, and the MP's `Step-Timeout:`/`Timeout:` headers."""
-    run = RunArchive(ws.runs_dir / run_id)
+    run_dir = ws.runs_dir / run_id
     try:
-        ids, headers = _blocks(str(run.mp_copy), os.stat(run.mp_copy).st_mtime_ns)
-        ledger = json.loads(run.ledger_path.read_text(encoding="utf-8"))
+        ids, headers = _blocks(str(run_dir / INBOX_FILE), os.stat(run_dir / INBOX_FILE).st_mtime_ns)
+        ledger = json.loads((run_dir / RUN_LEDGER).read_text(encoding="utf-8"))
     except (OSError, ValueError, InvalidMPError):
         return None
     steps = ledger.get("steps") or []

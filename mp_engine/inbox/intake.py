@@ -11,29 +11,21 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from mp_engine.errors import InvalidMPError
 from mp_engine.inbox.header import sha256_hex
+from mp_engine.inbox.kinds import EntryKind, entry_kind
 from mp_engine.inbox.queue import SEEN, MPQueue
 from mp_engine.workspace import Workspace
 
 # The engine renames a finished MP aside to this name (plus the run id) inside the inbox
 # before deciding whether to delete it; watchers ignore it, and only the engine removes it.
 CLAIMED_PREFIX = ".mpe-claimed-"
-
-
-class EntryKind(StrEnum):
-    FILE = "file"
-    SYMLINK = "symlink"
-    DIRECTORY = "directory"
-    OTHER = "other"
 
 
 @dataclass(frozen=True)
@@ -61,16 +53,6 @@ class Scan:
     entry: Entry | None
     ready: bool = False
     wait_until: float | None = None  # monotonic time at which to look again
-
-
-def _kind(mode: int) -> EntryKind:
-    if stat.S_ISLNK(mode):
-        return EntryKind.SYMLINK
-    if stat.S_ISDIR(mode):
-        return EntryKind.DIRECTORY
-    if stat.S_ISREG(mode):
-        return EntryKind.FILE
-    return EntryKind.OTHER
 
 
 class Inbox:
@@ -101,7 +83,7 @@ class Inbox:
             st = os.lstat(self.path)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        return Entry(self.path, _kind(st.st_mode), Signature.of(st))
+        return Entry(self.path, entry_kind(st.st_mode), Signature.of(st))
 
     def note_complete(self) -> None:
         """Hint from a watcher: a writer closed the file, or it was renamed into place.

@@ -25,9 +25,9 @@ from pathlib import Path
 from mp_engine.atomic import TEMP_MARKER, make_durable
 from mp_engine.clock import compact_stamp
 from mp_engine.record.ledger import Ledger
-from mp_engine.workspace import EVENTS_FILE, INBOX_FILE, Workspace
+from mp_engine.workspace import EVENTS_FILE, INBOX_FILE, RUN_LEDGER, Workspace
 
-LEDGER = "ledger.json"
+LEDGER = RUN_LEDGER
 
 
 @dataclass(frozen=True)
