@@ -21,6 +21,7 @@ from mp_engine.errors import ProcessError
 from mp_engine.pids import children, environ_has, is_zombie, proc_stat
 
 BASE_ENV = ("PATH", "HOME", "LANG")
+STOP_NOW_GRACE = 1.0  # seconds between SIGTERM and SIGKILL when a step is stopped on request
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 # Called on every turn of `run_process`'s wait loop (every 50 ms) by the thread that waits
@@ -340,7 +341,9 @@ def run_process(
                 elif now - last_activity >= idle_timeout:
                     idle = True
             if timed_out or idle or interrupted:
-                stop_group(proc, kill_grace)
+                # Stopped now (a cancel, a second signal): at most STOP_NOW_GRACE for
+                # SIGTERM, so the group is gone within a second or two, whatever it traps.
+                stop_group(proc, min(kill_grace, STOP_NOW_GRACE) if interrupted else kill_grace)
                 break
     finally:
         waiter.close()

@@ -208,6 +208,7 @@ def test_after_kill_9_status_and_doctor_say_the_daemon_is_down(ws, daemon_factor
     out = mpe("status", "--root", str(ws.root)).stdout
     assert "DOWN" not in out and f"daemon:          running (pid {d.pid}," in out
     assert json.loads(mpe("status", "--root", str(ws.root), "--json").stdout)["daemon"]["alive"] is True
+    assert f"daemon running: pid {d.pid}" in mpe("doctor", "--root", str(ws.root)).stdout
     d.signal(signal.SIGKILL)
     d.wait()
     assert read_state(ws)["status"] == "ONLINE"  # what the file says after a kill -9

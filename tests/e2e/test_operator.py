@@ -100,7 +100,9 @@ def test_cancel_on_the_host_stops_the_running_step_and_the_engine_goes_on(ws, da
     wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="ONLINE")
     drop(
         ws,
-        "# MP-8.30 Long\n\n```bash\necho started\nsleep 60 & echo $! > sleeper.pid\nwait\n```\n\n```bash\ntouch never\n```\n",
+        # The step traps SIGTERM: the cancel's SIGKILL follows after at most a second.
+        "# MP-8.30 Long\n\n```bash\ntrap '' TERM\necho started\nsleep 60 & echo $! > sleeper.pid\nwait\n```\n\n"
+        "```bash\ntouch never\n```\n",
     )
     wait_for(lambda: (ws.root / "sleeper.pid").exists(), what="the step to start")
     out = cli(ws, "cancel")

@@ -10,7 +10,7 @@ from pathlib import Path
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
 from mp_engine.errors import StateError
-from mp_engine.lock import WorkspaceLock
+from mp_engine.lock import WorkspaceLock, daemon_alive, daemon_owner
 from mp_engine.pids import gone_here
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore
@@ -71,6 +71,9 @@ def stale_run(ws: Workspace, config: Config) -> Check:
     except (OSError, ValueError):
         return Check("lock", OK, "no lock held")
     daemon = state.get("daemon") or {}
+    if daemon_alive(ws.daemon_lock_file):  # the kernel's word: the holder of daemon.lock
+        o = daemon_owner(ws.daemon_lock_file) or {}
+        return Check("lock", OK, f"daemon running: pid {o.get('pid')} on {o.get('host')}, started {o.get('started_at')}")
     if state.get("status") == "RUNNING" and gone_here(daemon):
         return Check(
             "lock",
