@@ -34,18 +34,24 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644, durable: bool = True) -> None:
+def atomic_write(
+    path: Path, data: bytes | str, *, mode: int = 0o644, durable: bool = True, dir_fd: int | None = None
+) -> None:
     """Replace `path` with `data` atomically and (unless `durable=False`) durably.
 
     A reader sees the old bytes or the new ones, never a mix. `durable=False` skips the two
     fsyncs: the rename is still atomic, and the write survives a `kill -9` (the page cache
-    does), but not a power loss until `make_durable()` runs on the path.
+    does), but not a power loss until `make_durable()` runs on the path. With `dir_fd`,
+    `path` is a name inside that open directory, and nothing is resolved by path again
+    (`Workspace.write_confined`: no symlink can be swapped in between check and write).
     """
     path = Path(path)
     if isinstance(data, str):
         data = data.encode("utf-8")
-    tmp = path.parent / f".{path.name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    tmp_name = f".{path.name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}"
+    tmp: str | Path = tmp_name if dir_fd is not None else path.parent / tmp_name
+    dest: str | Path = path.name if dir_fd is not None else path
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode, dir_fd=dir_fd)
     try:
         try:
             view = memoryview(data)
@@ -56,12 +62,18 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644, durable: b
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        os.replace(tmp, dest, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
         raise
     if durable:
-        fsync_dir(path.parent)
+        if dir_fd is not None:
+            os.fsync(dir_fd)
+        else:
+            fsync_dir(path.parent)
 
 
 def atomic_write_json(path: Path, obj: Any, *, durable: bool = True) -> None:

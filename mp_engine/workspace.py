@@ -7,7 +7,9 @@ by an MP stays inside the workspace.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path, PurePosixPath
 
 from mp_engine import __version__
@@ -169,12 +171,9 @@ class Workspace:
         owned = (RESULT_FILE, "RESULT_last.json", "results.jsonl", "results.1.jsonl", EVENTS_FILE, RUNS_DIR, LOCAL_DIR)
         return top == SYSTEM_DIR and len(parts) > 1 and parts[1] in owned
 
-    def confine(self, relpath: str) -> Path:
-        """Resolve `relpath` (as written in an MP) to a path inside the workspace.
-
-        Refuses absolute paths, `..` that climbs out, symlinked components that point
-        outside, a symlink as the final component, and engine-owned files.
-        """
+    def _parts(self, relpath: str) -> list[str]:
+        """The components of `relpath` (as written in an MP), checked lexically: not
+        absolute, not climbing out with `..`, not the root, not an engine-owned path."""
         if not relpath or "\0" in relpath:
             raise ConfinementError("the path is empty or contains a NUL byte")
         pure = PurePosixPath(relpath.replace("\\", "/"))
@@ -196,18 +195,53 @@ class Workspace:
             raise ConfinementError(f"{relpath!r} names the workspace root itself, not a file")
         if self.protected(tuple(parts)):
             raise ConfinementError(f"{relpath!r} is owned by mp-engine (state, results, inbox, config or .git)")
-        current = self.root
-        for i, part in enumerate(parts):
-            current = current / part
-            if not current.is_symlink():
-                continue
-            if i == len(parts) - 1:
+        return parts
+
+    def confine(self, relpath: str) -> Path:
+        """Where `relpath` (as written in an MP) lands inside the workspace, checked
+        lexically: absolute paths, `..` that climbs out and engine-owned files are refused.
+        Writing goes through `write_confined`, which also refuses every symlink."""
+        return self.root.joinpath(*self._parts(relpath))
+
+    def write_confined(self, relpath: str, data: bytes) -> Path:
+        """Write a `file` block: create the missing directories and replace the file
+        atomically, walking from the root one component at a time with `O_NOFOLLOW`
+        relative to the directory opened before it. A symlink anywhere in the path
+        (planted by an earlier step, or swapped in while this runs) is refused, so the
+        bytes land exactly where the lexical path says: inside the workspace and outside
+        the engine's files. Raises `ConfinementError`, or `OSError` for the file system's
+        own refusals."""
+        parts = self._parts(relpath)
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(self.root, flags)
+        try:
+            for i, part in enumerate(parts[:-1]):
+                try:
+                    nxt = os.open(part, flags, dir_fd=fd)
+                except FileNotFoundError:
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)  # less the umask, as mkdir -p
+                    except FileExistsError:
+                        pass  # made meanwhile: opened (and checked) below
+                    nxt = os.open(part, flags, dir_fd=fd)
+                except OSError as e:
+                    if os.path.islink(self.root.joinpath(*parts[: i + 1])) or e.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise ConfinementError(
+                            f"{relpath!r} passes through {'/'.join(parts[: i + 1])!r}, which is a symlink or not a "
+                            "directory; mp-engine never writes through symlinks"
+                        ) from e
+                    raise
+                os.close(fd)
+                fd = nxt
+            try:
+                st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISLNK(st.st_mode):
                 raise ConfinementError(f"{relpath!r} is a symlink; mp-engine does not write through symlinks")
-            target = Path(os.path.realpath(current))
-            if target != self.root and self.root not in target.parents:
-                raise ConfinementError(
-                    f"{relpath!r} passes through symlink {part!r} that points outside the workspace ({target})"
-                )
+            atomic_write(Path(parts[-1]), data, dir_fd=fd)
+        finally:
+            os.close(fd)
         return self.root.joinpath(*parts)
 
 

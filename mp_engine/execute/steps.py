@@ -182,17 +182,13 @@ def _record_failure(ctx: StepContext, block: Block, step: LedgerStep, d: Diagnos
 def _write_file(ctx: StepContext, block: Block, step: LedgerStep) -> BlockRun:
     started = time.monotonic()
     assert block.path is not None
+    data = block.body.encode("utf-8")
     try:
-        target = ctx.ws.confine(block.path)
+        target = ctx.ws.write_confined(block.path, data)  # every component without following links
     except ConfinementError as e:
         d = diag.file_refused(block.step_id, block.index, block.line, block.path, str(e), ctx.mp.mp_id)
         return _record_failure(ctx, block, step, d, message=f"refused: {e}")
-    data = block.body.encode("utf-8")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        ctx.ws.confine(block.path)  # re-check: creating parents must not have crossed a link
-        atomic_write(target, data)
-    except (OSError, ConfinementError) as e:
+    except OSError as e:
         d = diag.file_write_failed(
             block.step_id, block.index, block.line, block.path, getattr(e, "strerror", None) or str(e), ctx.mp.mp_id
         )

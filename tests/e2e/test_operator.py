@@ -235,3 +235,26 @@ def test_a_header_typo_does_not_halt_and_the_next_mp_runs_its_python_block(ws, d
     assert res["status"] == "COMPLETED" and res["steps"][0]["stdout_tail"] == "py 3\n"
     d.signal(signal.SIGTERM)
     assert d.wait() == 0
+
+
+def test_a_planted_symlink_cannot_redirect_a_file_block(ws, daemon_factory):
+    """Issue #20, item 1, with the real daemon: the config and the state stay the engine's."""
+    d = daemon_factory(ws.root).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="ONLINE")
+    config = ws.config_file.read_bytes()
+    drop(
+        ws,
+        "# MP-8.60 Plant\n\n```bash\nln -s . here\nln -s .git g\n```\n\n```file here/mp-engine.toml\n[engine]\n```\n",
+    )
+    wait_for(lambda: finished(ws, "MP-8.60"), what=lambda: f"MP-8.60; log:\n{d.output()[-2000:]}")
+    res = last_result(ws)
+    assert res["status"] == "ERROR" and res["diagnosis"]["kind"] == "file_refused"
+    assert ws.config_file.read_bytes() == config
+    drop(ws, "# MP-8.61 Hook\nApproves: MP-8.60\n\n```file g/hooks/post-commit\n#!/bin/sh\necho owned\n```\n")
+    wait_for(lambda: finished(ws, "MP-8.61"), what="MP-8.61")
+    assert last_result(ws)["diagnosis"]["kind"] == "file_refused" and not (ws.root / ".git/hooks/post-commit").exists()
+    drop(ws, "# MP-8.62 Fine\nApproves: MP-8.61\n\n```file src/ok.txt\nok\n```\n")
+    wait_for(lambda: finished(ws, "MP-8.62"), what="MP-8.62")
+    assert last_result(ws)["status"] == "COMPLETED" and (ws.root / "src/ok.txt").read_text() == "ok\n"
+    d.signal(signal.SIGTERM)
+    assert d.wait() == 0

@@ -58,24 +58,69 @@ def test_confine_refuses(ws, path, why):
         ws.confine(path)
 
 
-def test_confine_refuses_symlinks_out_and_symlink_targets(ws, tmp_path):
+def test_write_confined_refuses_every_symlink_in_the_path(ws, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     (ws.root / "out").symlink_to(outside)
-    with pytest.raises(ConfinementError, match="points outside"):
-        ws.confine("out/x.txt")
+    with pytest.raises(ConfinementError, match="symlink"):
+        ws.write_confined("out/x.txt", b"x")
+    assert not (outside / "x.txt").exists()
     (ws.root / "f.txt").symlink_to(ws.root / "real.txt")
     with pytest.raises(ConfinementError, match="is a symlink"):
-        ws.confine("f.txt")
+        ws.write_confined("f.txt", b"x")
+    assert not (ws.root / "real.txt").exists()
 
 
-def test_confine_allows_normal_and_inner_symlinked_paths(ws):
-    assert ws.confine("src/./app.py") == ws.root / "src" / "app.py"
-    assert ws.confine("a/../b.txt") == ws.root / "b.txt"
-    (ws.root / "real").mkdir()
-    os.symlink("real", ws.root / "alias")
-    assert ws.confine("alias/x.txt") == ws.root / "alias" / "x.txt"
-    assert ws.confine("SYSTEM/notes.md") == ws.root / "SYSTEM" / "notes.md"
+@pytest.mark.parametrize(
+    ("link", "to", "path", "victim"),
+    [
+        ("here", ".", "here/mp-engine.toml", "mp-engine.toml"),  # issue #20: the config overwritten
+        ("here", ".", "here/SESSION_STATE.json", "SESSION_STATE.json"),  # the state replaced
+        ("g", ".git", "g/hooks/post-commit", ".git/hooks/post-commit"),  # a git hook planted
+        ("s", "SYSTEM", "s/RESULT_last.md", "SYSTEM/RESULT_last.md"),
+        ("i", "Claude_Inbox", "i/incoming_microproject.txt", "Claude_Inbox/incoming_microproject.txt"),
+    ],
+)
+def test_an_inner_symlink_cannot_reach_the_engine_s_files(ws, link, to, path, victim):
+    (ws.root / ".git" / "hooks").mkdir(parents=True, exist_ok=True)
+    os.symlink(to, ws.root / link)
+    before = (ws.root / victim).read_bytes() if (ws.root / victim).exists() else None
+    with pytest.raises(ConfinementError, match="symlink"):
+        ws.write_confined(path, b"#!/bin/sh\necho owned\n")
+    after = (ws.root / victim).read_bytes() if (ws.root / victim).exists() else None
+    assert after == before
+
+
+def test_a_symlink_swapped_in_after_the_check_is_not_followed(ws, tmp_path, monkeypatch):
+    """The race: the directory is real when checked, a link when written. The walk opens
+    each component with O_NOFOLLOW relative to the one before, so there is no window."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws.root / "d").mkdir()
+    real_open = os.open
+
+    def swapping_open(path, flags, *args, **kwargs):
+        if path == "d" and kwargs.get("dir_fd") is not None and not (ws.root / "d").is_symlink():
+            os.rmdir(ws.root / "d")
+            os.symlink(outside, ws.root / "d")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swapping_open)
+    with pytest.raises(ConfinementError, match="symlink"):
+        ws.write_confined("d/x.txt", b"x")
+    assert not (outside / "x.txt").exists()
+
+
+def test_write_confined_makes_directories_and_replaces_files(ws):
+    assert ws.write_confined("src/./pkg/app.py", b"one") == ws.root / "src" / "pkg" / "app.py"
+    assert ws.write_confined("src/pkg/app.py", b"two") == ws.root / "src" / "pkg" / "app.py"
+    assert (ws.root / "src/pkg/app.py").read_bytes() == b"two"
+    assert ws.write_confined("a/../b.txt", b"b") == ws.root / "b.txt"
+    assert ws.write_confined("SYSTEM/notes.md", b"n") == ws.root / "SYSTEM" / "notes.md"
+    assert not [p for p in (ws.root / "src/pkg").iterdir() if p.name != "app.py"]  # no temp file left
+    (ws.root / "plain").write_text("x")
+    with pytest.raises(ConfinementError, match="not a directory"):
+        ws.write_confined("plain/x.txt", b"x")
 
 
 def test_a_pre_0_2_event_log_is_moved_off_the_committed_tree(ws):
