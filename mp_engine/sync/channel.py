@@ -138,8 +138,8 @@ class GitChannel:
         with self._sync_point("publish") as s:
             commit.commit_unpublished(self.c, s)
             push.push(self.c, s, out, self.allowed_signers)
-            if (self.c.store.blocked() or {}).get("kind") == "conflict":
-                push.push_side_branch(self.c, s)
+            if (self.c.store.blocked() or {}).get("kind") in ("conflict", "unsigned"):
+                push.push_side_branch(self.c, s)  # the orchestrator can read the result there
         return out
 
     def peek_cancel(self) -> bytes | None:
@@ -215,7 +215,9 @@ class GitChannel:
             return False
 
     def refusal_for(self, data: bytes) -> InvalidMPError | None:
-        """The signature refusal recorded for this exact MP, if any (consumed)."""
+        """The signature refusal recorded for this exact MP, if any (consumed). Since a
+        range with an unsigned commit is refused as a whole (pull.refuse_unsigned), no
+        refused MP reaches the slot; this consumes what an earlier version recorded."""
         state = self.c.store.load()
         reason = state["refusals"].pop(hashlib.sha256(data).hexdigest(), None)
         if reason is None:

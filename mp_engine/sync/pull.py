@@ -2,16 +2,16 @@
 
 `integrate` fast-forwards when the engine has nothing unpushed and rebases its own
 commits otherwise. It refuses a rewritten history (the processed marker must stay an
-ancestor), records signature verdicts, and on a conflict aborts and reports it.
+ancestor) and, under `require_signed`, a range with any commit not signed by an allowed
+signer; on a conflict it aborts and reports it.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from mp_engine.errors import SyncConflict, SyncError
-from mp_engine.record.diagnosis import Diagnosis
+from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
 from mp_engine.sync import arrivals
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.replay import replay
@@ -81,7 +81,9 @@ def integrate(c: SyncContext, s: GitSession, remote_sha: str, allowed_signers: s
     versions = arrivals.incoming_versions(s, head, remote_sha)
     if c.cfg.require_signed:
         known = [head] + ([processed] if processed else [])
-        _verify_signatures(c, s, data, remote_sha, known, allowed_signers, versions)
+        verdict = check_range(s.run, remote_sha, known, allowed_signers, c.cfg.allowed_gpg_keys)
+        if not verdict.ok:  # nothing of the range reaches the workspace (issue #20)
+            return refuse_unsigned(c, s, data, remote_sha, verdict.reason, versions)
     queued = arrivals.queue_arrivals(c, s, head, versions)
     # processed == head is the common case (nothing local since the last push), and then
     # the rewrite check above already proved head is an ancestor of the remote.
@@ -104,29 +106,38 @@ def integrate(c: SyncContext, s: GitSession, remote_sha: str, allowed_signers: s
     return SyncOutcome(integrated=True)
 
 
-def _verify_signatures(
-    c: SyncContext,
-    s: GitSession,
-    data: dict,
-    tip: str,
-    known: list[str],
-    signers: str,
-    versions: list[tuple[str, bool]],
-) -> None:
-    """Record the refusal of every MP version the range brings (each is refused at its
-    turn with an ERROR result), when any commit in it is not signed by an allowed signer."""
-    verdict = check_range(s.run, tip, known, signers, c.cfg.allowed_gpg_keys)
-    if verdict.ok:
-        return
-    mps = [b for commit, present in versions if present and (b := s.blob(commit, INBOX_PATH)) is not None]
-    tip_mp = s.blob(tip, INBOX_PATH)
-    if tip_mp is not None and tip_mp not in mps:
-        mps.append(tip_mp)
-    c.events.emit("sync_refused", to=tip[:12], reason=verdict.reason, mp_pending=bool(mps))
-    for mp_bytes in mps:
-        data["refusals"][hashlib.sha256(mp_bytes).hexdigest()] = verdict.reason
-    if mps:
-        c.store.save(data)
+def refuse_unsigned(
+    c: SyncContext, s: GitSession, data: dict, remote_sha: str, reason: str, versions: list[tuple[str, bool]]
+) -> SyncOutcome:
+    """Refuse the whole range up to `remote_sha`, as a rewrite is refused: with
+    `require_signed`, one commit not signed by an allowed signer keeps every commit after
+    it out of the workspace (its MPs, and any change to mp-engine.toml, say). An ERROR
+    result without a halt names the commit; the engine waits for the remote to move."""
+    mps = [mp_line(b) for commit, present in versions if present and (b := s.blob(commit, INBOX_PATH)) is not None]
+    data["blocked"] = {"kind": "unsigned", "remote": remote_sha, "reason": reason}
+    c.store.save(data)
+    c.events.emit("sync_refused", to=remote_sha[:12], reason=reason, mps=mps)
+    processed = s.rev(PROCESSED_REF) or s.rev("HEAD") or "the last commit the engine processed"
+    branch = c.cfg.branch
+    carried = f" It carried {', '.join(mps)}, which did not run." if mps else ""
+    return SyncOutcome(
+        problem=Diagnosis(
+            REFUSED_KIND,
+            "unsigned commits refused",
+            f"The commits on {branch} up to {remote_sha[:12]} were refused as a whole, because [git] "
+            f"require_signed is on and {reason}. Nothing from them was pulled or executed.{carried}",
+            f"Take the unsigned commit off {branch} and push the work again as signed commits: rebuild the branch "
+            f"on {processed[:12]} (`git rebase --exec 'git commit --amend --no-edit -S' {processed[:12]}`, or reset "
+            f"to it and commit again with a key in the allowed-signers file), then `git push --force-with-lease`.",
+        ),
+        problem_mp=(mps[-1].split(" ", 1)[0] if mps else None),
+    )
+
+
+def mp_line(data: bytes) -> str:
+    """The MP's header line (`MP-1.4 Title`) for messages."""
+    first = next((ln for ln in data.decode("utf-8", errors="replace").splitlines() if ln.strip()), "")
+    return first.lstrip("# ").strip()[:80] or "an unreadable MP"
 
 
 def _fast_forward(s: GitSession, remote_sha: str) -> None:

@@ -132,7 +132,8 @@ def refusal_notice(blocked: dict | None) -> str | None:
 
 
 def push_side_branch(c: SyncContext, s: GitSession) -> None:
-    """Keep the engine's commits that a conflict holds back on `mp-engine/blocked/<branch>`."""
+    """Keep the engine's commits that a conflict or an unsigned range holds back on
+    `mp-engine/blocked/<branch>`, where the orchestrator can read the result."""
     code, _o, err = s.status("push", "--force", "--quiet", c.remote_name, f"HEAD:refs/heads/{c.side_branch}")
     if code != 0:
         c.events.emit("sync_failed", stage="push side branch", error=err.strip())

@@ -11,7 +11,18 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import events, read_state
-from tests.gitutil import HELLO, clone, engine_workspace, git, make_engine, make_remote, push_mp, remote_log, sync_tick
+from tests.gitutil import (
+    HELLO,
+    clone,
+    engine_workspace,
+    git,
+    make_engine,
+    make_remote,
+    push_file,
+    push_mp,
+    remote_log,
+    sync_tick,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
 
@@ -97,14 +108,36 @@ def test_a_signed_tip_over_an_unsigned_inbox_commit_is_refused(signed_channel):
     refused(ws, engine, "does not vouch for it")
 
 
-def test_after_a_refusal_a_signed_approving_mp_runs(signed_channel):
-    _bare, ws, orch, engine, trusted, _ = signed_channel
+def test_a_refused_range_stays_refused_until_the_unsigned_commit_is_gone(signed_channel):
+    bare, ws, orch, engine, trusted, _ = signed_channel
+    before = git(orch, "rev-parse", "HEAD")
     sign_with(orch, None)
     push_mp(orch, MARKER_MP)
     refused(ws, engine, "is not signed")
+    assert "MP-1.1 Must not run unless trusted, which did not run" in ws.result_file.read_text()
+    # The refusal result cannot go onto the orchestrator's branch: it waits on the side branch.
+    assert remote_log(bare, "mp-engine/blocked/main")[0] == "MP-1.1: ERROR (unsigned commits refused)"
+    # A signed commit on top does not vouch for the unsigned one: still refused, nothing runs.
     sign_with(orch, trusted)
-    push_mp(orch, "# MP-1.2 Signed\nApproves: MP-1.1\n\n```bash\necho ok\n```\n")
-    assert sync_tick(engine).action == "completed"
+    push_mp(orch, "# MP-1.2 Signed\n\n```bash\necho ok > ok.txt\n```\n")
+    assert sync_tick(engine).action == "error" and not (ws.root / "ok.txt").exists()
+    # The orchestrator takes the unsigned commit off and pushes the work again, signed.
+    git(orch, "reset", "--quiet", "--hard", before)
+    git(orch, "push", "--quiet", "--force", "origin", "HEAD:main")
+    push_mp(orch, "# MP-1.2 Signed\n\n```bash\necho ok > ok.txt\n```\n")
+    assert sync_tick(engine).action == "completed" and (ws.root / "ok.txt").exists()
+    assert not (ws.root / "ran.txt").exists()
+
+
+def test_an_unsigned_commit_without_an_mp_is_not_integrated_either(signed_channel):
+    """Issue #20: an unsigned change to mp-engine.toml must not reach the next start."""
+    _bare, ws, orch, engine, _trusted, _ = signed_channel
+    config = ws.config_file.read_text()
+    sign_with(orch, None)
+    push_file(orch, "mp-engine.toml", config.replace("env_allow = []", 'env_allow = ["AWS_SECRET_ACCESS_KEY"]'), "tune")
+    result = sync_tick(engine)
+    assert result.action == "error" and ws.config_file.read_text() == config
+    assert "tune" in ws.result_file.read_text() and read_state(ws).get("halt") is None
 
 
 def _gpg(home: Path, *args: str, stdin: str | None = None) -> str:
