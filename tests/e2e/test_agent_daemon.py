@@ -122,3 +122,19 @@ def test_cancel_during_an_agent_call_stops_it_and_keeps_the_partial_work_on_its_
     assert "mp/MP-3.2" in branches.stdout
     d.signal(signal.SIGTERM)
     d.wait()
+
+
+def test_status_of_an_agent_mp_names_its_micro_task_not_a_check_step(ws, daemon_factory, tmp_path):
+    flag, pids = tmp_path / "hung", tmp_path / "pids"
+    configure(ws, [level("a", "hang.py", "--flag", str(flag), "--pids", str(pids))])
+    d = started(daemon_factory, ws)
+    drop(ws, ONE)
+    wait_for(lambda: pids.exists() and pids.read_text(), what=lambda: "the agent call under way\n" + d.output())
+    status = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "status", "--root", str(ws.root)], capture_output=True, text=True
+    )
+    assert "running MP-3.2 MT-001 iteration 1 level 0" in status.stdout, status.stdout
+    assert "check-001" not in status.stdout and "step 1/" not in status.stdout
+    subprocess.run([sys.executable, "-m", "mp_engine", "cancel", "--root", str(ws.root)], capture_output=True)
+    d.signal(signal.SIGTERM)
+    d.wait()
