@@ -82,24 +82,12 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         resume_point = next((s.step_id for s in ledger.model.steps if s.status.value != "completed"), None)
         ctx.events.emit("mp_checkpointed", mp=mp.mp_id, run=run.run_id, resume_point=resume_point)
         return TickResult("interrupted", mp_id=mp.mp_id, run_id=run.run_id)
-    outcome = Outcome(
-        status=COMPLETED if res.status == "completed" else ERROR,
-        mp_id=mp.mp_id,
-        title=mp.title,
-        run_id=run.run_id,
-        mp_sha256=mp.sha256,
-        started_at=ledger.model.created_at,
-        finished_at=now_iso(),
-        executor=executor.name,
-        steps=res.steps,
-        checks=res.checks,
-        diagnosis=res.diagnosis,
-        error_output=res.error_output,
-        error_output_ref=res.error_output_ref,
-        notes=list(mp.notes),
-        extra=res.extra,
+    outcome = ended(ledger, run, mp, executor.name, res, COMPLETED if res.status == "completed" else ERROR)
+    outcome.diagnosis, outcome.error_output, outcome.error_output_ref = (
+        res.diagnosis,
+        res.error_output,
+        res.error_output_ref,
     )
-    outcome.duration = (parse_iso(outcome.finished_at) - parse_iso(outcome.started_at)).total_seconds()
     if outcome.status == ERROR:
         outcome.halt_token = mp.mp_id
     if watch.request is not None:  # it came as the MP ended: the result stands
@@ -107,6 +95,26 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         consume(watch.request)
     ledger.set_outcome(outcome.to_dict())
     return finalize(ctx, run, ledger)
+
+
+def ended(ledger: Ledger, run: RunArchive, mp: MicroProject, executor: str, res: ExecResult, status: str) -> Outcome:
+    """The outcome of a run that ran: what the executor reported, timed from the claim."""
+    outcome = Outcome(
+        status=status,
+        mp_id=mp.mp_id,
+        title=mp.title,
+        run_id=run.run_id,
+        mp_sha256=mp.sha256,
+        started_at=ledger.model.created_at,
+        finished_at=now_iso(),
+        executor=executor,
+        steps=res.steps,
+        checks=res.checks,
+        notes=list(mp.notes),
+        extra=res.extra,
+    )
+    outcome.duration = (parse_iso(outcome.finished_at) - parse_iso(outcome.started_at)).total_seconds()
+    return outcome
 
 
 def cancelled(
@@ -122,25 +130,12 @@ def cancelled(
     if not ctx.stop.is_set():
         ctx.stop_now.clear()  # it was the cancel's; the engine goes on
     done = sum(1 for r in res.steps + res.checks if r.status == "ok")
-    outcome = Outcome(
-        status=CANCELLED,
-        mp_id=mp.mp_id,
-        title=mp.title,
-        run_id=run.run_id,
-        mp_sha256=mp.sha256,
-        started_at=ledger.model.created_at,
-        finished_at=now_iso(),
-        executor=executor,
-        steps=res.steps,
-        checks=res.checks,
-        notes=[
-            f"Cancelled at the request of {req.who} after {done} block(s) had run; "
-            "the step that was running was stopped with its whole process group.",
-            *mp.notes,
-        ],
-        extra=res.extra,
+    outcome = ended(ledger, run, mp, executor, res, CANCELLED)
+    outcome.notes.insert(
+        0,
+        f"Cancelled at the request of {req.who} after {done} block(s) had run; "
+        "the step that was running was stopped with its whole process group.",
     )
-    outcome.duration = (parse_iso(outcome.finished_at) - parse_iso(outcome.started_at)).total_seconds()
     ctx.events.emit("mp_cancelled", mp=mp.mp_id, run=run.run_id, source=req.source)
     ledger.set_outcome(outcome.to_dict())
     return consumed(req, lambda: finalize(ctx, run, ledger))

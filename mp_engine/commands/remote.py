@@ -8,9 +8,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine.commands.send import GIT_TIMEOUT, Sender, mp_line, progress_line, state_at
+from mp_engine.commands.send import GIT_TIMEOUT, Sender, progress_line, state_at
 from mp_engine.errors import SyncError
 from mp_engine.exitcodes import ExitCode
+from mp_engine.inbox.header import header_summary
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 
@@ -30,7 +31,7 @@ def read_remote(sender: Sender) -> dict:
             "tip": tip,
             "state": state,
             "engine": sender.liveness(s),
-            "inbox": mp_line(pending) if pending is not None else None,
+            "inbox": header_summary(pending) if pending is not None else None,
             "progress": progress_line(state, str(state.get("current"))),
         }
     finally:

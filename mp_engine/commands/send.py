@@ -28,7 +28,7 @@ from mp_engine.errors import InvalidMPError, SyncError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.gitcmd import git
 from mp_engine.inbox.cancel import CANCEL_PATH
-from mp_engine.inbox.header import MP_ID_RE
+from mp_engine.inbox.header import MP_ID_RE, header_summary
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
 from mp_engine.sync import heartbeat
 from mp_engine.sync.heartbeat import HEARTBEAT_BRANCH, verdict
@@ -115,7 +115,7 @@ class Sender:
         found: list[str | None] = [None]
 
         def precheck(state: dict, pending: bytes | None, first: bool) -> int | None:
-            waiting = pending is not None and mp_line(pending).split(" ", 1)[0] == mp_id
+            waiting = pending is not None and header_summary(pending).split(" ", 1)[0] == mp_id
             found[0] = hashlib.sha256(pending).hexdigest() if waiting and pending is not None else None
             if first and not waiting:
                 self.err(
@@ -268,7 +268,7 @@ def _cannot_run(state: dict, mp: MicroProject) -> str | None:
 
 
 def _describe_pending(pending: bytes, state: dict) -> str:
-    line = mp_line(pending)
+    line = header_summary(pending)
     if state.get("status") == "RUNNING" and line.startswith(str(state.get("current"))):
         return f"the engine is running {state.get('current')} (run {state.get('run_id')})"
     return f"{line} is waiting in the remote's inbox (the engine has not taken it yet)"
@@ -285,11 +285,6 @@ def progress_line(state: dict, mp_id: str) -> str:
         halt = state["halt"]
         return f"the engine is halted on {halt.get('mp_id')}: {halt.get('reason')}"
     return f"{mp_id} is not taken yet; the engine is {status}"
-
-
-def mp_line(data: bytes) -> str:
-    first = next((ln for ln in data.decode("utf-8", errors="replace").splitlines() if ln.strip()), "")
-    return first.lstrip("# ").strip()[:80] or "unreadable"
 
 
 def send_mp(

@@ -150,3 +150,9 @@ def parse_headers(lines: list[str], start: int, mp_id: str) -> tuple[dict[str, A
 def is_header_key(name: str) -> bool:
     """True for a known header key, in any case (`timeout`, `Step-Timeout`)."""
     return name.lower() in _KEY_LOOKUP
+
+
+def header_summary(data: bytes) -> str:
+    """An MP's first line without its `#` (`MP-1.4 Title`), for messages."""
+    first = next((ln for ln in data[:4096].decode("utf-8", errors="replace").splitlines() if ln.strip()), "")
+    return first.lstrip("# ").strip()[:80] or "an unreadable MP"

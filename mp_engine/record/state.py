@@ -8,7 +8,6 @@ or `current` is appended to the event log.
 
 from __future__ import annotations
 
-import json
 import os
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +20,7 @@ from mp_engine.atomic import atomic_write_json
 from mp_engine.clock import now_iso
 from mp_engine.errors import StateError
 from mp_engine.record.events import EventLog
+from mp_engine.record.stateview import read_state_json
 
 IDLE = "IDLE"
 
@@ -82,15 +82,7 @@ class StateStore:
         sig = self._signature()
         if sig is not None and self._cache is not None and self._cache[0] == sig:
             return self._cache[1].model_copy(deep=True)
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError as e:
-            raise StateError(f"{self.path} is missing. Run `mp-engine init` in the workspace root.") from e
-        except (ValueError, UnicodeDecodeError) as e:
-            raise StateError(
-                f"{self.path} is not valid JSON ({e}). mp-engine only writes it atomically, so something "
-                f"else edited it: restore it from git (`git checkout -- {self.path.name}`)."
-            ) from e
+        raw = read_state_json(self.path)
         try:
             state = SessionState.model_validate(raw)
         except ValidationError as e:

@@ -59,10 +59,11 @@ FIELDS = ("engine_version", "last_completed", "current", "status", "last_updated
 FIELDS += ("last_result", "waiting")
 
 
-def read_view(path: Path) -> StateView:
-    """The state file's content; `StateError` (what to do) when it is missing or not JSON."""
+def read_state_json(path: Path) -> Any:
+    """The state file's JSON; `StateError` (what to do) when it is missing or not JSON.
+    `StateStore.read` validates it further, `read_view` only checks the fields."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as e:
         raise StateError(f"{path} is missing. Run `mp-engine init` in the workspace root.") from e
     except (ValueError, UnicodeDecodeError) as e:
@@ -70,6 +71,11 @@ def read_view(path: Path) -> StateView:
             f"{path} is not valid JSON ({e}). mp-engine only writes it atomically, so something "
             f"else edited it: restore it from git (`git checkout -- {Path(path).name}`)."
         ) from e
+
+
+def read_view(path: Path) -> StateView:
+    """The state file's content, for reading only."""
+    raw = read_state_json(path)
     if not isinstance(raw, dict) or not all(k in raw for k in ("status", "current", "last_updated")):
         raise StateError(f"{path} does not hold valid MP-1.3 fields. Restore it from git.")
     return StateView(raw)

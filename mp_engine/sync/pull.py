@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mp_engine.errors import SyncConflict, SyncError
+from mp_engine.inbox.header import header_summary
 from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
 from mp_engine.sync import arrivals
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
@@ -113,7 +114,9 @@ def refuse_unsigned(
     `require_signed`, one commit not signed by an allowed signer keeps every commit after
     it out of the workspace (its MPs, and any change to mp-engine.toml, say). An ERROR
     result without a halt names the commit; the engine waits for the remote to move."""
-    mps = [mp_line(b) for commit, present in versions if present and (b := s.blob(commit, INBOX_PATH)) is not None]
+    mps = [
+        header_summary(b) for commit, present in versions if present and (b := s.blob(commit, INBOX_PATH)) is not None
+    ]
     data["blocked"] = {"kind": "unsigned", "remote": remote_sha, "reason": reason}
     c.store.save(data)
     c.events.emit("sync_refused", to=remote_sha[:12], reason=reason, mps=mps)
@@ -132,12 +135,6 @@ def refuse_unsigned(
         ),
         problem_mp=(mps[-1].split(" ", 1)[0] if mps else None),
     )
-
-
-def mp_line(data: bytes) -> str:
-    """The MP's header line (`MP-1.4 Title`) for messages."""
-    first = next((ln for ln in data.decode("utf-8", errors="replace").splitlines() if ln.strip()), "")
-    return first.lstrip("# ").strip()[:80] or "an unreadable MP"
 
 
 def _fast_forward(s: GitSession, remote_sha: str) -> None:

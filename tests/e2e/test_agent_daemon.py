@@ -138,3 +138,20 @@ def test_status_of_an_agent_mp_names_its_micro_task_not_a_check_step(ws, daemon_
     subprocess.run([sys.executable, "-m", "mp_engine", "cancel", "--root", str(ws.root)], capture_output=True)
     d.signal(signal.SIGTERM)
     d.wait()
+
+
+def test_cancel_ends_a_wait_for_a_usage_limit_at_once(ws, daemon_factory, tmp_path):
+    count = tmp_path / "count"
+    configure(ws, [level("limited", "limited.py", "--kind", "usage", "--count", str(count), "--reset", "3600")])
+    d = started(daemon_factory, ws)
+    drop(ws, ONE)
+    wait_for(lambda: read_state(ws).get("waiting"), what=lambda: "waiting\n" + d.output())
+    out = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "cancel", "--root", str(ws.root)], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and "cancelled MP-3.2" in out.stdout, out.stderr + d.output()
+    state = read_state(ws)
+    assert state["status"] == "ONLINE" and state.get("waiting") is None and state.get("run_id") is None
+    assert int(count.read_text()) == 1  # the agent was not called again
+    d.signal(signal.SIGTERM)
+    d.wait()

@@ -73,7 +73,9 @@ def stale_run(ws: Workspace, config: Config) -> Check:
     daemon = state.get("daemon") or {}
     if daemon_alive(ws.daemon_lock_file):  # the kernel's word: the holder of daemon.lock
         o = daemon_owner(ws.daemon_lock_file) or {}
-        return Check("lock", OK, f"daemon running: pid {o.get('pid')} on {o.get('host')}, started {o.get('started_at')}")
+        return Check(
+            "lock", OK, f"daemon running: pid {o.get('pid')} on {o.get('host')}, started {o.get('started_at')}"
+        )
     if state.get("status") == "RUNNING" and gone_here(daemon):
         return Check(
             "lock",
