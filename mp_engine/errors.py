@@ -56,6 +56,11 @@ class SyncError(MpEngineError):
     """A git operation against the workspace repository or its remote failed."""
 
 
+class GitConfigChanged(SyncError):
+    """The repository's .git/config is not the one the engine accepted (an MP's step, or a
+    person, changed it): the engine runs no git in that repository until it is resolved."""
+
+
 class RemoteUnreachable(SyncError):
     """The git remote could not be reached; results stay committed locally until it returns."""
 

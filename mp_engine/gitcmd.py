@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.errors import RemoteUnreachable, SyncError
+from mp_engine.errors import GitConfigChanged, RemoteUnreachable, SyncError
 
 UNREACHABLE_RE = re.compile(
     r"Could not read from remote|does not appear to be a git repository|Connection refused|unable to access|"
@@ -104,6 +104,89 @@ def describe_failure(r: GitResult) -> str:
     return f"`git {' '.join(r.args)}` failed (exit {r.code}): {(r.err or r.out).strip()}"
 
 
+# Repositories whose .git/config the engine guards: root -> the copy it accepted
+# (`protect_config`). A step runs with the engine's rights and can edit .git/config; the
+# keys that make git run code or send traffic elsewhere are many (filter and diff drivers,
+# gpg.program, credential.helper, url.*.insteadOf, remote URLs, include.path, ...) and an
+# operator may set some of them on purpose. So no key is overridden: any change the
+# engine did not make stops every engine git call in that repository (issue #20).
+_GUARDED: dict[Path, Path] = {}
+
+
+def protect_config(root: Path, accepted: Path) -> str | None:
+    """Guard `root`'s .git/config from now on in this process. The first time (no copy at
+    `accepted` yet) the config as it is now is accepted. Returns the change already there,
+    if any (see `config_change`)."""
+    root = Path(os.path.realpath(root))
+    _GUARDED[root] = Path(accepted)
+    if not Path(accepted).exists():
+        accept_config(root)
+    return config_change(root)
+
+
+def accept_config(root: Path) -> None:
+    """The engine changed .git/config itself (`remote add`): this is the accepted one now."""
+    root = Path(os.path.realpath(root))
+    accepted = _GUARDED.get(root)
+    if accepted is None:
+        return
+    try:
+        data = (root / ".git" / "config").read_bytes()
+    except OSError:
+        return
+    from mp_engine.atomic import atomic_write
+
+    accepted.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(accepted, data, durable=False)
+
+
+def config_change(root: Path) -> str | None:
+    """How `root`'s .git/config differs from the accepted copy (the lines removed and
+    added, at most 12), or None when it does not, or when `root` is not guarded."""
+    root = Path(os.path.realpath(root))
+    accepted = _GUARDED.get(root)
+    if accepted is None:
+        return None
+    try:
+        now = (root / ".git" / "config").read_bytes()
+    except OSError:
+        now = b""
+    try:
+        before = accepted.read_bytes()
+    except OSError:
+        return None
+    if now == before:
+        return None
+    old = set(before.decode("utf-8", "replace").splitlines())
+    new = set(now.decode("utf-8", "replace").splitlines())
+    lines = [f"-{ln.strip()}" for ln in sorted(old - new)] + [f"+{ln.strip()}" for ln in sorted(new - old)]
+    return "; ".join(lines[:12]) + (f"; ... {len(lines) - 12} more" if len(lines) > 12 else "") or "(reordered)"
+
+
+def config_problem(root: Path) -> str | None:
+    """What to tell a person when `root`'s .git/config is not the accepted one, or None."""
+    root = Path(os.path.realpath(root))
+    change = config_change(root)
+    if change is None:
+        return None
+    copy = _GUARDED[root]
+    return (
+        f"{root}/.git/config changed, and not by the engine: {change}. The engine runs no git in this "
+        "repository until it is resolved, since a step can make git run code through its config. If you made "
+        f"the change, accept it: delete {copy} and restart the engine; otherwise restore the accepted copy: "
+        f"`cp {copy} {root}/.git/config`."
+    )
+
+
+def _guard(cwd: str | os.PathLike[str]) -> None:
+    if not _GUARDED:
+        return
+    here = Path(os.path.abspath(cwd))
+    for root in _GUARDED:
+        if (here == root or root in here.parents) and (problem := config_problem(root)):
+            raise GitConfigChanged(problem)
+
+
 def git(
     cwd: str | os.PathLike[str],
     *args: str,
@@ -115,7 +198,10 @@ def git(
 ) -> GitResult:
     """Run `git ARGS` in `cwd`. With `check`, a non-zero exit raises `GitFailed`, or
     `RemoteUnreachable` when git could not reach the remote (the engine keeps its commits
-    and retries). A timeout kills git and counts as exit 124. `env`: extra variables."""
+    and retries). A timeout kills git and counts as exit 124. `env`: extra variables.
+    In a guarded repository (`protect_config`), a changed .git/config raises
+    `GitConfigChanged` before git starts."""
+    _guard(cwd)
     env = {**os.environ, **noninteractive_env(), **(env or {})}
     try:
         # Its own process group: on a timeout the whole group is killed, ssh or a credential

@@ -25,6 +25,7 @@ STATE_FILE = "SESSION_STATE.json"
 RESULT_FILE = "RESULT_last.md"
 EVENTS_FILE = "events.jsonl"
 RUNS_DIR = "runs"
+GIT_CONFIG_COPY = "git-config"  # in SYSTEM/.engine/: the .git/config the engine accepted (gitcmd.py)
 RUN_LEDGER = "ledger.json"  # in SYSTEM/runs/<run>/, beside the MP's copy (named INBOX_FILE)
 LOCAL_DIR = ".engine"  # machine-local runtime files (lock, owner, event log); never committed
 

@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from mp_engine.config import GitConfig
-from mp_engine.errors import InvalidMPError, RemoteUnreachable, SyncError
+from mp_engine.errors import GitConfigChanged, InvalidMPError, RemoteUnreachable, SyncError
+from mp_engine.gitcmd import config_problem, protect_config
 from mp_engine.inbox.cancel import CANCEL_PATH
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
@@ -29,7 +30,7 @@ from mp_engine.sync.peek import RemotePeek
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH, checked_signers_file
-from mp_engine.workspace import STATE_FILE, Workspace
+from mp_engine.workspace import GIT_CONFIG_COPY, STATE_FILE, Workspace
 
 
 class GitChannel:
@@ -47,6 +48,9 @@ class GitChannel:
         self.allowed_signers = checked_signers_file(ws.root, cfg)
         self._peek = RemotePeek(self.c, self.allowed_signers)
         self.heartbeat = Heartbeat(self.c, cfg.heartbeat_interval)
+        # Every engine git call in this repository checks .git/config against the copy the
+        # engine accepted (gitcmd.protect_config; issue #20).
+        protect_config(ws.root, ws.local_dir / GIT_CONFIG_COPY)
         self.peek_interval = cfg.poll_interval
 
     def bind(self, events: EventLog, inbox: Inbox | None = None) -> None:
@@ -179,17 +183,31 @@ class GitChannel:
         pushed later); any other failure is `sync_failed`, and the remotes are read again
         at the next poll. A lock left by a killed git blocks every later command, so it is
         removed at once, and the next sync point (which retries what failed) can succeed."""
+        if (self.c.store.blocked() or {}).get("kind") == "git_config" and config_problem(self.ws.root) is None:
+            self.c.store.save({**self.c.store.load(), "blocked": None})  # restored: git may run again
+            self.c.events.emit("git_config_restored", stage=stage)
         try:
             with self.session() as s:
                 yield s
         except RemoteUnreachable as e:
             self._remote_checked = False
             self.c.mark_unreachable(str(e))
+        except GitConfigChanged as e:
+            self._git_stopped(str(e))
         except SyncError as e:
             self._remote_checked = False
             self.c.events.emit("sync_failed", stage=stage, error=str(e))
             if locks.is_lock_error(str(e)):
                 self._remove_stale_locks()
+
+    def _git_stopped(self, why: str) -> None:
+        """.git/config changed under the engine: record it once (status, doctor and every
+        result show it), and keep the commits local until it is resolved."""
+        data = self.c.store.load()
+        if (data.get("blocked") or {}).get("message") != why:
+            data["blocked"] = {"kind": "git_config", "message": why}
+            self.c.store.save(data)
+            self.c.events.emit("git_config_changed", error=why)
 
     def _remove_stale_locks(self) -> None:
         try:
@@ -231,7 +249,10 @@ class GitChannel:
         )
 
     def notice(self) -> str | None:
-        """What every result should say about the channel (a push the remote refused)."""
+        """What every result should say about the channel: a push the remote refused, or
+        git stopped because .git/config changed (known before any git call trips on it)."""
+        if (problem := config_problem(self.ws.root)) is not None:
+            return f"git is stopped: {problem}"
         return push.refusal_notice(self.c.store.blocked())
 
     def report(self) -> dict[str, Any]:

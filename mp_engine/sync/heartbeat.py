@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mp_engine.clock import now_iso, parse_iso
+from mp_engine.errors import SyncError
 from mp_engine.gitcmd import git
 from mp_engine.sync.context import SyncContext
 
@@ -68,6 +69,16 @@ class Heartbeat:
         """Push a beat when one is due (or the last one, `stopped`); never raises."""
         if not (self.due() or (stopped and self.sent and self.interval > 0)):
             return False
+        try:
+            return self._beat(stopped)
+        except SyncError as e:  # a changed .git/config stops git: no beat, so the remote sees silence
+            self._next = time.monotonic() + self.interval
+            if not self._failing:
+                self.c.events.emit("heartbeat_failed", error=str(e)[:600], branch=HEARTBEAT_BRANCH)
+            self._failing = True
+            return False
+
+    def _beat(self, stopped: bool) -> bool:
         with self._lock:
             self._next = time.monotonic() + self.interval
             root, t = self.c.ws.root, self.c.cfg.timeout

@@ -125,7 +125,10 @@ def block_refused(c: SyncContext, s: GitSession, message: str) -> None:
 
 
 def refusal_notice(blocked: dict | None) -> str | None:
-    """The line `status`, `doctor` and results show for a refused push, or None."""
+    """The line `status`, `doctor` and results show for a refused push, or for git stopped
+    by a changed .git/config; None otherwise."""
+    if blocked and blocked.get("kind") == "git_config":
+        return f"git is stopped: {blocked.get('message', '')}"
     if not blocked or blocked.get("kind") != "push_refused":
         return None
     return f"push refused by the remote: {blocked.get('message', '')}"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mp_engine.atomic import atomic_write
 from mp_engine.errors import SyncError
+from mp_engine.gitcmd import accept_config
 from mp_engine.sync import attribution, commit, locks
 from mp_engine.sync.attribution import EVENT_LOG, PROTOCOL_FILES, RUNS_PREFIX
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
@@ -118,4 +119,5 @@ def ensure_remote(c: SyncContext, s: GitSession) -> None:
         )
     if "origin" not in names:
         s.run("remote", "add", "origin", url)
+        accept_config(c.ws.root)  # the engine's own change to .git/config
     c.remote_name = "origin"

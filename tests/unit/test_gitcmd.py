@@ -76,3 +76,48 @@ def test_a_control_directory_someone_else_could_write_is_not_used(monkeypatch, t
     (tmp_path / f"mpe-ssh-{__import__('os').getuid()}").chmod(0o777)
     assert ssh_control_dir() is None
     assert "ControlPath" not in noninteractive_env({})["GIT_SSH_COMMAND"]
+
+
+def _repo(tmp_path):
+    import subprocess
+
+    root = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.txt").write_text("a\n")
+    return root
+
+
+def test_a_changed_git_config_stops_the_engine_s_git_before_it_runs_anything(tmp_path):
+    """Issue #20: a step's `git config filter.x.clean` (code on `git add`) or `git remote
+    set-url` (results sent elsewhere) never reaches the engine's own git."""
+    import subprocess
+
+    from mp_engine.errors import GitConfigChanged
+    from mp_engine.gitcmd import accept_config, config_change, protect_config
+
+    root, copy = _repo(tmp_path), tmp_path / "accepted"
+    assert protect_config(root, copy) is None and copy.exists()  # accepted as it is, the first time
+    git(root, "remote", "add", "origin", "file:///right")  # the engine's own change...
+    accept_config(root)  # ...is accepted
+    marker = tmp_path / "filter-ran"
+    (root / ".gitattributes").write_text("* filter=evil\n")
+    # What a step does, with its own git (not the engine's runner):
+    subprocess.run(["git", "-C", str(root), "config", "filter.evil.clean", f"touch {marker}; cat"], check=True)
+    subprocess.run(["git", "-C", str(root), "remote", "set-url", "origin", "file:///elsewhere"], check=True)
+    with pytest.raises(GitConfigChanged, match="not by the engine") as raised:
+        git(root, "add", "-A")
+    assert '+clean = "touch' in str(raised.value) and "-url = file:///right" in str(raised.value)
+    assert "+url = file:///elsewhere" in str(raised.value) and not marker.exists()
+    with pytest.raises(GitConfigChanged):  # in a directory below it too (the agent's worktrees)
+        git(root / "sub" if (root / "sub").mkdir() is None else root, "status", check=False)
+    # Restored: git runs again.
+    (root / ".git" / "config").write_bytes(copy.read_bytes())
+    assert config_change(root) is None and git(root, "status", "--porcelain").ok
+
+
+def test_a_repository_nobody_guards_is_left_alone(tmp_path):
+    import subprocess
+
+    root = _repo(tmp_path)
+    subprocess.run(["git", "-C", str(root), "config", "core.pager", "less"], check=True)
+    assert git(root, "status", "--porcelain").ok

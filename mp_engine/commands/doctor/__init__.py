@@ -31,6 +31,7 @@ CHECKS: list[Callable[[Workspace, Config], Check]] = [
     host.network_fs,
     host.agent_chain,
     host.disk,
+    git_checks.config_guard,  # last: it guards .git/config for the rest of this process
 ]
 
 

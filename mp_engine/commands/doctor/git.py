@@ -8,11 +8,11 @@ import stat
 
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
-from mp_engine.gitcmd import TIMED_OUT, GitResult, git
+from mp_engine.gitcmd import TIMED_OUT, GitResult, config_problem, git, protect_config
 from mp_engine.sync.push import refusal_notice
 from mp_engine.sync.signatures import signers_path
 from mp_engine.sync.store import SyncStore
-from mp_engine.workspace import Workspace
+from mp_engine.workspace import GIT_CONFIG_COPY, Workspace
 
 REMOTE_TIMEOUT = 20.0
 
@@ -37,8 +37,9 @@ def identity(ws: Workspace, config: Config) -> Check:
             "git identity",
             WARN,
             "no git user.name/user.email: results are committed as mp-engine <mp-engine@localhost>",
-            f'git -C {ws.root} config user.name "mp-engine on {socket.gethostname()}" && '
-            f"git -C {ws.root} config user.email you@example.org",
+            # --global: the engine refuses a .git/config it did not write itself (config_guard)
+            f'git config --global user.name "mp-engine on {socket.gethostname()}" && '
+            "git config --global user.email you@example.org",
         )
     return Check("git identity", OK, f"commits as {name} <{email}>")
 
@@ -155,3 +156,24 @@ def signatures(ws: Workspace, config: Config) -> Check:
         if path.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             return Check("signatures", WARN, f"{path} is writable by others", f"chmod go-w {path}")
     return Check("signatures", OK, "signed MPs required; the allowed-signers file is outside the workspace")
+
+
+def config_guard(ws: Workspace, config: Config) -> Check:
+    """A .git/config the engine did not write (a step's `git config`, `git remote set-url`)
+    stops the engine's git (gitcmd.protect_config; issue #20)."""
+    if not config.git.enabled or not _is_repo(ws):
+        return Check("git config", OK, "[git] is off")
+    copy = ws.local_dir / GIT_CONFIG_COPY
+    if not copy.exists():
+        return Check("git config", OK, "not recorded yet: the engine accepts .git/config as it is at its next start")
+    protect_config(ws.root, copy)
+    problem = config_problem(ws.root)
+    if problem is None:
+        return Check("git config", OK, ".git/config is the one the engine accepted")
+    what, _, fix = problem.partition(" The engine runs no git")
+    return Check(
+        "git config",
+        FAIL,
+        f"{what} The engine runs no git in this repository until it is resolved",
+        fix.split(". ", 1)[-1],
+    )

@@ -29,13 +29,28 @@ def test_a_healthy_git_workspace_passes_every_check(tmp_path, capsys):
     rc, out = doctor(capsys, ws.root)
     assert rc == 0, out
     lines = out.splitlines()
-    assert lines[-1].startswith("14 checks: 0 failed")
-    assert len(lines) == 15 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
+    assert lines[-1].startswith("15 checks: 0 failed")
+    assert len(lines) == 16 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
     checks = by_name(ws.root)
     assert checks["git remote"].level == OK and "answers without a prompt" in checks["git remote"].message
     assert checks["git branch"].level == OK and "which the remote has" in checks["git branch"].message
     assert checks["git identity"].level == OK and "tests@mp-engine.invalid" in checks["git identity"].message
     assert checks["state"].level == OK and checks["workspace"].level == OK
+    assert checks["git config"].level == OK and "next start" in checks["git config"].message
+
+
+def test_doctor_fails_when_git_config_was_changed_under_the_engine(tmp_path, capsys):
+    import subprocess
+
+    from mp_engine.gitcmd import protect_config
+    from mp_engine.workspace import GIT_CONFIG_COPY
+
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, str(bare))
+    protect_config(ws.root, ws.local_dir / GIT_CONFIG_COPY)  # what the engine does when it starts
+    subprocess.run(["git", "-C", str(ws.root), "config", "core.sshCommand", "touch /tmp/x; ssh"], check=True)
+    check = by_name(ws.root)["git config"]
+    assert check.level == FAIL and "+sshCommand" in check.message and "restore the accepted copy" in check.fix
 
 
 def test_an_unreachable_remote_fails_with_the_command_to_try(tmp_path, capsys):

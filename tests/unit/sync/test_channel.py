@@ -508,8 +508,20 @@ def test_hooks_a_step_plants_in_the_repository_never_run_in_the_engines_git(chan
     )
     push_mp(orch, mp)
     engine = make_engine(ws)
+    accepted = (ws.root / ".git" / "config").read_bytes()
     assert sync_tick(engine).action == "completed"
-    push_mp(orch, "# MP-0.10 Next\n\n```bash\ntrue\n```\n")
-    assert sync_tick(engine).action == "completed"
-    assert remote_log(bare)[0] == "MP-0.10: COMPLETED" and remote_file(bare, "work.txt") == "work\n"
+    # The engine ran no git after the step changed .git/config: the result stays on the host,
+    # the status says why, and nothing the step planted ran.
     assert not marker.exists(), marker.read_text()
+    assert remote_log(bare)[0] == "MP-0.9: RUNNING"
+    (changed,) = [e for e in events(ws, "git_config_changed")]
+    assert "hooksPath" in changed["error"] and "fsmonitor" in changed["error"]
+    assert "git is stopped: " in ws.result_file.read_text()
+    assert "changed, and not by the engine" in str(engine.sync.report())  # what `status` shows
+    sync_tick(engine)
+    assert not marker.exists() and remote_log(bare)[0] == "MP-0.9: RUNNING"  # still stopped
+    # The operator restores the accepted config: the next poll pushes the result.
+    (ws.root / ".git" / "config").write_bytes(accepted)
+    sync_tick(engine)
+    assert remote_log(bare)[0] == "MP-0.9: COMPLETED" and remote_file(bare, "work.txt") == "work\n"
+    assert events(ws, "git_config_restored") and not marker.exists()
