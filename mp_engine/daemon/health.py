@@ -3,7 +3,6 @@ one line that says what the engine does (systemd's STATUS=, `mp-engine status`).
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -14,6 +13,7 @@ from mp_engine.agent.progress import load_report
 from mp_engine.atomic import atomic_write
 from mp_engine.clock import now_iso, parse_iso
 from mp_engine.errors import InvalidMPError
+from mp_engine.record import journal
 from mp_engine.workspace import INBOX_FILE, RUN_LEDGER, Workspace
 
 if TYPE_CHECKING:  # `status` passes a record.stateview.StateView: same attributes, no pydantic
@@ -70,7 +70,7 @@ def current_step(ws: Workspace, run_id: str) -> dict[str, Any] | None:
     run_dir = ws.runs_dir / run_id
     try:
         ids, headers = _blocks(str(run_dir / INBOX_FILE), os.stat(run_dir / INBOX_FILE).st_mtime_ns)
-        ledger = json.loads((run_dir / RUN_LEDGER).read_text(encoding="utf-8"))
+        ledger = journal.read(run_dir / RUN_LEDGER)  # with the step transitions of its journal
     except (OSError, ValueError, InvalidMPError):
         return None
     steps = ledger.get("steps") or []

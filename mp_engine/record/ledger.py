@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict
 
 from mp_engine.atomic import atomic_write, atomic_write_json
 from mp_engine.clock import now_iso
+from mp_engine.record import journal
+
+JOURNAL_MIN_BYTES = 64 * 1024  # below this a journal is never compacted
 
 
 class StepStatus(StrEnum):
@@ -71,6 +74,7 @@ class RunLedger(BaseModel):
     resume_point: str | None = None
     resume_reason: str | None = None
     recoveries: list[dict[str, Any]] = []
+    journal_gen: int = 0  # the generation of ledger.journal's lines that apply (journal.py)
 
 
 def idempotency_key(*parts: str) -> str:
@@ -102,6 +106,7 @@ class Ledger:
         # `save(durable=True)` when a unit is done.
         self.durable = True
         self.deferred = False
+        self._index = {s.step_id: s for s in model.steps}
 
     @classmethod
     def create(
@@ -123,7 +128,8 @@ class Ledger:
 
     @classmethod
     def load(cls, path: Path) -> Ledger:
-        return cls(path, RunLedger.model_validate(json.loads(Path(path).read_text(encoding="utf-8"))))
+        """ledger.json with its journal applied (journal.py)."""
+        return cls(path, RunLedger.model_validate(journal.read(path)))
 
     def dumps(self) -> str:
         # Compact: json's C encoder only runs without `indent`, and the ledger is rewritten
@@ -134,16 +140,30 @@ class Ledger:
         )
 
     def save(self, *, durable: bool | None = None) -> None:
+        """Rewrite ledger.json whole, as a new journal generation, and drop the journal."""
+        self.model.journal_gen += 1
         atomic_write(self.path, self.dumps(), durable=self.durable if durable is None else durable)
+        journal.remove(self.path)  # its lines are of the older generation: ignored if it stays
 
-    def _changed(self, *, durable: bool | None = None) -> None:
-        if not self.deferred:
+    def _changed(self, step: LedgerStep, *, durable: bool | None = None) -> None:
+        """A step's transition: one line appended to the journal (O(1)); a full rewrite
+        once the journal has grown past the ledger itself (amortised O(1) per step)."""
+        if self.deferred:
+            return
+        size = journal.append(
+            self.path,
+            self.model.journal_gen,
+            step.model_dump(mode="json"),
+            durable=self.durable if durable is None else durable,
+        )
+        if size > max(JOURNAL_MIN_BYTES, getattr(self, "_ledger_bytes", 0)):
             self.save(durable=durable)
+            self._ledger_bytes = self.path.stat().st_size
 
     # -- steps ----------------------------------------------------------------------
 
     def step(self, step_id: str) -> LedgerStep | None:
-        return next((s for s in self.model.steps if s.step_id == step_id), None)
+        return self._index.get(step_id)
 
     def ensure_step(self, step_id: str, kind: str, key: str) -> LedgerStep:
         """The step with this id, appended as pending if new. Not written: a pending step
@@ -153,6 +173,7 @@ class Ledger:
             return existing
         step = LedgerStep(step_id=step_id, kind=kind, idempotency_key=key)
         self.model.steps.append(step)
+        self._index[step_id] = step
         return step
 
     def start(self, step: LedgerStep) -> None:
@@ -161,13 +182,16 @@ class Ledger:
         step.started_at = now_iso()
         step.completed_at = None
         step.pgid = step.proc_start = None
-        self._changed()
+        self._changed(step)
 
     def spawned(self, step: LedgerStep, pgid: int, proc_start: int | None) -> None:
         step.pgid, step.proc_start = pgid, proc_start
         # Not fsynced: the group id lets a restart kill what a `kill -9` left running; after
-        # a power loss there is no process left to kill.
-        self.save(durable=False)
+        # a power loss there is no process left to kill. Written even when deferred.
+        if self.deferred:
+            self.save(durable=False)
+        else:
+            self._changed(step, durable=False)
 
     def finish(
         self, step: LedgerStep, *, ok: bool, output_ref: str | None, error: str | None = None, **extra: Any
@@ -181,7 +205,7 @@ class Ledger:
             setattr(step, k, v)
         # Not fsynced: the step's output artifact is written (durably) first, and recovery
         # settles an in-progress step from its artifact.
-        self._changed(durable=False)
+        self._changed(step, durable=False)
 
     # -- lifecycle ------------------------------------------------------------------
 

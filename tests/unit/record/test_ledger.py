@@ -7,6 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from mp_engine.record import journal
 from mp_engine.record.ledger import Ledger, StepStatus, idempotency_key, read_artifact, write_artifact
 
 
@@ -16,7 +17,8 @@ def ledger(tmp_path) -> Ledger:
 
 
 def on_disk(ledger: Ledger) -> dict:
-    return json.loads(ledger.path.read_text())
+    """The ledger as a reader finds it: ledger.json with its journal applied."""
+    return journal.read(ledger.path)
 
 
 def test_create_writes_a_ledger_that_loads_back(ledger):
