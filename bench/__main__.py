@@ -37,6 +37,7 @@ BENCHES = {
     "startup": ("bench.startup:run", 20, 8),
     "agent": ("bench.agentloop:run", 30, 10),
     "network": ("bench.network:run", 20, 6),  # 50 ms round trips: a few seconds per MP pair
+    "ledger": ("bench.ledger:run", 5000, 1000),  # steps of one long MP
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"
