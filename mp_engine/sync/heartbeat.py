@@ -11,10 +11,10 @@ commit has the empty tree and no parent; its message is one JSON document:
 
 A clean stop pushes one last beat with `"status": "stopped"`. A reader (`send --wait`,
 `status --remote`, an orchestrator through GitHub's API) judges it with `verdict`: `up`
-while the last beat is younger than twice the interval plus the interval (at most a
-minute), `stopped` after a
-clean stop, `silent` otherwise (crashed, killed, host down or cut off), `unknown` when
-there is no heartbeat branch (heartbeats off, or an older engine).
+while the last beat is younger than 2 x interval + min(interval, 60 s), `stopped` after
+a clean stop, `silent` otherwise (crashed, killed, host down, cut off, or git stopped by
+a changed .git/config), `unknown` when there is no heartbeat branch (heartbeats off, or
+an older engine).
 """
 
 from __future__ import annotations
