@@ -12,7 +12,7 @@ class ExitCode(IntEnum):
     MP_ERROR = 1  # the MP ended in ERROR (`once`, `send --wait`), is invalid (`check`), or `doctor` failed
     USAGE = 2  # usage, configuration or workspace error (nothing was started)
     HALTED = 3  # `once`: an MP is waiting but the engine is halted on a failed MP
-    BUSY = 4  # `once`/`approve`: another engine held the workspace lock past the lock timeout
+    BUSY = 4  # `once`/`approve`: the workspace lock was held past its timeout; `run`: a daemon already runs there
     INTERRUPTED = 5  # `once`: stopped by a signal before the MP finished; it resumes on the next start
     NOT_RUNNABLE = 6  # `send`: the engine is halted and the MP does not approve the halt (nothing sent; --force)
     SEND_TIMEOUT = 7  # `send --wait`: no result before --timeout (the MP stays sent)
