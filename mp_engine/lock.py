@@ -8,7 +8,6 @@ and records who holds it in `SYSTEM/.engine/lock.owner` for `status` and error m
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -18,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.atomic import atomic_write_json
+from mp_engine.atomic import atomic_write_json, sha256_file
 from mp_engine.clock import now_iso
 from mp_engine.errors import DaemonRunning, LockTimeout
 from mp_engine.pids import hostname
@@ -141,18 +140,19 @@ class DaemonLock:
             # meets that probe waits for it rather than mistaking it for a daemon.
             self._lock.acquire(timeout=1.0)
         except Timeout:
-            try:
-                o = json.loads(self.owner_path.read_text(encoding="utf-8"))
-                who = f"pid {o.get('pid')} on {o.get('host')}, started {o.get('started_at')}"
-            except (OSError, ValueError):
-                who = "a process that has not recorded itself yet"
+            o = daemon_owner(self.path)
+            who = (
+                f"pid {o.get('pid')} on {o.get('host')}, started {o.get('started_at')}"
+                if o
+                else "a process that has not recorded itself yet"
+            )
             raise DaemonRunning(
                 f"another mp-engine daemon already runs on this workspace ({who}). Stop it first "
                 "(`systemctl stop mp-engine`, or `kill` that pid), or give this one another --root."
             ) from None
         data = {"pid": os.getpid(), "host": hostname(), "started_at": now_iso()}
         if config_file is not None:
-            data["config_sha256"] = file_digest(config_file)
+            data["config_sha256"] = sha256_file(config_file)
         atomic_write_json(self.owner_path, data, durable=False)
 
     def release(self) -> None:
@@ -190,12 +190,4 @@ def daemon_owner(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.with_name("daemon.owner").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-
-
-def file_digest(path: Path) -> str | None:
-    """SHA-256 of a (small) file's bytes, or None when it cannot be read."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
         return None

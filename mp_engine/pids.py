@@ -30,23 +30,26 @@ def gone_here(record: dict | None) -> bool:
     return bool(record) and record.get("host") == hostname() and not pid_alive(record.get("pid"))
 
 
-def proc_stat(pid: int) -> tuple[int, int] | None:
-    """(process group, start time in clock ticks) of `pid` from /proc, or None."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """`/proc/<pid>/stat` from field 3 (state) on: the command name before it may hold
+    blanks and parentheses, so the split starts after its last `)`."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except (OSError, ValueError):
         return None
-    fields = raw[raw.rindex(")") + 2 :].split()
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def proc_stat(pid: int) -> tuple[int, int] | None:
+    """(process group, start time in clock ticks) of `pid` from /proc, or None."""
+    fields = _stat_fields(pid)
     # fields[0] is field 3 (state); pgrp is field 5, starttime field 22.
-    return int(fields[2]), int(fields[19])
+    return (int(fields[2]), int(fields[19])) if fields else None
 
 
 def is_zombie(pid: int) -> bool:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return raw[raw.rindex(")") + 2 :].startswith("Z")
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] == "Z"
 
 
 def environ_has(pid: int, entries: list[bytes]) -> bool:

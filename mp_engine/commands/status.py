@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from mp_engine import config_cache
 from mp_engine.agent.progress import load_report, render_lines
-from mp_engine.atomic import read_tail
+from mp_engine.atomic import read_tail, sha256_file
 from mp_engine.clock import parse_iso
 from mp_engine.commands import terminal_safe
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
 from mp_engine.errors import InvalidMPError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.kinds import EntryKind, slot
-from mp_engine.lock import WorkspaceLock, daemon_alive, daemon_owner, file_digest
+from mp_engine.lock import WorkspaceLock, daemon_alive, daemon_owner
 from mp_engine.pids import gone_here, hostname
 from mp_engine.record.stateview import StateView, read_view
 from mp_engine.workspace import Workspace
@@ -123,8 +123,9 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
         at = read_last_sync_ok(ws.local_dir)
         report["last_sync"] = {"at": at, "ago": ago(at) if at else "never (since this engine started)"}
     report["summary"] = status_line(ws, state)
-    if state.run_id and "agent" not in report and (step := current_step(ws, state.run_id)):
-        report["step"] = running_step(ws, cfg["execution"], state.run_id, step)
+    step = current_step(ws, state.run_id) if state.run_id and "agent" not in report else None
+    if step:
+        report["step"] = running_step(ws, cfg["execution"], str(state.run_id), step)
     last = state.last_result
     if last:
         res = run_result(ws, last.get("run_id")) or {}
@@ -138,7 +139,7 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
         }
     if (err := last_error(ws.events_file)) is not None:
         report["last_error"] = err
-    report["daemon"] = liveness(ws, state)
+    report["daemon"] = liveness(ws, state, step)
     if report["daemon"].get("summary"):
         report["summary"] = report["daemon"].pop("summary")
     if ws.stop_file.exists():
@@ -166,42 +167,42 @@ def running_step(ws: Workspace, execution: dict[str, Any], run_id: str, step: di
     return {**step, "elapsed": round(elapsed, 1), "time_left": round(max(0.0, left), 1), "output_tail": tail}
 
 
-def liveness(ws: Workspace, state: StateView) -> dict[str, Any]:
+def liveness(ws: Workspace, state: StateView, step: dict[str, Any] | None) -> dict[str, Any]:
     """Whether a daemon serves the workspace now: the holder of `daemon.lock` (its pid and
     start), else what the state last recorded. `down` says what a person must know when
-    the state still claims a daemon that is gone."""
+    the state still claims a daemon that is gone; `summary` replaces "doing" when none runs.
+    `step`: the run's current step, if any (`current_step`)."""
     alive = daemon_alive(ws.daemon_lock_file)
-    recorded = getattr(state, "daemon", None) or {}
     if alive:
         owner = daemon_owner(ws.daemon_lock_file) or {}
         started_with = owner.pop("config_sha256", None)
-        if started_with and started_with != file_digest(ws.config_file):
+        if started_with and started_with != sha256_file(ws.config_file):
             owner["config_changed"] = (
                 f"{ws.rel(ws.config_file)} changed since the daemon started ({owner.get('started_at')}); "
                 "it runs with the old settings: restart it to apply (`systemctl restart mp-engine`, or stop and "
                 "start `mp-engine run`)"
             )
         return {"alive": True, **owner}
-    out: dict[str, Any] = {"alive": bool(alive is None and recorded and not gone_here(recorded))}
-    if recorded:
-        out.update(last_pid=recorded.get("pid"), host=recorded.get("host"), started_at=recorded.get("started_at"))
-    if out["alive"] or (alive is None and not gone_here(recorded)):
-        return out
-    if recorded and state.status != "OFFLINE" and recorded.get("host") == hostname():
-        # The daemon never recorded its stop: it crashed or was killed.
-        interrupted = f"{state.current} was interrupted and resumes when it starts" if state.run_id else ""
+    recorded = getattr(state, "daemon", None) or {}
+    fields = {"last_pid": recorded.get("pid"), "host": recorded.get("host"), "started_at": recorded.get("started_at")}
+    if recorded and not gone_here(recorded):
+        # No holder of daemon.lock, yet the engine the state names is not gone: `once`
+        # (which takes no daemon.lock), one on another host, or no probe on this system.
+        return {"alive": recorded.get("host") == hostname() or alive is None, **fields}
+    out: dict[str, Any] = {"alive": False, **(fields if recorded else {})}
+    where = f" at step {step['number']}/{step['of']}" if step else ""
+    interrupted = f"{state.current} was interrupted{where} and resumes when the daemon starts" if state.run_id else ""
+    if recorded and state.status != "OFFLINE":  # it never recorded its stop: crashed or killed
         out["down"] = out["summary"] = (
             f"not running (last seen {state.last_updated}; the state file still says {state.status}): "
             f"{interrupted or 'it crashed or was killed'}; start it (`mp-engine run` or the service)"
         )
-    elif state.halt is None and state.run_id is None:
-        out["summary"] = "not running"
-    elif state.run_id:  # stopped cleanly in the middle of an MP
-        step = current_step(ws, state.run_id)
-        where = f" at step {step['number']}/{step['of']}" if step else ""
-        out["summary"] = f"not running; {state.current} was interrupted{where} and resumes when the daemon starts"
-    else:  # stopped cleanly while halted
+    elif interrupted:  # stopped cleanly in the middle of an MP
+        out["summary"] = f"not running; {interrupted}"
+    elif state.halt is not None:  # stopped cleanly while halted
         out["summary"] = f"not running; {status_line(ws, state)}"
+    else:
+        out["summary"] = "not running"
     return out
 
 

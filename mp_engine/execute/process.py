@@ -97,18 +97,12 @@ def kill_marked_groups(markers: Sequence[str]) -> list[int]:
     Needs /proc (Linux)."""
     if not Path("/proc/self/environ").exists():
         return []
-    needles = [b"\0" + m.encode() + b"\0" for m in markers]
+    needles = [m.encode() for m in markers]
     own = os.getpgrp()
     groups = set()
     pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read()
-        except OSError:
-            continue
-        padded = b"\0" + env + b"\0"
-        if all(n in padded for n in needles):
+        if environ_has(pid, needles):
             info = proc_stat(pid)
             if info and info[0] != own:
                 groups.add(info[0])
