@@ -182,8 +182,13 @@ class Engine:
     def _tick_locked(self) -> TickResult:
         state = self.state.read()
         waiting = state.waiting
-        resume_now = cancel_requested(self.ws)  # a cancel ends a wait at once: the run resumes, and its watch fires
-        if state.run_id and waiting and not resume_now and (left := seconds_until(waiting.get("resume_at"))) > 0:
+        # A cancel request ends a wait at once: the run resumes, and its watch fires.
+        if (
+            state.run_id
+            and waiting
+            and (left := seconds_until(waiting.get("resume_at"))) > 0
+            and not cancel_requested(self.ws)
+        ):
             # An agent run waits out a rate or usage limit (docs/AGENT.md); it stays open.
             return TickResult(
                 "waiting",

@@ -25,7 +25,7 @@ def load(root: Path) -> tuple[Workspace, Config]:
 
 
 def load_for_reading(root: Path) -> tuple[Workspace, Config, str | None]:
-    """For read-only commands (`logs`, `cancel`): a configuration error must not blind the
+    """For read-only commands (`logs`): a configuration error must not blind the
     operator, so the defaults stand in and the error comes back as a warning to show."""
     from mp_engine.config import Config
     from mp_engine.config_cache import read

@@ -2,40 +2,32 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine.commands import load_for_reading
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.cancel import host_path, request_on_host
 from mp_engine.inbox.header import MP_ID_RE
+from mp_engine.record.stateview import read_view
 from mp_engine.workspace import Workspace
 
 POLL = 0.05
 
 
-def _state(ws: Workspace) -> dict:
-    try:
-        return json.loads(ws.state_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
 def cancel(
     root: Path, mp_id: str | None, timeout: float, echo: Callable[[str], None], err: Callable[[str], None]
 ) -> ExitCode:
-    ws, _, _ = load_for_reading(root)
+    ws = Workspace.at(root)
     ws.check()
-    state = _state(ws)
+    state = read_view(ws.state_file)
     if mp_id is None:
-        if not state.get("run_id"):
+        if not state.run_id:
             err(
-                f"nothing to cancel: no MP is running (the engine is {state.get('status', '?')}); name one: `mp-engine cancel MP-1.4`"
+                f"nothing to cancel: no MP is running (the engine is {state.status}); name one: `mp-engine cancel MP-1.4`"
             )
             return ExitCode.USAGE
-        mp_id = str(state.get("current"))
+        mp_id = state.current
     if not MP_ID_RE.match(mp_id):
         err(f"{mp_id!r} is not an MP id; give one like MP-1.4")
         return ExitCode.USAGE
@@ -49,7 +41,7 @@ def cancel(
             )
             return ExitCode.SEND_TIMEOUT
         time.sleep(POLL)
-    last = _state(ws).get("last_result") or {}
+    last = read_view(ws.state_file).last_result or {}
     if last.get("mp_id") == mp_id and last.get("status") == "CANCELLED":
         echo(f"cancelled {mp_id} (run {last.get('run_id')}, SYSTEM/RESULT_last.md)")
     else:

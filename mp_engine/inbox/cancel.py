@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,14 +171,12 @@ class CancelWatch:
         return True
 
     def _watch(self) -> None:
-        next_remote = 0.0
-        clock = 0.0
+        next_remote = time.monotonic() + LOCAL_EVERY
         while not self._done.wait(LOCAL_EVERY):
-            clock += LOCAL_EVERY
             if self.check_local():
                 return
-            if self.remote is not None and clock >= next_remote:
-                next_remote = clock + self.remote_every
+            if self.remote is not None and time.monotonic() >= next_remote:
+                next_remote = time.monotonic() + self.remote_every
                 try:
                     data = self.remote()
                 except Exception:  # noqa: BLE001 - the channel reports its own failures

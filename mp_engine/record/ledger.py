@@ -107,6 +107,7 @@ class Ledger:
         self.durable = True
         self.deferred = False
         self._index = {s.step_id: s for s in model.steps}
+        self._ledger_bytes = 0  # ledger.json's size at its last fold (`_changed`)
 
     @classmethod
     def create(
@@ -156,7 +157,7 @@ class Ledger:
             step.model_dump(mode="json"),
             durable=self.durable if durable is None else durable,
         )
-        if size > max(JOURNAL_MIN_BYTES, getattr(self, "_ledger_bytes", 0)):
+        if size > max(JOURNAL_MIN_BYTES, self._ledger_bytes):
             self.save(durable=durable)
             self._ledger_bytes = self.path.stat().st_size
 

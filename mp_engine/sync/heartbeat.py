@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 from datetime import UTC, datetime
@@ -30,6 +29,7 @@ from typing import Any
 from mp_engine.clock import now_iso, parse_iso
 from mp_engine.errors import SyncError
 from mp_engine.gitcmd import git
+from mp_engine.pids import hostname
 from mp_engine.sync.context import SyncContext
 
 HEARTBEAT_BRANCH = "mp-engine/heartbeat"
@@ -61,7 +61,7 @@ class Heartbeat:
             "status": status or state.get("status"),
             "current": state.get("current"),
             "run_id": state.get("run_id"),
-            "host": socket.gethostname(),
+            "host": hostname(),
             "pid": os.getpid(),
         }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from mp_engine.gitcmd import git
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.pull import tip_in
 from mp_engine.sync.signatures import check_range
 
 PEEK_REF = "refs/mp-engine/peek"
@@ -32,7 +33,7 @@ class RemotePeek:
         r = git(
             self.c.ws.root, "ls-remote", "--heads", self.c.remote_name, ref, check=False, timeout=self.c.cfg.timeout
         )
-        tip = next((ln.split("\t")[0] for ln in r.out.splitlines() if ln.endswith(f"\t{ref}")), None)
+        tip = tip_in(r.out, ref)
         if not r.ok or tip is None:
             return None
         if self._seen is not None and self._seen[0] == tip:

@@ -34,7 +34,12 @@ def ls_remote(c: SyncContext, s: GitSession) -> str | None:
     ref = f"refs/heads/{c.cfg.branch}"
     out = s.run("ls-remote", "--heads", c.remote_name, ref)
     c.mark_reachable()
-    for line in out.splitlines():
+    return tip_in(out, ref)
+
+
+def tip_in(ls_remote_output: str, ref: str) -> str | None:
+    """The commit `git ls-remote` printed for `ref`, or None."""
+    for line in ls_remote_output.splitlines():
         sha, _, name = line.partition("\t")
         if name == ref:
             return sha
