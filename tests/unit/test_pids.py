@@ -57,7 +57,9 @@ def test_a_subreaper_gets_the_orphans_of_its_children(tmp_path):
         "while not environ_has(orphan, [b'MARK=yes']) and time.monotonic() < deadline: time.sleep(0.01)\n"
         "assert environ_has(orphan, [b'MARK=yes']) and not environ_has(orphan, [b'MARK=no'])\n"
         "os.kill(orphan, 9)\n"
-        "while not is_zombie(orphan): time.sleep(0.01)\n"
+        "deadline = time.monotonic() + 10\n"  # SIGKILL is delivered asynchronously
+        "while not is_zombie(orphan) and time.monotonic() < deadline: time.sleep(0.01)\n"
+        "assert is_zombie(orphan)\n"
         "os.waitpid(orphan, 0)\n"
         "print('ok')\n"
     )
