@@ -35,6 +35,7 @@ def run(steps: int) -> list[Row]:
             rec = json.loads(line)
             if rec.get("event") == "step_finished":
                 stamps.append(datetime.fromisoformat(rec["ts"].replace("Z", "+00:00")).timestamp())
+
     # Milliseconds per step, averaged over runs of 50 steps (the events' stamps are in ms).
     def per_step(window: list[float]) -> Stat:
         return Stat.of([(window[i + 50] - window[i]) * 1000 / 50 for i in range(0, len(window) - 50, 50)])

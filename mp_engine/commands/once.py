@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mp_engine import secretenv
 from mp_engine.commands import load
 from mp_engine.daemon.signals import install_signal_handlers, join
 from mp_engine.engine import Engine
@@ -30,6 +31,7 @@ ONCE_EXIT = {
 def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
     ws, config = load(root)
     become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
+    secretenv.hold(config.secrets.env, config.secrets.env_patterns)  # as `run` does
     engine = Engine.build(ws, config)
     emitters = install_signal_handlers(engine, threading.Event())
     engine.start(daemon=False)
@@ -50,5 +52,6 @@ def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
     finally:
         engine.shutdown()
         join(emitters)
+        secretenv.release()
     echo(result.action + (f" {result.mp_id}" if result.mp_id else "") + (f": {result.detail}" if result.detail else ""))
     return ONCE_EXIT.get(result.action, ExitCode.MP_ERROR)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mp_engine import secretenv
 from mp_engine.errors import ProcessError
 from mp_engine.pids import children, environ_has, is_zombie, proc_stat
 
@@ -55,8 +56,10 @@ class ProcessResult:
 def scrub_env(
     allow: Iterable[str] = (), extra: Mapping[str, str] | None = None, source: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """An environment holding only PATH, HOME, LANG, the names in `allow`, and `extra`."""
-    source = os.environ if source is None else source
+    """An environment holding only PATH, HOME, LANG, the names in `allow`, and `extra`.
+    The names are looked up in `source`, by default the environment with the secrets the
+    daemon holds (`secretenv.environ`): `allow` is how a held secret reaches a child."""
+    source = secretenv.environ() if source is None else source
     env = {name: source[name] for name in (*BASE_ENV, *allow) if name in source}
     env.setdefault("PATH", DEFAULT_PATH)
     env.update(extra or {})

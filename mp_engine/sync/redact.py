@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import fnmatch
 import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 
+from mp_engine import secretenv
 from mp_engine.atomic import atomic_write
 from mp_engine.config import Config
 
@@ -74,13 +74,10 @@ class Redactor:
 
     @classmethod
     def from_config(cls, config: Config, environ: Mapping[str, str] | None = None) -> Redactor:
-        environ = os.environ if environ is None else environ
+        environ = secretenv.environ() if environ is None else environ
         cfg = config.secrets
-        names = {n for n in cfg.env if n in environ}
-        for name in environ:
-            if any(fnmatch.fnmatchcase(name.upper(), p.upper()) for p in cfg.env_patterns):
-                names.add(name)
-        return cls((environ[n] for n in sorted(names)), min_length=cfg.min_length)
+        names = sorted(n for n in environ if secretenv.is_secret(n, cfg.env, cfg.env_patterns))
+        return cls((environ[n] for n in names), min_length=cfg.min_length)
 
     def __call__(self, text: str) -> str:
         if self._literal_re is not None:

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
+import pytest
+
+from mp_engine import pids
 from mp_engine.pids import children, is_zombie, pid_alive, proc_stat
 from tests.conftest import dead_pid
 
@@ -31,12 +37,66 @@ def test_proc_stat_gives_the_group_and_a_start_time_that_tells_reuse_apart():
 
 def test_a_process_can_make_itself_undumpable(tmp_path):
     """In a child (the flag is per process and cannot be undone for this test run)."""
-    import subprocess
-    import sys
-
     code = "from mp_engine.pids import make_undumpable; print(make_undumpable())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+def test_an_undumpable_process_hides_its_environment_from_its_own_user():
+    """The boundary itself (issue #20): a process of the same plain user cannot read the
+    environment of one that called `make_undumpable`, and can read it of one that did not.
+    As root, both run as `nobody` (root reads any process, which README's security section
+    says); pids.py is copied where `nobody` can read it (it imports only the stdlib)."""
+    python = sys.executable
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        python = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(p)), "")
+        if not python or not shutil.which("setpriv"):
+            pytest.skip("needs setpriv and a system python3 to run as nobody")
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    with tempfile.TemporaryDirectory() as tmp:  # in /tmp itself: pytest's tmp_path is private to root
+        shared = Path(tmp)
+        shutil.copy(Path(pids.__file__), shared / "pids.py")
+        for path in (shared, shared / "pids.py"):
+            path.chmod(0o755)
+        assert _readable_environ(python, prefix, shared / "pids.py") == {"hide": False, "plain": True}
+
+
+def _readable_environ(python: str, prefix: list[str], module: Path) -> dict[str, bool]:
+    code = (
+        "import importlib.util, sys, time\n"
+        "spec = importlib.util.spec_from_file_location('pids', sys.argv[1])\n"
+        "pids = importlib.util.module_from_spec(spec); spec.loader.exec_module(pids)\n"
+        "print(pids.make_undumpable() if sys.argv[2] == 'hide' else 'plain', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    readable = {}
+    for mode in ("hide", "plain"):
+        target = subprocess.Popen(
+            [*prefix, python, "-c", code, str(module), mode],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "MARK_SECRET": "s3cr3t-value"},
+        )
+        try:
+            assert target.stdout.readline().strip() in ("True", "plain")
+            spy = subprocess.run(
+                [
+                    *prefix,
+                    python,
+                    "-c",
+                    f"print(open('/proc/{target.pid}/environ', 'rb').read().count(b'MARK_SECRET'))",
+                ],
+                capture_output=True,
+                text=True,
+            )
+            readable[mode] = spy.stdout.strip() == "1"
+            if mode == "hide":
+                assert "PermissionError" in spy.stderr, spy.stderr
+        finally:
+            target.kill()
+            target.wait()
+    return readable
 
 
 def test_a_subreaper_gets_the_orphans_of_its_children(tmp_path):
