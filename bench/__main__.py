@@ -38,6 +38,7 @@ BENCHES = {
     "agent": ("bench.agentloop:run", 30, 10),
     "network": ("bench.network:run", 20, 6),  # 50 ms round trips: a few seconds per MP pair
     "ledger": ("bench.ledger:run", 5000, 1000),  # steps of one long MP
+    "output": ("bench.output:run", 200, 50),  # MB one step prints
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mp_engine.pids import pid_alive
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 TEMP_MARKER = ".mpe-tmp-"
@@ -35,9 +36,16 @@ def fsync_dir(directory: Path) -> None:
 
 
 def atomic_write(
-    path: Path, data: bytes | str, *, mode: int = 0o644, durable: bool = True, dir_fd: int | None = None
+    path: Path,
+    data: bytes | str | Iterable[bytes],
+    *,
+    mode: int = 0o644,
+    durable: bool = True,
+    dir_fd: int | None = None,
 ) -> None:
-    """Replace `path` with `data` atomically and (unless `durable=False`) durably.
+    """Replace `path` with `data` atomically and (unless `durable=False`) durably. `data`
+    may be an iterable of byte chunks (a stream rewritten in bounded memory); if it raises,
+    the target is untouched.
 
     A reader sees the old bytes or the new ones, never a mix. `durable=False` skips the two
     fsyncs: the rename is still atomic, and the write survives a `kill -9` (the page cache
@@ -54,10 +62,11 @@ def atomic_write(
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode, dir_fd=dir_fd)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            for chunk in [data] if isinstance(data, bytes) else data:
+                view = memoryview(chunk)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
             if durable:
                 os.fsync(fd)
         finally:

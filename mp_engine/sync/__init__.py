@@ -4,17 +4,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from mp_engine.config import Config
 from mp_engine.sync.channel import GitChannel
 from mp_engine.sync.local import LocalChannel
+from mp_engine.sync.redact import Redactor
 from mp_engine.workspace import Workspace
 
 Channel = GitChannel | LocalChannel
 
 
-def channel_for(ws: Workspace, config: Config, redact: Callable[[str], str] | None = None) -> Channel:
+def channel_for(ws: Workspace, config: Config, redact: Redactor | None = None) -> Channel:
     return GitChannel(ws, config.git, redact=redact) if config.git.enabled else LocalChannel()
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,6 +28,7 @@ from mp_engine.sync.context import SyncContext
 from mp_engine.sync.heartbeat import Heartbeat
 from mp_engine.sync.peek import RemotePeek
 from mp_engine.sync.pull import SyncOutcome
+from mp_engine.sync.redact import Redactor
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH, checked_signers_file
 from mp_engine.workspace import GIT_CONFIG_COPY, STATE_FILE, Workspace
@@ -38,7 +39,7 @@ class GitChannel:
 
     enabled = True
 
-    def __init__(self, ws: Workspace, cfg: GitConfig, *, redact: Callable[[str], str] | None = None):
+    def __init__(self, ws: Workspace, cfg: GitConfig, *, redact: Redactor | None = None):
         self.c = SyncContext(ws, cfg, redact=redact)
         self.cfg = cfg
         self.ws = ws

@@ -107,7 +107,7 @@ def commit_paths(
     large tree."""
     if not paths:
         return None
-    _redact_archives(c, paths)
+    _redact_archives(c, paths, skip=set(unstage or ()))
     # `--literal-pathspecs`: these are file names, never patterns or `:(magic)`. A short
     # list goes on the command line (no file to create); a long one through a file.
     spec = _pathspec(c, paths, "gitsync.pathspec")
@@ -139,9 +139,10 @@ def _pathspec(c: SyncContext, paths: list[str], name: str) -> list[str]:
     return [f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"]
 
 
-def _redact_archives(c: SyncContext, paths: list[str]) -> None:
+def _redact_archives(c: SyncContext, paths: list[str], skip: set[str]) -> None:
     """The run archive holds raw step output: mask it before it travels. The MP as
-    received stays byte-exact (its SHA-256 is its identity)."""
+    received stays byte-exact (its SHA-256 is its identity); files held back on the host
+    (`skip`, over `max_file_bytes`) never travel, so they are not read."""
     if c.redact is None:
         return
     for path in paths:
@@ -149,5 +150,5 @@ def _redact_archives(c: SyncContext, paths: list[str]) -> None:
             target = c.ws.root / path
             files = [target] if not target.is_dir() else [f for f in target.rglob("*") if f.is_file()]
             for f in files:
-                if f.name != INBOX_FILE:
+                if f.name != INBOX_FILE and f.relative_to(c.ws.root).as_posix() not in skip:
                     redact_file(f, c.redact)

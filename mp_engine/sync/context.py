@@ -3,11 +3,10 @@ remote's name and tracking ref, the store, and whether the remote was last reach
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from mp_engine.config import GitConfig
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
+from mp_engine.sync.redact import Redactor
 from mp_engine.sync.store import SyncStore
 from mp_engine.workspace import Workspace
 
@@ -16,7 +15,7 @@ BLOCKED_BRANCH = "mp-engine/blocked/{branch}"
 
 
 class SyncContext:
-    def __init__(self, ws: Workspace, cfg: GitConfig, *, redact: Callable[[str], str] | None = None):
+    def __init__(self, ws: Workspace, cfg: GitConfig, *, redact: Redactor | None = None):
         self.ws = ws
         self.cfg = cfg
         self.redact = redact

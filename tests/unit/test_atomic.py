@@ -105,3 +105,20 @@ def test_sha256_file_and_read_tail(tmp_path):
     assert read_tail(f, 3) == "END" and read_tail(tmp_path / "missing", 3) == ""
     f.write_bytes(b"short")
     assert read_tail(f, 100) == "short"
+
+
+def test_atomic_write_of_a_stream_writes_every_chunk_or_nothing(tmp_path):
+    path = tmp_path / "out.log"
+    atomic_write(path, (f"line {i}\n".encode() for i in range(3)))
+    assert path.read_text() == "line 0\nline 1\nline 2\n"
+
+    def broken():
+        yield b"half a file"
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    try:
+        atomic_write(path, broken())
+    except UnicodeDecodeError:
+        pass
+    assert path.read_text() == "line 0\nline 1\nline 2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.log"]

@@ -7,6 +7,7 @@ import pytest
 from mp_engine.config import load_config
 from mp_engine.sync import commit
 from mp_engine.sync.context import SyncContext
+from mp_engine.sync.redact import Redactor
 from mp_engine.sync.session import GitSession
 from tests.gitutil import git
 
@@ -14,7 +15,7 @@ from tests.gitutil import git
 @pytest.fixture
 def committer(channel):
     _bare, _url, ws, _orch = channel
-    c = SyncContext(ws, load_config(ws.root).git, redact=lambda s: s.replace("s3cret", "***"))
+    c = SyncContext(ws, load_config(ws.root).git, redact=Redactor(["s3cret-value"]))
     s = GitSession(ws.root, 30)
     yield ws, c, s
     s.close()
@@ -24,12 +25,12 @@ def test_archives_are_redacted_before_they_travel_and_the_mp_copy_is_not(committ
     ws, c, s = committer
     run = ws.runs_dir / "20260101T000000Z-MP-1.0"
     (run / "steps").mkdir(parents=True)
-    (run / "steps" / "step-001.stdout").write_text("token s3cret\n")
-    (run / "incoming_microproject.txt").write_text("# MP-1.0 uses s3cret\n")
+    (run / "steps" / "step-001.stdout").write_text("token s3cret-value\n")
+    (run / "incoming_microproject.txt").write_text("# MP-1.0 uses s3cret-value\n")
     rel = ws.rel(run)
     assert commit.commit_paths(c, s, "MP-1.0: COMPLETED", [rel], foreign_staged=False)
-    assert git(ws.root, "show", f"HEAD:{rel}/steps/step-001.stdout") == "token ***"
-    assert git(ws.root, "show", f"HEAD:{rel}/incoming_microproject.txt") == "# MP-1.0 uses s3cret"
+    assert git(ws.root, "show", f"HEAD:{rel}/steps/step-001.stdout") == "token [REDACTED]"
+    assert git(ws.root, "show", f"HEAD:{rel}/incoming_microproject.txt") == "# MP-1.0 uses s3cret-value"
 
 
 def test_only_the_named_paths_are_committed_and_a_staged_file_stays_staged(committer):

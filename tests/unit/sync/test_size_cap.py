@@ -114,3 +114,19 @@ def test_oversized_walks_new_directories_and_skips_links(tmp_path):
     (tmp_path / "top").write_bytes(b"x" * 20)
     (tmp_path / "link").symlink_to(tmp_path / "top")
     assert oversized(tmp_path, ["d", "top", "link", "missing"], 10) == {"d/e/big": 11, "top": 20}
+
+
+def test_a_held_back_output_is_not_read_for_redaction_and_a_committed_one_is_masked(tmp_path):
+    """Redaction is for what travels: the 5 MB output stays on the host as it was written
+    (same inode, token and all); the small stderr beside it is masked before the commit."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    bare, ws, orch = limited_remote(tmp_path)
+    engine = make_engine(ws)
+    push_mp(
+        orch, f"# MP-9.5 Loud\n\n```bash\nhead -c 5000000 /dev/zero | tr '\\0' x\necho {token}\necho {token} >&2\n```\n"
+    )
+    assert sync_tick(engine).action == "completed"
+    [run] = [p for p in ws.runs_dir.iterdir() if p.is_dir()]
+    stdout, stderr = run / "steps" / "step-001.stdout", f"SYSTEM/runs/{run.name}/steps/step-001.stderr"
+    assert stdout.read_text().endswith(f"{token}\n")  # untouched: never read, never rewritten
+    assert remote_file(bare, stderr) == "[REDACTED]\n" and (ws.root / stderr).read_text() == "[REDACTED]\n"
