@@ -39,6 +39,7 @@ BENCHES = {
     "network": ("bench.network:run", 20, 6),  # 50 ms round trips: a few seconds per MP pair
     "ledger": ("bench.ledger:run", 5000, 1000),  # steps of one long MP
     "output": ("bench.output:run", 200, 50),  # MB one step prints
+    "parser": ("bench.parser:run", 7, 3),  # best of N parses per shape
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

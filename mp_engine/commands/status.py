@@ -91,11 +91,12 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
         kind, size = entry
         pending: dict[str, Any] = {"path": ws.rel(ws.inbox_file), "kind": kind.value, "bytes": size}
         if kind is EntryKind.FILE and size <= cfg["engine"]["max_mp_bytes"]:
-            from mp_engine.inbox.mpfile import parse  # lazy: only when an MP waits (bench figure 8)
+            from mp_engine.inbox.mpfile import parse_head  # lazy: only when an MP waits (bench figure 8)
 
             try:
-                mp = parse(ws.inbox_file.read_bytes(), max_bytes=cfg["engine"]["max_mp_bytes"])
-                pending.update(mp_id=mp.mp_id, title=mp.title, approves=mp.approves)
+                # The header only: status never reads an MP's body (`mp-engine check` does).
+                mp_id, title, headers = parse_head(ws.inbox_file.read_bytes(), max_bytes=cfg["engine"]["max_mp_bytes"])
+                pending.update(mp_id=mp_id, title=title, approves=headers.get("Approves"))
             except (InvalidMPError, OSError) as e:
                 pending["invalid"] = str(e)
         report["pending"] = pending

@@ -47,6 +47,12 @@ HOSTILE = {
     "a heading of blanks and hashes": b"# MP-1.1 x\n\n# " + b" #" * 500_000 + b"x\n```bash\ntrue\n```\n",
     "a key line of blanks": b"# MP-1.1 x\nTimeout: 1" + b" " * 1_000_000 + b"x\n",
     "a 1 MB title": b"# MP-1.1 " + b"a " * 500_000 + b"\n```bash\ntrue\n```\n",
+    # A line of interest every few bytes: each costs the parser a step in Python.
+    "Validate headings opened and closed": b"# MP-1.1 x\n\n" + b"## Validate\n# x\n" * 60_000,
+    "a million empty lines": b"# MP-1.1 x\n" + b"\n" * 1_000_000 + b"```bash\ntrue\n```\n",
+    "10,000 blocks and one more": b"# MP-1.1 x\n\n" + b"```bash\nx\n```\n" * 10_001,
+    "misplaced header keys": b"# MP-1.1 x\n\n" + b"Timeout: 5\n" * 90_000,
+    "an indented block of 250,000 lines": b"# MP-1.1 x\n\n  ```bash\n" + b"  x\n" * 250_000 + b"  ```\n",
 }
 
 
@@ -63,3 +69,25 @@ def test_a_hostile_1_mb_mp_is_parsed_not_a_hang(name, tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "parsed", proc.stderr
+
+
+def test_the_lines_of_interest_are_found_by_one_search_each():
+    from mp_engine.inbox.lines import closing_fence, dedent, interesting
+
+    text = "prose\n  ```bash\nTimeout: 3\n## Validate\n# \u00a0Validate\n### deep\n# Other\n~~~\n```x`\n"
+    found = [
+        (m.lastgroup, text[m.start() : text.find("\n", m.start())])
+        for m in interesting(None, ("Timeout",)).finditer(text)
+    ]
+    assert found == [
+        ("fence", "  ```bash"),
+        ("key", "Timeout: 3"),
+        ("valid", "## Validate"),
+        ("head", "# \u00a0Validate"),  # a Unicode blank: `heading` decides
+        ("fence", "~~~"),
+    ]
+    inside = [(m.lastgroup, m.start()) for m in interesting(2, ()).finditer("### deep\n# Other\n## Validate\n")]
+    assert inside == [("other", 9), ("valid", 17)]
+    fence = fence_open("  ````bash")
+    assert closing_fence(fence).search("```\n ````` \n").start() == 4
+    assert dedent("  ", "  a\n    b\n\tc\n d") == "a\n  b\nc\nd"

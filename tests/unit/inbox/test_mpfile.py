@@ -133,3 +133,41 @@ def test_sha256_is_of_the_raw_bytes():
     import hashlib
 
     assert parse(GOOD).sha256 == hashlib.sha256(GOOD).hexdigest()
+
+
+def test_an_mp_of_more_than_10000_blocks_is_refused_with_the_fix():
+    with pytest.raises(InvalidMPError) as e:
+        parse(b"# MP-1.0 Many\n\n" + b"```bash\ntrue\n```\n" * 10_001, max_bytes=1 << 20)
+    assert "more than 10,000 code blocks" in e.value.reason and "Split the work" in e.value.fix
+    assert len(parse(b"# MP-1.0 Many\n\n" + b"```bash\ntrue\n```\n" * 10_000, max_bytes=1 << 20).steps) == 10_000
+
+
+def test_misplaced_header_keys_are_noted_up_to_twenty_times():
+    mp = parse(b"# MP-1.0 Keys\n\nProse.\n" + b"Timeout: 5\n" * 50 + b"```bash\ntrue\n```\n")
+    assert len(mp.notes) == 20 and mp.notes[0].startswith("line 4: `Timeout:` looks like a header")
+    assert mp.notes[-1].startswith("line 23 and maybe more:")
+
+
+def test_the_instruction_text_is_built_on_demand_from_line_ranges():
+    mp = parse(b"# MP-1.0 T\n\nDo it.\n\n```bash\nmake\n```\n## Validate\n```bash\ntrue\n```\n## After\nmore\n")
+    assert mp.instruction_ranges == ((1, 7), (11, 14))  # [start, end) line indexes
+    assert mp.body == (
+        (2, ""),
+        (3, "Do it."),
+        (4, ""),
+        (5, "```bash"),
+        (6, "make"),
+        (7, "```"),
+        (12, "## After"),
+        (13, "more"),
+        (14, ""),
+    )
+
+
+def test_parse_head_reads_the_header_and_not_the_body():
+    from mp_engine.inbox.mpfile import parse_head
+
+    data = b"\n\n# MP-2.3 Title here\nApproves: MP-2.2\n\n```bash\nnever closed\n"
+    assert parse_head(data) == ("MP-2.3", "Title here", {"Approves": "MP-2.2"})
+    with pytest.raises(InvalidMPError):
+        parse(data)
