@@ -15,13 +15,16 @@ from pathlib import Path
 import click
 
 from mp_engine import __version__
+from mp_engine.commands import escape_controls
 from mp_engine.errors import MpEngineError
 from mp_engine.exitcodes import ExitCode, for_error
 from mp_engine.record import logs
 
 
 def _err(message: str) -> None:
-    click.echo(message, err=True)
+    """An error line for the operator's terminal: it may quote an MP or a remote, so its
+    control characters are escaped (issue #20)."""
+    click.echo(escape_controls(message), err=True)
 
 
 root_option = click.option(
@@ -340,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:
         return ExitCode.INTERRUPTED
     except MpEngineError as e:
-        click.echo(f"mp-engine: {e}", err=True)
+        _err(f"mp-engine: {e}")
         return for_error(e)
     return int(rv) if isinstance(rv, int) else ExitCode.OK
 

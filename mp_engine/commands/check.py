@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mp_engine.agent.decompose import decompose
 from mp_engine.agent.executor import AgentExecutor
+from mp_engine.commands import escape_controls
 from mp_engine.errors import InvalidMPError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
@@ -38,7 +39,7 @@ def check(
         echo(json.dumps(summary, indent=2))
     else:
         for line in render(mp, summary, micro_tasks):
-            echo(line)
+            echo(escape_controls(line))  # titles, notes and step lines come from the MP
     return ExitCode.OK
 
 
