@@ -60,7 +60,7 @@ def cli(ctx: click.Context, log_level: str | None, verbose: bool) -> None:
     """
     # The daemon's log lines are its journal; the other commands speak to a person and
     # print only warnings beside their own output, unless asked (-v).
-    logs.configure(log_level or ("info" if verbose or ctx.invoked_subcommand == "run" else "warning"))
+    logs.configure(log_level or ("info" if verbose or ctx.invoked_subcommand in ("run", "mcp") else "warning"))
 
 
 @cli.command()
@@ -292,6 +292,31 @@ def send(
     return send_mp(
         file, repo, branch=branch, wait=wait, timeout=timeout, poll=poll, force=force, echo=click.echo, err=_err
     )
+
+
+@cli.command()
+@click.option("--repo", required=True, metavar="URL_OR_PATH", help="The engine's git remote (as for `send`).")
+@click.option("--branch", default="main", show_default=True, help="Branch that carries MPs and results.")
+@click.option("--http", metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio (127.0.0.1:8765).")
+@click.option("--token", metavar="TOKEN", help="Bearer token HTTP clients must send (default: $MP_ENGINE_MCP_TOKEN).")
+def mcp(repo: str, branch: str, http: str | None, token: str | None) -> int:
+    """Serve the orchestrator's side of the channel to an LLM client over MCP.
+
+    Tools: send_mp, wait_result, get_status, list_results, get_run_file, approve, cancel
+    (docs/ORCHESTRATORS.md). Over stdio by default (Claude Desktop, Claude Code, the
+    OpenAI Agents SDK); with --http, streamable HTTP at http://HOST:PORT/mcp behind a
+    bearer token (ChatGPT's developer mode, through a tunnel). Without a token it serves
+    only on a loopback address, with a token it prints. Runs anywhere that can reach
+    the repository; every tool call is logged on stderr.
+
+    \b
+    Example:
+      mp-engine mcp --repo git@github.com:me/mp-channel.git
+      MP_ENGINE_MCP_TOKEN=... mp-engine mcp --repo git@github.com:me/mp-channel.git --http 127.0.0.1:8765
+    """
+    from mp_engine.commands.mcp import serve  # lazy: the MCP SDK only for this command
+
+    return serve(repo, branch, http, token, _err)
 
 
 @cli.command()

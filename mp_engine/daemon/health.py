@@ -114,3 +114,24 @@ def status_line(ws: Workspace, state: SessionState, now: datetime | None = None)
     if last:
         return f"idle, last {last['mp_id']} {last['status']} {ago(last.get('finished_at'), now)}"
     return "idle, no MP run yet"
+
+
+def progress_of(ws: Workspace, run_id: str) -> dict[str, Any] | None:
+    """What run `run_id` is doing, for the heartbeat an orchestrator reads: the agent's
+    micro-task and iteration, or the shell step (`current_step`)."""
+    from mp_engine.agent.progress import load_report  # lazy, as in status
+
+    agent = load_report(ws.runs_dir / run_id)
+    if agent is not None:
+        c = agent.get("current") or {}
+        return {
+            "micro_task": {
+                "id": c.get("active_mt"),
+                "number": c.get("mt_number"),
+                "of": agent.get("micro_tasks"),
+                "iteration": c.get("iteration"),
+                "level": c.get("level_name"),
+            }
+        }
+    step = current_step(ws, run_id)
+    return {"step": {k: step.get(k) for k in ("id", "number", "of", "started_at")}} if step else None

@@ -18,6 +18,7 @@ loop (through `process.set_heartbeat`). Liveness is what those calls prove, noth
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -27,7 +28,7 @@ import structlog
 
 from mp_engine.config import Config
 from mp_engine.context import TickResult
-from mp_engine.daemon.health import SYNC_FAILURES, read_last_sync_ok, record_sync_ok, status_line
+from mp_engine.daemon.health import SYNC_FAILURES, progress_of, read_last_sync_ok, record_sync_ok, status_line
 from mp_engine.daemon.notify import Notifier, watchdog_interval
 from mp_engine.engine import Engine
 from mp_engine.errors import ConfigError, StateError
@@ -84,6 +85,9 @@ class Supervisor:
             self.metrics = Metrics(self.engine, cfg, last_sync_ok=self.last_sync_ok)
             self.engine.events.listeners.append(self.metrics.on_event)
         process.set_heartbeat(self.heartbeat)
+        beat = getattr(self.engine.sync, "heartbeat", None)  # the git channel's
+        if beat is not None:
+            beat.progress = functools.partial(progress_of, ws)
         if self.stall_limit:
             self._monitor = threading.Thread(target=self._watch_stall, name="mp-engine-stall", daemon=True)
             self._monitor.start()

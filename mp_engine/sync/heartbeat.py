@@ -23,6 +23,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +46,9 @@ class Heartbeat:
         self._lock = threading.Lock()  # the main loop and the cancel watch's thread both beat
         self._failing = False  # a failure is reported once until a beat gets through
         self.sent = 0
+        # What a run is doing, for the beat (`{"step": ...}` or `{"micro_task": ...}`), set
+        # by the daemon (daemon/health.py: the stages below it cannot read a run's progress).
+        self.progress: Callable[[str], dict[str, Any] | None] | None = None
 
     def due(self) -> bool:
         return self.interval > 0 and self.c.cfg.push and time.monotonic() >= self._next
@@ -54,7 +58,7 @@ class Heartbeat:
             state = json.loads(self.c.ws.state_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             state = {}
-        return {
+        doc = {
             "schema": SCHEMA,
             "at": now_iso(),
             "interval": self.interval,
@@ -64,6 +68,12 @@ class Heartbeat:
             "host": hostname(),
             "pid": os.getpid(),
         }
+        if self.progress is not None and state.get("run_id") and not status:
+            try:
+                doc.update(self.progress(str(state["run_id"])) or {})
+            except (OSError, ValueError):  # a beat never fails for its progress line
+                pass
+        return doc
 
     def beat(self, *, stopped: bool = False) -> bool:
         """Push a beat when one is due (or the last one, `stopped`); never raises."""
@@ -129,5 +139,6 @@ def verdict(doc: dict[str, Any] | None, now: datetime | None = None) -> dict[str
     if doc.get("status") == "stopped":
         return {"engine": "stopped", **base, "why": "the engine stopped cleanly"}
     if age <= 2 * interval + min(GRACE, interval):
-        return {"engine": "up", **base, "status": doc.get("status"), "current": doc.get("current")}
+        doing = {k: doc[k] for k in ("run_id", "step", "micro_task") if doc.get(k) is not None}
+        return {"engine": "up", **base, "status": doc.get("status"), "current": doc.get("current"), **doing}
     return {"engine": "silent", **base, "why": f"no heartbeat for {int(age)} s (every {interval:g} s expected)"}

@@ -23,6 +23,7 @@ TESTED_ELSEWHERE = {
     "commands/run": "tests/e2e/test_daemon.py runs the daemon",
     "commands/send": "tests/e2e/cmd_send/test_send.py",
     "commands/remote": "tests/e2e/cmd_send/test_send.py (status --remote against the real daemon and its heartbeat)",
+    "commands/mcp": "tests/e2e/cmd_mcp/test_mcp.py (the SDK's client over stdio and streamable HTTP, the real daemon)",
     "cancel": "tests/e2e/test_operator.py (the real daemon: a waiting MP cancelled, a request ignored)",
     "commands/status": "tests/unit/commands/test_status.py",
     "commands/logs": "tests/unit/commands/test_logs.py",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, record_sync_ok, status_line
+from mp_engine.daemon.health import ago, current_step, progress_of, read_last_sync_ok, record_sync_ok, status_line
 from mp_engine.record.archive import create_run
 from mp_engine.record.state import Halt, SessionState, Status
 
@@ -55,6 +55,14 @@ def test_the_status_line_of_a_shell_run_names_its_step(ws):
     state = SessionState(status=Status.RUNNING, current="MP-1.7", run_id=run.run_id)
     assert status_line(ws, state, NOW) == "running MP-1.7 step 2/3"
     assert current_step(ws, "no-such-run") is None
+    # What the heartbeat carries for an orchestrator (mp-engine mcp's wait_result).
+    assert progress_of(ws, run.run_id)["step"] == {
+        "id": "step-002",
+        "number": 2,
+        "of": 3,
+        "started_at": step["started_at"],
+    }
+    assert progress_of(ws, "no-such-run") is None
 
 
 def test_the_last_good_sync_is_recorded(ws):

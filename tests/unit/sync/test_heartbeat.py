@@ -67,4 +67,6 @@ def test_the_verdict_of_a_reader():
     assert verdict(beat(700), now)["engine"] == "silent"
     assert verdict(beat(5000, "stopped"), now)["engine"] == "stopped"
     assert verdict(None, now)["engine"] == "unknown"
+    doing = {"run_id": "r1", "step": {"id": "step-002", "number": 2, "of": 3}}
+    assert {k: verdict({**beat(10), **doing}, now)[k] for k in doing} == doing  # what an orchestrator waits on
     assert parse("not json") is None and parse('{"schema": "other"}') is None
