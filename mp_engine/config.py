@@ -94,6 +94,11 @@ class GitConfig(_Section):
     require_signed: bool = False
     allowed_signers: str = Field("", description="ssh allowed-signers file, outside the repository")
     allowed_gpg_keys: tuple[str, ...] = Field((), description="GPG fingerprints accepted as signers")
+    platform_signers: tuple[str, ...] = Field(
+        (), description='keys a forge signs with for its users: "github" (its web-flow key) or GPG fingerprints'
+    )
+    platform_keys: str = Field("", description="other platforms' public keys (GitHub's ships), outside the repository")
+    allowed_authors: tuple[str, ...] = Field((), description="author e-mails a platform-signed commit may have")
 
 
 class SecretsConfig(_Section):

@@ -27,6 +27,7 @@ from mp_engine.sync import attribution, commit, locks, pull, push, recovery
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.heartbeat import Heartbeat
 from mp_engine.sync.peek import RemotePeek
+from mp_engine.sync.platform import platform_signers
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.redact import Redactor
 from mp_engine.sync.session import GitSession
@@ -47,6 +48,8 @@ class GitChannel:
         self._session: GitSession | None = None
         self._remote_checked = False
         self.allowed_signers = checked_signers_file(ws.root, cfg)
+        if cfg.require_signed:
+            self.c.platform = platform_signers(ws.root, cfg)
         self._peek = RemotePeek(self.c, self.allowed_signers)
         self.heartbeat = Heartbeat(self.c, cfg.heartbeat_interval)
         # Every engine git call in this repository checks .git/config against the copy the

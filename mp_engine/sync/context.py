@@ -6,6 +6,7 @@ from __future__ import annotations
 from mp_engine.config import GitConfig
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
+from mp_engine.sync.platform import PlatformSigners
 from mp_engine.sync.redact import Redactor
 from mp_engine.sync.store import SyncStore
 from mp_engine.workspace import Workspace
@@ -24,6 +25,7 @@ class SyncContext:
         self.remote_name = cfg.remote
         self.unreachable: str | None = None  # why the remote could not be reached, or None
         self.inbox: Inbox | None = None  # the engine's, once bound: its queue takes arrivals
+        self.platform: PlatformSigners | None = None  # trusted forge signers (sync/platform.py), set by the channel
 
     @property
     def tracking(self) -> str:

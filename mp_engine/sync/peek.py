@@ -47,7 +47,15 @@ class RemotePeek:
         if data is not None and self.c.cfg.require_signed:
             processed = git(self.c.ws.root, "rev-parse", "-q", "--verify", PROCESSED_REF, check=False).out.strip()
             known = [processed] if processed else []
-            verdict = check_range(self._git, tip, known, self.allowed_signers, self.c.cfg.allowed_gpg_keys)
+            verdict = check_range(
+                self._git,
+                tip,
+                known,
+                self.allowed_signers,
+                self.c.cfg.allowed_gpg_keys,
+                platform=self.c.platform,
+                root=self.c.ws.root,
+            )
             if not verdict.ok:
                 self.c.events.emit("cancel_refused", to=tip[:12], reason=verdict.reason)
                 data = None

@@ -87,7 +87,9 @@ def integrate(c: SyncContext, s: GitSession, remote_sha: str, allowed_signers: s
     versions = arrivals.incoming_versions(s, head, remote_sha)
     if c.cfg.require_signed:
         known = [head] + ([processed] if processed else [])
-        verdict = check_range(s.run, remote_sha, known, allowed_signers, c.cfg.allowed_gpg_keys)
+        verdict = check_range(
+            s.run, remote_sha, known, allowed_signers, c.cfg.allowed_gpg_keys, platform=c.platform, root=s.root
+        )
         if not verdict.ok:  # nothing of the range reaches the workspace (issue #20)
             return refuse_unsigned(c, s, data, remote_sha, verdict.reason, versions)
     queued = arrivals.queue_arrivals(c, s, head, versions)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mp_engine.config import GitConfig
 from mp_engine.errors import ConfigError
+from mp_engine.sync.platform import PlatformSigners
 from mp_engine.workspace import INBOX_DIR, INBOX_FILE
 
 INBOX_PATH = f"{INBOX_DIR}/{INBOX_FILE}"
@@ -39,6 +40,7 @@ class CommitCheck:
     primary: str  # %GP
     subject: str
     touches_inbox: bool
+    author: str = ""  # %ae
 
     def trusted(self, gpg_keys: Sequence[str]) -> bool:
         """A good signature (%G? "G") by an allowed SSH signer, or by a GPG key the engine
@@ -59,14 +61,21 @@ class Verdict:
 
 
 def check_range(
-    git: Callable[..., str], new: str, known: Sequence[str], allowed_signers: str, gpg_keys: Sequence[str] = ()
+    git: Callable[..., str],
+    new: str,
+    known: Sequence[str],
+    allowed_signers: str,
+    gpg_keys: Sequence[str] = (),
+    platform: PlatformSigners | None = None,
+    root: Path | None = None,
 ) -> Verdict:
     """Verify every commit reachable from `new` but from none of `known` (`old..new`).
 
-    `git(*args)` runs git in the repository and returns its stdout."""
+    `git(*args)` runs git in the repository `root` and returns its stdout. A commit no
+    allowed key signed may still be trusted as `platform`-signed (sync/platform.py)."""
     revs = [new, *(f"^{k}" for k in known)]
     cfg = ["-c", f"gpg.ssh.allowedSignersFile={allowed_signers}"]
-    fmt = "%H%x1f%G?%x1f%GK%x1f%GF%x1f%GP%x1f%s%x1e"
+    fmt = "%H%x1f%G?%x1f%GK%x1f%GF%x1f%GP%x1f%ae%x1f%s%x1e"
     out = git(*cfg, "log", f"--format={fmt}", *revs, "--")
     touching = set(git("log", "--format=%H", *revs, "--", INBOX_PATH).split())
     commits = []
@@ -74,18 +83,26 @@ def check_range(
         rec = rec.strip("\n")
         if not rec:
             continue
-        sha, code, key, fpr, primary, subject = (rec.split("\x1f") + [""] * 6)[:6]
-        commits.append(CommitCheck(sha, code, key, fpr, primary, subject, sha in touching))
+        sha, code, key, fpr, primary, author, subject = (rec.split("\x1f") + [""] * 7)[:7]
+        commits.append(CommitCheck(sha, code, key, fpr, primary, subject, sha in touching, author))
     bad = [c for c in commits if not c.trusted(gpg_keys)]
+    why_platform: dict[str, str] = {}
+    if bad and platform is not None and root is not None and any(c.code in ("E", "U") for c in bad):
+        with platform.keyring() as env:
+            for c in [c for c in bad if c.code in ("E", "U")]:
+                ok, why_platform[c.sha] = platform.verdict(root, c.sha, c.author, env)
+                if ok:
+                    bad.remove(c)
     if not bad:
         return Verdict(True, commits=tuple(commits))
+    trusted = [c for c in commits if c not in bad]
     tip = commits[0] if commits else None
     first = bad[-1]  # oldest offender (git log lists newest first)
-    why = WHY.get(first.code, f"failed verification (%G? = {first.code})")
-    if first.code in ("U", "E") and first.key:
+    why = why_platform.get(first.sha) or WHY.get(first.code, f"failed verification (%G? = {first.code})")
+    if first.code in ("U", "E") and first.key and not why_platform.get(first.sha):
         why += f" ({first.key})"
     reason = f"commit {first.sha[:12]} ({first.subject!r}) {why}"
-    if tip is not None and tip.trusted(gpg_keys) and first.touches_inbox:
+    if tip is not None and tip in trusted and first.touches_inbox:
         reason += f"; it changed {INBOX_PATH}, and the signed commit {tip.sha[:12]} on top of it does not vouch for it"
     if len(bad) > 1:
         reason += f"; {len(bad) - 1} more unverified commit(s) up to {new[:12]}"
@@ -106,7 +123,7 @@ def checked_signers_file(root: Path, cfg: GitConfig) -> str:
     "" when signatures are not required; os.devnull when only GPG keys are listed."""
     if not cfg.require_signed:
         return ""
-    if not cfg.allowed_signers and not cfg.allowed_gpg_keys:
+    if not cfg.allowed_signers and not cfg.allowed_gpg_keys and not cfg.platform_signers:
         raise ConfigError(
             "git.require_signed is true but neither git.allowed_signers nor git.allowed_gpg_keys is set. "
             "Point git.allowed_signers at an ssh allowed-signers file outside the workspace."

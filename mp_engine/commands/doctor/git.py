@@ -8,6 +8,7 @@ import stat
 
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
+from mp_engine.errors import ConfigError
 from mp_engine.gitcmd import TIMED_OUT, GitResult, config_problem, git, protect_config
 from mp_engine.sync.push import refusal_notice
 from mp_engine.sync.signatures import signers_path
@@ -127,7 +128,14 @@ def signatures(ws: Workspace, config: Config) -> Check:
                 "set git.require_signed = true",
             )
         return Check("signatures", OK, "not required (git.require_signed = false)")
-    if not g.allowed_signers and not g.allowed_gpg_keys:
+    if g.platform_signers:
+        from mp_engine.sync.platform import platform_signers  # lazy: gpg runs only when configured
+
+        try:
+            platform_signers(ws.root, g)
+        except ConfigError as e:
+            return Check("signatures", FAIL, str(e), 'docs/GIT.md, "MPs written through GitHub\'s API"')
+    if not g.allowed_signers and not g.allowed_gpg_keys and not g.platform_signers:
         return Check(
             "signatures",
             FAIL,

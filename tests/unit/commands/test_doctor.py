@@ -95,6 +95,18 @@ def test_signature_settings_must_be_coherent(tmp_path):
     check = by_name(missing.root)["signatures"]
     assert check.level == FAIL and "does not exist" in check.message
 
+    # A platform key named by fingerprint, but no key file holds it: the fix says what to do.
+    other = "0123456789ABCDEF0123456789ABCDEF01234567"
+    platform = engine_workspace(
+        tmp_path, str(bare), name="platform", require_signed=True, platform_signers=[other], allowed_authors=["o@x"]
+    )
+    check = by_name(platform.root)["signatures"]
+    assert check.level == FAIL and f"no key with the fingerprint of {other}" in check.message
+    github = engine_workspace(
+        tmp_path, str(bare), name="github", require_signed=True, platform_signers=["github"], allowed_authors=["o@x"]
+    )
+    assert by_name(github.root)["signatures"].level == OK  # GitHub's key ships with mp-engine
+
 
 def test_agent_commands_must_be_on_path(ws):
     ws.config_file.write_text(
