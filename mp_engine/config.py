@@ -185,7 +185,7 @@ class MetricsConfig(_Section):
         host = host.strip("[]")
         if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
             raise ValueError(f"listen must be HOST:PORT, got {self.listen!r}")
-        if not self.allow_remote and not _is_loopback(host):
+        if not self.allow_remote and not is_loopback(host):
             raise ValueError(
                 f"listen = {self.listen!r} is not a loopback address; metrics carry no authentication. "
                 "Use 127.0.0.1, or set allow_remote = true if a firewall guards the port"
@@ -198,7 +198,8 @@ class MetricsConfig(_Section):
         return host.strip("[]"), int(port)
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback addresses (the metrics endpoint, `mp-engine mcp --http`)."""
     import ipaddress
 
     if host == "localhost":

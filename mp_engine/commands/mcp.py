@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import hmac
-import ipaddress
 import os
 import secrets
 import sys
@@ -26,6 +25,7 @@ import structlog
 
 from mp_engine import __version__
 from mp_engine.commands.orchestrate import MAX_WAIT, Orchestrator
+from mp_engine.config import is_loopback
 from mp_engine.exitcodes import ExitCode
 
 TOKEN_ENV = "MP_ENGINE_MCP_TOKEN"
@@ -151,15 +151,6 @@ def build_server(orch: Orchestrator, token: str | None = None, url: str | None =
     return server
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def serve(repo: str, branch: str, http: str | None, token: str | None, err: Callable[[str], None]) -> ExitCode:
     """`mp-engine mcp`: serve until the client goes (stdio) or SIGINT/SIGTERM (HTTP)."""
     import anyio
@@ -175,7 +166,7 @@ def serve(repo: str, branch: str, http: str | None, token: str | None, err: Call
         return ExitCode.USAGE
     token = token or os.environ.get(TOKEN_ENV)
     if not token:
-        if not _loopback(host):
+        if not is_loopback(host):
             err(
                 f"mp-engine mcp: refusing to serve on {host} without a token: anyone who can reach it could "
                 f"run commands on the engine host. Set {TOKEN_ENV} (or --token), or bind to 127.0.0.1."

@@ -23,6 +23,7 @@ from mp_engine.errors import InvalidMPError
 from mp_engine.inbox.header import MP_ID_RE
 from mp_engine.inbox.lines import key_line
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
+from mp_engine.sync.context import BLOCKED_BRANCH
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 from mp_engine.workspace import SYSTEM_DIR
@@ -166,6 +167,22 @@ class Orchestrator:
     def get_status(self) -> dict[str, Any]:
         with self._lock:
             report = read_remote(self.sender)
+            s = GitSession(self.sender.working_clone(), GIT_TIMEOUT)
+            try:
+                side = "refs/heads/" + BLOCKED_BRANCH.format(branch=self.sender.branch)
+                tip = s.run("ls-remote", "--heads", "origin", side).split("\t", 1)[0]
+            finally:
+                s.close()
+        if tip:
+            report["blocked_branch"] = {
+                "ref": side,
+                "tip": tip,
+                "why": "the engine pushed results here that the branch could not take (an unsigned range or a "
+                "conflict); they name the commit to take off and the fix",
+            }
+        engine = report.get("engine") or {}
+        if engine.get("blocked") or engine.get("unpushed"):
+            report["not_on_the_remote"] = {k: engine[k] for k in ("blocked", "unpushed") if engine.get(k)}
         halt = (report.get("state") or {}).get("halt")
         if halt:
             report["lift_halt_with"] = (

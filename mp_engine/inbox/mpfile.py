@@ -43,8 +43,7 @@ MAX_BLOCKS = 10_000  # fenced blocks in one MP
 MAX_KEY_NOTES = 20  # notes about misplaced header keys; the last says there may be more
 KEYS = tuple(HEADER_KEYS)
 HEAD_LINES = 2 + len(HEADER_KEYS)  # the header line, its keys, the line that ends them
-# Blank lines before the header (whitespace as `str.strip` sees it, newlines aside).
-LEADING_BLANK_LINES = re.compile(r"(?:[^\S\n]*\n)*")
+LEADING_BLANKS = re.compile(r"\s*")  # whitespace as `str.strip` sees it
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,8 @@ def parse(data: bytes, *, max_bytes: int = 1024 * 1024) -> MicroProject:
 def _head(text: str) -> tuple[int, list[str], int]:
     """(index of the first non-blank line, the lines from there that can hold the header
     and its keys (the last is the rest of the text), that line's offset)."""
-    pos = LEADING_BLANK_LINES.match(text).end()
+    # The blank lines before the header: the leading whitespace, back to its last newline.
+    pos = text.rfind("\n", 0, LEADING_BLANKS.match(text).end()) + 1
     return text.count("\n", 0, pos), text[pos:].split("\n", HEAD_LINES), pos
 
 

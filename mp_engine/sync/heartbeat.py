@@ -68,6 +68,20 @@ class Heartbeat:
             "host": hostname(),
             "pid": os.getpid(),
         }
+        # What the remote cannot show by itself: commits held back, and why.
+        blocked = self.c.store.blocked()
+        if blocked:
+            doc["blocked"] = {"kind": blocked.get("kind"), "message": str(blocked.get("message", ""))[:300]}
+        ahead = git(
+            self.c.ws.root,
+            "rev-list",
+            "--count",
+            f"refs/remotes/{self.c.remote_name}/{self.c.cfg.branch}..HEAD",
+            check=False,
+            timeout=self.c.cfg.timeout,
+        )
+        if ahead.ok and ahead.out.strip().isdigit():
+            doc["unpushed"] = int(ahead.out.strip())
         if self.progress is not None and state.get("run_id") and not status:
             try:
                 doc.update(self.progress(str(state["run_id"])) or {})
@@ -139,6 +153,6 @@ def verdict(doc: dict[str, Any] | None, now: datetime | None = None) -> dict[str
     if doc.get("status") == "stopped":
         return {"engine": "stopped", **base, "why": "the engine stopped cleanly"}
     if age <= 2 * interval + min(GRACE, interval):
-        doing = {k: doc[k] for k in ("run_id", "step", "micro_task") if doc.get(k) is not None}
+        doing = {k: doc[k] for k in ("run_id", "step", "micro_task", "blocked", "unpushed") if doc.get(k) is not None}
         return {"engine": "up", **base, "status": doc.get("status"), "current": doc.get("current"), **doing}
     return {"engine": "silent", **base, "why": f"no heartbeat for {int(age)} s (every {interval:g} s expected)"}

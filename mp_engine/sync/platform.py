@@ -100,6 +100,19 @@ def key_fingerprints(keys_file: str) -> set[str]:
     return fprs
 
 
+def host_file(root: Path, setting: str, path: Path, example: str, what: str) -> Path:
+    """`path`, a file of keys the engine trusts, checked to exist outside the workspace
+    (where a push could replace it); ConfigError naming `setting` and the fix otherwise."""
+    if path == root or root in path.parents:
+        raise ConfigError(
+            f"{setting} = {path} lies inside the workspace, so anyone who can push could add "
+            f"their own key. Move it outside the repository (e.g. {example})."
+        )
+    if not path.is_file():
+        raise ConfigError(f"{setting} = {path} does not exist. Create it ({what}).")
+    return path
+
+
 def platform_signers(root: Path, cfg: GitConfig) -> PlatformSigners | None:
     """The platform signers `[git]` configures, checked; None when there are none.
     Raises ConfigError with the fix when the configuration cannot be trusted."""
@@ -123,14 +136,8 @@ def platform_signers(root: Path, cfg: GitConfig) -> PlatformSigners | None:
     files = sorted({str(SHIPPED[name]) for name in signers.values() if name in SHIPPED})
     if cfg.platform_keys:
         path = Path(os.path.realpath(root / Path(cfg.platform_keys).expanduser()))
-        if path == root or root in path.parents:
-            raise ConfigError(
-                f"git.platform_keys = {path} lies inside the workspace, where anyone who can push could replace "
-                "it. Move it outside the repository (e.g. /etc/mp-engine/platform-keys.asc)."
-            )
-        if not path.is_file():
-            raise ConfigError(f"git.platform_keys = {path} does not exist. Save the platform's public key there.")
-        files.append(str(path))
+        example, what = "/etc/mp-engine/platform-keys.asc", "the platform's public key, armored"
+        files.append(str(host_file(root, "git.platform_keys", path, example, what)))
     have = set().union(*(key_fingerprints(f) for f in files)) if files else set()
     missing = set(signers) - have
     if missing:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mp_engine.config import GitConfig
 from mp_engine.errors import ConfigError
-from mp_engine.sync.platform import PlatformSigners
+from mp_engine.sync.platform import PlatformSigners, host_file
 from mp_engine.workspace import INBOX_DIR, INBOX_FILE
 
 INBOX_PATH = f"{INBOX_DIR}/{INBOX_FILE}"
@@ -131,11 +131,6 @@ def checked_signers_file(root: Path, cfg: GitConfig) -> str:
     path = signers_path(root, cfg)
     if path is None:
         return os.devnull
-    if path == root or root in path.parents:
-        raise ConfigError(
-            f"git.allowed_signers = {path} lies inside the workspace, so anyone who can push could add "
-            "their own key. Move it outside the repository (e.g. /etc/mp-engine/allowed_signers)."
-        )
-    if not path.is_file():
-        raise ConfigError(f"git.allowed_signers = {path} does not exist. Create it (one `principal key` per line).")
-    return str(path)
+    return str(
+        host_file(root, "git.allowed_signers", path, "/etc/mp-engine/allowed_signers", "one `principal key` per line")
+    )

@@ -223,3 +223,38 @@ def test_the_worked_example_orchestrator_drives_a_failure_and_its_fix(engine, tm
     assert r.returncode == 0, r.stdout + r.stderr
     assert "MP-53.1: ERROR" in r.stdout and "MP-53.2: sent=True" in r.stdout and "MP-53.2: COMPLETED" in r.stdout
     assert "latest results: MP-53.2 COMPLETED, MP-53.1 ERROR" in r.stdout
+
+
+def test_get_status_tells_what_the_remote_cannot_show_a_refused_push(tmp_path, daemon_factory):
+    """The remote refuses the result commit (a hook, as GitHub refuses files over 100 MB):
+    the channel branch cannot say so, the heartbeat does, and get_status reports it."""
+    from tests.conftest import read_state
+    from tests.e2e.conftest import GIT_ENV
+    from tests.gitutil import engine_workspace, make_remote
+    from tests.unit.sync.test_size_cap import LIMIT_HOOK
+
+    bare = make_remote(tmp_path)
+    (bare / "hooks" / "pre-receive").write_text(LIMIT_HOOK)
+    (bare / "hooks" / "pre-receive").chmod(0o755)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url, max_file_bytes=0, heartbeat_interval=0.3)
+    d = daemon_factory(ws.root, env=GIT_ENV).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="engine ONLINE")
+
+    async def main() -> dict[str, Any]:
+        params = StdioServerParameters(command=MP_ENGINE, args=["mcp", "--repo", url], env=env(tmp_path))
+        async with Client(params) as client:
+            await call(client, "send_mp", text=mp("MP-54.1", "head -c 2000000 /dev/zero | tr '\\0' x"))
+            for _ in range(100):
+                status = await call(client, "get_status")
+                if status.get("not_on_the_remote", {}).get("blocked"):
+                    return status
+                await anyio.sleep(0.2)
+            raise AssertionError(f"get_status never reported the refused push: {status}")
+
+    status = anyio.run(main)
+    held = status["not_on_the_remote"]
+    assert held["blocked"]["kind"] == "push_refused" and "over the 1 MiB limit" in held["blocked"]["message"]
+    assert held["unpushed"] >= 1
+    d.signal(15)
+    d.wait()

@@ -24,6 +24,7 @@ def test_a_beat_goes_to_its_own_branch_and_the_last_one_says_stopped(tmp_path):
     assert ch.heartbeat.beat() is True
     doc = beat_on_remote(bare)
     assert doc["status"] == json.loads(ws.state_file.read_text())["status"] and doc["interval"] == 300.0
+    assert doc["unpushed"] == 0 and "blocked" not in doc
     assert verdict(doc)["engine"] == "up"
     assert ch.heartbeat.beat() is False  # not due again for 300 s
     ch.stopping()
@@ -67,6 +68,6 @@ def test_the_verdict_of_a_reader():
     assert verdict(beat(700), now)["engine"] == "silent"
     assert verdict(beat(5000, "stopped"), now)["engine"] == "stopped"
     assert verdict(None, now)["engine"] == "unknown"
-    doing = {"run_id": "r1", "step": {"id": "step-002", "number": 2, "of": 3}}
+    doing = {"run_id": "r1", "step": {"id": "step-002", "number": 2, "of": 3}, "unpushed": 2}
     assert {k: verdict({**beat(10), **doing}, now)[k] for k in doing} == doing  # what an orchestrator waits on
     assert parse("not json") is None and parse('{"schema": "other"}') is None
