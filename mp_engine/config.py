@@ -150,7 +150,12 @@ class AgentConfig(_Section):
     max_same_error: int = Field(5, ge=1)
     max_missing_status: int = Field(2, ge=1)
     max_test_only: int = Field(3, ge=1)
-    divergence_window: int = Field(3, ge=1, description="consecutive residual increases that mean DIVERGED")
+    divergence_window: int = Field(
+        3, ge=2, description="residuals in a row, each above the one before, that mean divergence (Phuc's rule: 3)"
+    )
+    done_signals: int = Field(
+        1, ge=1, description="iterations in a row an agent must claim a micro-task done (Loopr's done signals)"
+    )
     transient_retries: int = Field(3, ge=0, description="retries of a call that hit a transient outage")
     transient_backoff: float = Field(10.0, ge=0, description="first backoff in seconds; doubles per retry")
     usage_limit_wait: float = Field(1800.0, gt=0, description="wait after a usage limit without a parsable reset")

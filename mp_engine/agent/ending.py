@@ -79,6 +79,14 @@ class EndMixin:
             "calls_last_hour": self.limiter.used(now),
             "calls_per_hour": self.cfg.calls_per_hour,
             "breakers": state.breakers.to_dict(),
+            "last_summary": state.last_summary,
+            # Loopr's circuit: open when a breaker (or divergence) ended the run; the last trip
+            # that escalated instead is kept to show why the level changed.
+            "circuit": "open"
+            if state.final is not None and state.final.reason.startswith(("breaker:", "residual_"))
+            else "closed",
+            "last_trip": state.last_trip,
+            "done_signals": {"streak": state.done_streak, "needed": self.cfg.done_signals},
         }
         self.progress.data["current_state"] = current
         self.progress.data["micro_tasks"] = [t.to_dict() for t in state.tasks]

@@ -69,6 +69,9 @@ class LoopState:
         self.prev_passed: set[str] = set()
         self.history: list[dict[str, Any]] = []
         self.final: cert.Certificate | None = None
+        self.done_streak = 0  # iterations in a row the agent claimed the current micro-task done
+        self.last_summary: str | None = None  # the agent's last SUMMARY line
+        self.last_trip: dict[str, Any] | None = None  # the last breaker or divergence that fired
 
     # -- views -----------------------------------------------------------------------
 
@@ -119,6 +122,57 @@ class LoopState:
     def _where(self, rec: dict[str, Any]) -> dict[str, Any]:
         return {"mt": rec["mt"], "iteration": rec["iteration"], "level": rec["level"]}
 
+    def _trip(self, rec: dict[str, Any]) -> dict[str, str] | None:
+        """The breaker or divergence that fires on this failed iteration, or None.
+        Divergence is Phuc's rule: the last `divergence_window` (3) residuals of the
+        micro-task at this level each higher than the one before."""
+        w = self.cfg.divergence_window
+        tail = self.trend[-w:]
+        if len(tail) == w and all(a < b for a, b in zip(tail, tail[1:], strict=False)):
+            return {
+                "reason": "residual_grew",
+                "detail": f"The residual of {rec['mt']} grew {w - 1} times in a row: {' -> '.join(map(str, tail))}.",
+            }
+        tripped = self.breakers.tripped(self.cfg)
+        if tripped:
+            name, what = tripped
+            return {"reason": f"breaker:{name}", "detail": f"Circuit breaker {name} opened on {rec['mt']}: {what}."}
+        return None
+
+    def _escalate(self, rec: dict[str, Any], cause: str) -> list[Effect]:
+        """Move the micro-task to the next level (a fresh start: counters and trend reset);
+        a hard gate there ends the MP BLOCKED."""
+        from_level = self.level
+        self.level += 1
+        self.escalations += 1
+        self.fails_at_level, self.trend, self.done_streak = 0, [], 0
+        self.breakers.reset()
+        effects = [
+            Effect(
+                "event",
+                "micro_task_escalated",
+                "FR-EVT-MT-005",
+                {
+                    **self._where(rec),
+                    "from_level": from_level,
+                    "to_level": self.level,
+                    "to": self.levels[self.level].name,
+                    "cause": cause,
+                },
+            )
+        ]
+        if self.levels[self.level].hard_gate:
+            why = (
+                f"failed {self.cfg.fail_threshold} iterations"
+                if cause == "fail_threshold"
+                else f"escalated on {cause.replace('breaker:', 'circuit breaker ')}"
+            )
+            self.end(cert.BLOCKED, "hard_gate", f"{rec['mt']} {why} at every level up to the hard gate.")
+            effects.append(
+                Effect("event", "micro_task_hard_gate", "FR-EVT-MT-006", {**self._where(rec), "level": self.level})
+            )
+        return effects
+
     def apply(self, rec: dict[str, Any]) -> list[Effect]:
         """Account one finished iteration; return what the executor must do about it."""
         task = self.task
@@ -134,14 +188,28 @@ class LoopState:
         progress = rec["digest"] != self.last_digest or bool(newly_passing)
         self.last_digest, self.prev_passed = rec["digest"], set(rec["passed"])
         rec_progress = {**self._where(rec), "progress": progress}
+        self.done_streak = self.done_streak + 1 if rec.get("claimed", rec["gate"]) else 0
+        self.last_summary = rec.get("summary") or self.last_summary
 
+        if rec["gate"] and self.done_streak < self.cfg.done_signals:
+            # Checks pass and the agent says done, but `done_signals` asks it to say so again.
+            effects.append(
+                Effect(
+                    "event",
+                    "micro_task_done_signal",
+                    "",
+                    {**rec_progress, "signals": self.done_streak, "needed": self.cfg.done_signals},
+                )
+            )
+            self._out_of_iterations(rec)
+            return effects
         if rec["gate"]:
             task.status, task.final_level = "completed", rec["level"]
             effects.append(Effect("event", "micro_task_complete", "FR-EVT-MT-004", {**rec_progress}))
             if rec["level"] > 0:
                 effects.append(Effect("distill", fields={"mt_index": self.mt_index}))
             self.mt_index += 1
-            self.fails_at_level, self.trend = 0, []
+            self.fails_at_level, self.trend, self.done_streak = 0, [], 0
             self.breakers.reset()
             if self.task is None:
                 if not self.verified:  # `require_checks = false` and no check: the word alone
@@ -188,54 +256,25 @@ class LoopState:
         self.breakers.observe(
             progress=progress, error=rec["error"], status_ok=rec["status_ok"], work_type=rec["work_type"]
         )
-        if self.fails_at_level >= self.cfg.fail_threshold and self.level + 1 < len(self.levels):
-            from_level = self.level
-            self.level += 1
-            self.escalations += 1
-            self.fails_at_level, self.trend = 0, []
-            self.breakers.reset()
-            gate = self.levels[self.level].hard_gate
-            effects.append(
-                Effect(
-                    "event",
-                    "micro_task_escalated",
-                    "FR-EVT-MT-005",
-                    {
-                        **self._where(rec),
-                        "from_level": from_level,
-                        "to_level": self.level,
-                        "to": self.levels[self.level].name,
-                    },
-                )
-            )
-            if gate:
-                self.end(
-                    cert.BLOCKED,
-                    "hard_gate",
-                    f"{rec['mt']} failed {self.cfg.fail_threshold} iterations at every level up to the hard gate.",
-                )
-                effects.append(
-                    Effect("event", "micro_task_hard_gate", "FR-EVT-MT-006", {**self._where(rec), "level": self.level})
-                )
+        # An open breaker or a diverging residual escalates where it can (a stronger model is
+        # the first answer), and ends the MP DIVERGED only at the last level. Otherwise
+        # `fail_threshold` failures at a level escalate.
+        trip = self._trip(rec)
+        can_escalate = self.level + 1 < len(self.levels)
+        if trip is not None:
+            self.last_trip = {**self._where(rec), **trip, "escalated": can_escalate}
+        if trip is not None and not can_escalate:
+            self.end(cert.DIVERGED, trip["reason"], trip["detail"])
             return effects
-        w = self.cfg.divergence_window
-        tail = self.trend[-(w + 1) :]
-        if len(tail) == w + 1 and all(a < b for a, b in zip(tail, tail[1:], strict=False)):
-            self.end(
-                cert.DIVERGED,
-                "residual_grew",
-                f"The residual of {rec['mt']} grew {w} iterations in a row: {' -> '.join(map(str, tail))}.",
-            )
-            return effects
-        tripped = self.breakers.tripped(self.cfg)
-        if tripped:
-            name, what = tripped
-            self.end(cert.DIVERGED, f"breaker:{name}", f"Circuit breaker {name} opened on {rec['mt']}: {what}.")
-            return effects
+        if trip is not None or (self.fails_at_level >= self.cfg.fail_threshold and can_escalate):
+            return effects + self._escalate(rec, trip["reason"] if trip else "fail_threshold")
+        self._out_of_iterations(rec)
+        return effects
+
+    def _out_of_iterations(self, rec: dict[str, Any]) -> None:
         if self.total >= self.cfg.max_iterations:
             self.end(
                 cert.TIMEOUT,
                 "max_iterations",
                 f"All {self.cfg.max_iterations} iterations (`[agent] max_iterations`) were spent before {rec['mt']} passed.",
             )
-        return effects

@@ -122,6 +122,13 @@ def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -
             f"  agent budget:    {c.get('iterations_left')} iterations and {c.get('budget_seconds_left')} s left; "
             f"{c.get('calls_last_hour')}/{c.get('calls_per_hour')} agent calls in the last hour"
         )
+        if c.get("last_summary"):
+            lines.append(f"  agent summary:   {str(c['last_summary'])[:200]}")
+        trip = c.get("last_trip")
+        if c.get("circuit") == "open" or trip:
+            what = f"{trip.get('reason')} on {trip.get('mt')} at level {trip.get('level')}" if trip else "-"
+            after = " (escalated)" if trip and trip.get("escalated") else ""
+            lines.append(f"  agent circuit:   {c.get('circuit', 'closed')}; last trip: {what}{after}")
     if waiting:
         lines.append(
             f"  waiting:         {waiting.get('kind')} until {waiting.get('resume_at')} ({waiting.get('reason')})"

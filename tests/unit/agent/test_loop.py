@@ -242,10 +242,10 @@ def test_a_growing_residual_is_diverged(engine_for, ws):
     mp = ONE.replace("```bash\ngrep -qx hello out/a.txt\n```", checks)
     engine = engine_for([level("worse", "diverge.py", "--victims", ",".join(victims))], fail_threshold=10)
     assert run_mp(engine, ws, mp).action == "error"
-    # The residual grew three times in a row (`divergence_window` = 3): 2 -> 3 -> 4 -> 5.
-    assert [r["residual"] for r in records(only_run(ws))] == [2, 3, 4, 5]
+    # Phuc's rule: three residuals in a row, each higher than the one before (`divergence_window` = 3).
+    assert [r["residual"] for r in records(only_run(ws))] == [2, 3, 4]
     assert result_field(ws, "Certificate") == "DIVERGED" and result_field(ws, "Error-Kind") == "agent_diverged"
-    assert "grew 3 iterations in a row: 2 -> 3 -> 4 -> 5" in ws.result_file.read_text()
+    assert "grew 2 times in a row: 2 -> 3 -> 4" in ws.result_file.read_text()
 
 
 def test_a_usage_limit_waits_until_the_reset_and_then_resumes(engine_for, ws, tmp_path):

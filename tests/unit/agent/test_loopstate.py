@@ -73,23 +73,55 @@ def test_three_failures_escalate_and_success_above_level_0_distills_and_drops_ba
     assert s.level == 0 and s.drop_backs == 1 and s.tasks[0].final_level == 1
 
 
-def test_a_residual_that_keeps_growing_diverges():
+def test_a_growing_residual_escalates_and_at_the_last_level_diverges():
+    """Phuc's rule (three residuals in a row, each higher): where the chain can escalate
+    it escalates, recorded with its cause; on the last level the MP ends DIVERGED. The
+    trend starts afresh on the new level (a new model deserves a fresh start)."""
     s = LoopState(cfg(fail_threshold=10), plan(1), "base")
-    for residual in (1, 2, 3):
+    s.apply(rec(s, residual=1))
+    s.apply(rec(s, residual=2))
+    effects = s.apply(rec(s, residual=3))
+    assert names(effects) == ["micro_task_escalated"] and effects[0].fields["cause"] == "residual_grew"
+    assert s.level == 1 and s.final is None and s.last_trip["escalated"] is True
+    for residual in (2, 3):
         s.apply(rec(s, residual=residual))
-    assert s.final is None
+    assert s.final is None  # two rises on the new level are not three residuals yet
     s.apply(rec(s, residual=4))
-    assert s.final.type == cert.DIVERGED and s.final.reason == "residual_grew" and "1 -> 2 -> 3 -> 4" in s.final.detail
+    assert s.final.type == cert.DIVERGED and s.final.reason == "residual_grew" and "2 -> 3 -> 4" in s.final.detail
 
 
-def test_no_progress_opens_a_breaker():
-    s = LoopState(cfg(fail_threshold=10), plan(1), "base")
-    s.apply(rec(s, digest="changed"))  # the workspace moved from the base: progress
+def test_an_open_breaker_escalates_where_it_can_even_before_fail_threshold():
+    s = LoopState(cfg(fail_threshold=3), plan(1), "base")
+    s.apply(rec(s, status_ok=False))
+    effects = s.apply(rec(s, status_ok=False))  # max_missing_status = 2 < fail_threshold = 3
+    assert names(effects) == ["micro_task_escalated"] and effects[0].fields["cause"] == "breaker:missing_status"
+    assert s.level == 1 and s.final is None
+    s.apply(rec(s, digest="changed"))  # the workspace moved: progress
     for _ in range(2):
         s.apply(rec(s, digest="changed"))
     assert s.final is None
-    s.apply(rec(s, digest="changed"))  # the third iteration in a row that changed nothing
+    s.apply(rec(s, digest="changed"))  # the third iteration in a row that changed nothing, on the last level
     assert s.final.type == cert.DIVERGED and s.final.reason == "breaker:no_progress"
+
+
+def test_a_breaker_onto_a_hard_gate_says_why_it_stopped():
+    levels = (
+        AgentLevel(name="small", argv=("a", "{prompt_file}")),
+        AgentLevel(name="human", argv=("h", "{prompt_file}"), hard_gate=True),
+    )
+    s = LoopState(cfg(levels=levels, fail_threshold=3), plan(1), "base")
+    s.apply(rec(s, status_ok=False))
+    effects = s.apply(rec(s, status_ok=False))
+    assert names(effects) == ["micro_task_escalated", "micro_task_hard_gate"]
+    assert s.final.type == cert.BLOCKED and "circuit breaker missing_status" in s.final.detail
+
+
+def test_done_signals_asks_for_that_many_done_claims_in_a_row():
+    s = LoopState(cfg(done_signals=2), plan(1), "base")
+    effects = s.apply(rec(s, gate=True, claimed=True))
+    assert names(effects) == ["micro_task_done_signal"] and s.final is None and s.fails_at_level == 0
+    s.apply(rec(s, gate=True, claimed=True))
+    assert s.final.type == cert.EXACT
 
 
 def test_the_agents_blocked_claim_ends_blocked_with_its_reason():

@@ -62,3 +62,25 @@ def test_status_lines_of_a_live_run(tmp_path):
     assert "8 iterations and 100.0 s left; 3/100 agent calls" in lines[1]
     assert lines[2].strip() == "waiting:         rate_limit until later (100 calls)"
     assert load_report(tmp_path / "not-an-agent-run") is None
+
+
+def test_status_shows_the_agents_last_summary_and_the_circuit(tmp_path):
+    p = made(tmp_path)
+    p.data["current_state"] = {
+        "active_mt": "MT-002",
+        "mt_number": 2,
+        "micro_tasks": 3,
+        "iteration": 1,
+        "level": 1,
+        "level_name": "big",
+        "residual": 2,
+        "last_summary": "added the parser; tests still fail on empty input",
+        "circuit": "closed",
+        "last_trip": {"mt": "MT-002", "level": 0, "reason": "breaker:no_progress", "escalated": True},
+    }
+    p.save()
+    lines = render_lines(load_report(tmp_path), None)
+    assert "agent summary:   added the parser; tests still fail on empty input" in lines[2]
+    assert (
+        lines[3].strip() == "agent circuit:   closed; last trip: breaker:no_progress on MT-002 at level 0 (escalated)"
+    )
