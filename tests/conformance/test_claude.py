@@ -1,0 +1,209 @@
+"""Conformance: the real `claude` CLI (npm @anthropic-ai/claude-code, pinned in clis.py),
+configured exactly as docs/AGENT.md says, against a scripted fake Anthropic API on
+loopback (fakemodel.py), driven through `Engine.tick()` (issue #16).
+
+Each row is one behaviour docs/AGENT.md promises: the agent edits and claims (EXACT);
+it lies (never EXACT); 401 (BLOCKED with the fix); 529 overloaded (retried, then
+BLOCKED); it hangs (the idle timeout kills its group); a 200 KB prompt (stdin, no
+ARG_MAX); a task that needs it to run the MP's own check (a command)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mp_engine.config import load_config
+from mp_engine.engine import Engine
+from tests.agentutil import ONE, configure, only_run, records
+from tests.conformance import fakemodel as fm
+from tests.conformance.clis import installed
+from tests.conftest import drop, result_field
+
+pytestmark = pytest.mark.conformance
+
+# docs/AGENT.md's level for Claude Code (argv as documented, the binary by its path), with
+# the fake API's address and key allowed through.
+DOCUMENTED_ARGV = [
+    "claude",
+    "-p",
+    "--permission-mode",
+    "acceptEdits",
+    "--allowedTools",
+    "Bash",
+    "--output-format",
+    "text",
+]
+ENV = {
+    "ANTHROPIC_API_KEY": "sk-ant-conformance-0123456789",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+}
+
+
+def claude_level(exe, **over) -> dict:
+    return {
+        "name": "claude",
+        "argv": [str(exe), *DOCUMENTED_ARGV[1:]],
+        "stdin": True,
+        "timeout": 120.0,
+        "idle_timeout": 120.0,
+        "env_allow": ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", *[k for k in ENV if k != "ANTHROPIC_API_KEY"]],
+        **over,
+    }
+
+
+@pytest.fixture
+def claude(ws, tmp_path, monkeypatch):
+    """(run an MP with a scenario, the workspace): the real CLI, its own HOME, the fake API."""
+    exe = installed("claude")
+    home = tmp_path / "claude-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))  # no operator settings, no login: only the API key
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+
+    def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
+        with fm.FakeAnthropic(scenario) as api:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+            configure(ws, [level or claude_level(exe)], **{"transient_backoff": 0.0, **opts})
+            engine = Engine(ws, load_config(ws.root))
+            engine.start(daemon=False)
+            drop(ws, mp)
+            result = engine.tick()
+            engine.shutdown()
+            return result, api
+
+    run.exe = exe
+    return run
+
+
+def honest(req, count):
+    """Write out/a.txt with the Write tool, then claim with the status block."""
+    if count == 0:
+        return fm.tool("Write", file_path=f"{fm.workdir_of(req)}/out/a.txt", content="hello\n")
+    return fm.text("Wrote out/a.txt.\n\n" + fm.status_block(fm.nonce_of(req)))
+
+
+def test_it_edits_and_claims_exact(claude, ws):
+    result, api = claude(honest)
+    assert result.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "EXACT"
+    assert (ws.root / "out" / "a.txt").read_text() == "hello\n"
+    # What the CLI sent: the engine's prompt (goal, check, protocol) on stdin, and the tool result.
+    first = fm.user_text(api.messages()[0])
+    assert "grep -qx hello out/a.txt" in first and "---LOOPR_STATUS---" in first
+    assert any(
+        b.get("type") == "tool_result"
+        for m in api.messages()[1]["messages"]
+        for b in m["content"]
+        if isinstance(m["content"], list)
+    )
+
+
+def test_it_lies_and_is_never_exact(claude, ws):
+    def liar(req, count):
+        return fm.text("All done!\n\n" + fm.status_block(fm.nonce_of(req)))
+
+    result, _ = claude(liar, max_iterations=2, fail_threshold=5)
+    assert result.action == "error"
+    assert result_field(ws, "Certificate") != "EXACT" and not (ws.root / "out" / "a.txt").exists()
+    recs = records(only_run(ws))
+    assert [r["claimed"] for r in recs] == [True, True] and not any(r["gate"] for r in recs)
+
+
+def test_a_401_ends_blocked_with_the_fix(claude, ws):
+    result, api = claude(lambda req, count: fm.error(401, "authentication_error", "invalid x-api-key"))
+    assert result.action == "error"
+    text = ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "BLOCKED" and result_field(ws, "Error-Kind") == "agent_auth", text
+    assert "env_allow" in text or "log in" in text.lower()
+    assert len(api.messages()) == 1  # no retry helps a bad key
+
+
+def test_overloaded_is_retried_then_blocked(claude, ws):
+    result, api = claude(
+        lambda req, count: fm.error(529, "overloaded_error", "Overloaded"), transient_retries=1, max_iterations=3
+    )
+    assert result.action == "error"
+    assert result_field(ws, "Certificate") == "BLOCKED" and result_field(ws, "Error-Kind") == "agent_unavailable"
+    assert "Wait until the provider is back" in ws.result_file.read_text()
+    # The engine's call and its one retry; claude itself retries a 529 a few times per call
+    # (despite `x-should-retry: false`), which the engine's backoff comes on top of.
+    assert "after 1 retries" in ws.result_file.read_text() and len(api.messages()) >= 2
+
+
+def test_a_hang_is_killed_by_the_idle_timeout(claude, ws):
+    result, _ = claude(
+        lambda req, count: fm.hang(30),
+        level=claude_level(claude.exe, timeout=60.0, idle_timeout=2.0),
+        max_iterations=1,
+    )
+    assert result.action == "error"
+    recs = records(only_run(ws))
+    assert recs and recs[0]["call"]["kind"] == "timeout" and recs[0]["call"]["idle_timed_out"] is True
+
+
+def test_a_200_kb_prompt_goes_on_stdin(claude, ws):
+    bulky = ONE.replace("Keep it short.", "Keep it short.\n\n" + ("Background paragraph. " * 10_000))
+    result, api = claude(honest, mp=bulky)
+    assert len(fm.user_text(api.messages()[0])) > 200_000
+    assert result.action == "completed", ws.result_file.read_text()
+
+
+RUNS_A_COMMAND = """# MP-3.3 Run the generator
+Executor: agent
+
+Run `sh gen.sh` in the workspace: it writes out/a.txt.
+
+## Validate
+
+```bash
+grep -qx hello out/a.txt
+```
+"""
+
+
+def test_a_task_that_needs_a_command_runs_it_with_the_documented_level(claude, ws):
+    (ws.root / "gen.sh").write_text("mkdir -p out && echo hello > out/a.txt\n")
+
+    def runner(req, count):
+        if count == 0:
+            return fm.tool("Bash", command="sh gen.sh", description="run the generator")
+        return fm.text("Ran it.\n\n" + fm.status_block(fm.nonce_of(req)))
+
+    result, api = claude(runner, mp=RUNS_A_COMMAND)  # the documented level: edits, and Bash allowed
+    assert result.action == "completed", ws.result_file.read_text()
+    results = [b for m in api.messages()[1]["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    assert any(b.get("type") == "tool_result" and not b.get("is_error") for b in results), json.dumps(results)[:2000]
+
+
+def test_under_accept_edits_alone_the_command_is_refused(claude, ws):
+    """Why docs/AGENT.md's level adds `--allowedTools Bash`: without it claude may edit
+    but not run a command ("This command requires approval"), so the check fails."""
+    (ws.root / "gen.sh").write_text("mkdir -p out && echo hello > out/a.txt\n")
+
+    def runner(req, count):
+        if count == 0:
+            return fm.tool("Bash", command="sh gen.sh", description="run the generator")
+        return fm.text("Ran it.\n\n" + fm.status_block(fm.nonce_of(req)))
+
+    argv = [str(claude.exe), "-p", "--permission-mode", "acceptEdits", "--output-format", "text"]
+    result, api = claude(runner, mp=RUNS_A_COMMAND, level=claude_level(claude.exe, argv=argv), max_iterations=1)
+    results = [b for m in api.messages()[1]["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    refused = [b for b in results if b.get("type") == "tool_result" and b.get("is_error")]
+    assert refused and "requires approval" in json.dumps(refused)
+    assert result.action == "error" and not (ws.root / "out" / "a.txt").exists()
+
+
+def test_the_rows_run_the_level_docs_agent_md_gives():
+    import re
+    import tomllib
+
+    from tests.conformance.clis import REPO_ROOT
+
+    docs = (REPO_ROOT / "docs" / "AGENT.md").read_text()
+    blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", docs, re.S)]
+    levels = [lv for b in blocks for lv in b.get("agent", {}).get("levels", []) if lv.get("name") == "claude"]
+    assert levels and levels[0]["argv"] == DOCUMENTED_ARGV and levels[0]["stdin"] is True
