@@ -159,6 +159,9 @@ class AgentConfig(_Section):
     transient_retries: int = Field(3, ge=0, description="retries of a call that hit a transient outage")
     transient_backoff: float = Field(10.0, ge=0, description="first backoff in seconds; doubles per retry")
     usage_limit_wait: float = Field(1800.0, gt=0, description="wait after a usage limit without a parsable reset")
+    rate_limit_wait: float = Field(
+        60.0, gt=0, description="wait after a rate limit (429, per minute) without a parsable reset"
+    )
     land: Literal["merge", "branch"] = Field(
         "merge", description="an EXACT run's work branch: merged into the channel branch, or left for review"
     )

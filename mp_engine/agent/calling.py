@@ -95,6 +95,7 @@ class CallMixin:
                 status_seen="---LOOPR_STATUS---" in echo.for_claims(said, values["prompt"]),
                 now=datetime.now(UTC),
                 fallback_wait=self.cfg.usage_limit_wait,
+                rate_wait=self.cfg.rate_limit_wait,
             )
             if call.kind != "transient" or retries >= self.cfg.transient_retries:
                 break

@@ -49,6 +49,12 @@ TRANSIENT_RE = re.compile(
     r"connection (?:reset|refused|error|closed)|ECONNRESET|ETIMEDOUT|temporarily unavailable|network error",
     re.I,
 )
+# Of those, the ones that say a quota or plan limit (hours away), not a per-minute rate.
+QUOTA_RE = re.compile(
+    r"usage limit|quota|hit your (?:[\w-]+ )?limit|limit reached|(?:session|weekly|daily|opus|sonnet|5-hour) limit|"
+    r"usage_limit_reached|insufficient_quota|out of credits|credit balance",
+    re.I,
+)
 EPOCH_RE = re.compile(r"limit reached\|(\d{10})\b", re.I)  # Claude Code: "...usage limit reached|1735689600"
 ISO_RE = re.compile(
     r"(?:reset|until|after|at)\D{0,20}(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)"
@@ -235,9 +241,17 @@ def _dated(m: re.Match[str], now: datetime) -> datetime | None:
 
 
 def classify(
-    res: ProcessResult | ProcessError, text: str, *, status_seen: bool, now: datetime, fallback_wait: float
+    res: ProcessResult | ProcessError,
+    text: str,
+    *,
+    status_seen: bool,
+    now: datetime,
+    fallback_wait: float,
+    rate_wait: float | None = None,
 ) -> Call:
-    """Classify one call from its process result and its output (stdout + stderr tail)."""
+    """Classify one call from its process result and its output (stdout + stderr tail).
+    Without a parsable reset, a quota or plan limit waits `fallback_wait`; a plain rate
+    limit (429, "per-minute") waits `rate_wait` (a minute, not half an hour)."""
     if isinstance(res, ProcessError):
         cause = res.__cause__
         if isinstance(cause, OSError) and cause.errno == errno.E2BIG:
@@ -262,7 +276,8 @@ def classify(
     # A CLI that prints a usage-limit notice may still exit 0 (and aider exits 0 after an
     # API error): without a status block, its own error output decides.
     if (failed or not status_seen) and USAGE_RE.search(text):
-        when = parse_reset(text, now) or now + timedelta(seconds=fallback_wait)
+        wait = fallback_wait if rate_wait is None or QUOTA_RE.search(text) else rate_wait
+        when = parse_reset(text, now) or now + timedelta(seconds=wait)
         call.kind, call.detail = "usage_limit", _line(text, USAGE_RE)
         call.resume_at = when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         return call

@@ -3,9 +3,9 @@ configured exactly as docs/AGENT.md says, against a scripted fake Anthropic API 
 loopback (fakemodel.py), driven through `Engine.tick()` (issue #16).
 
 Each row is one behaviour docs/AGENT.md promises: the agent edits and claims (EXACT);
-it lies (never EXACT); 401 (BLOCKED with the fix); 529 overloaded (retried, then
-BLOCKED); it hangs (the idle timeout kills its group); a 200 KB prompt (stdin, no
-ARG_MAX); a task that needs it to run the MP's own check (a command)."""
+it lies (never EXACT); 401 (BLOCKED with the fix); 429 (waits a minute); 529 overloaded
+(retried, then BLOCKED); it hangs (the idle timeout kills its group); a 200 KB prompt
+(stdin, no ARG_MAX); a task that needs it to run the MP's own check (a command)."""
 
 from __future__ import annotations
 
@@ -150,6 +150,25 @@ def test_a_200_kb_prompt_goes_on_stdin(claude, ws):
     result, api = claude(honest, mp=bulky)
     assert len(fm.user_text(api.messages()[0])) > 200_000
     assert result.action == "completed", ws.result_file.read_text()
+
+
+def test_a_429_rate_limit_waits_a_minute(claude, ws):
+    """claude prints a 429 as "API Error: Request rejected (429) · ... per-minute rate
+    limit", without the `retry-after` the API sent: the MP waits `rate_limit_wait` (not
+    the half hour of a usage limit), and nothing fails."""
+    from datetime import UTC, datetime
+
+    from tests.conftest import read_state
+
+    message = "Number of request tokens has exceeded your per-minute rate limit"
+    result, api = claude(lambda req, count: fm.error(429, "rate_limit_error", message, **{"retry-after": "30"}))
+    assert result.action == "waiting" and result.run_id is not None, result
+    waiting = read_state(ws)["waiting"]
+    assert waiting["kind"] == "usage_limit" and "(429)" in waiting["reason"] and message in waiting["reason"]
+    left = datetime.fromisoformat(waiting["resume_at"].replace("Z", "+00:00")) - datetime.now(UTC)
+    assert 0 < left.total_seconds() <= 61
+    # (the fixture stopped the engine: the run stays open and resumes at its next start)
+    assert read_state(ws)["run_id"] == result.run_id and len(api.messages()) == 1
 
 
 RUNS_A_COMMAND = """# MP-3.3 Run the generator

@@ -40,6 +40,21 @@ def test_a_usage_limit_without_a_reset_waits_the_configured_time():
     assert call.kind == "usage_limit" and call.resume_at == "2026-03-01T10:40:00Z"
 
 
+def test_a_plain_rate_limit_waits_a_minute_and_a_quota_the_usage_wait():
+    """claude's words for a 429 (recorded from the real CLI, tests/conformance/): a
+    per-minute rate limit is a minute away, not half an hour; a quota or a plan limit is
+    hours away."""
+    claude_429 = "API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"
+
+    def wait(text: str) -> str | None:
+        return classify(res(1), text, status_seen=False, now=NOW, fallback_wait=1800, rate_wait=60).resume_at
+
+    assert wait(claude_429) == "2026-03-01T10:31:00Z"
+    assert wait("Error: 429 Too Many Requests") == "2026-03-01T10:31:00Z"
+    assert wait("You've hit your usage limit") == "2026-03-01T11:00:00Z"
+    assert wait("insufficient_quota: you exceeded your current quota (429)") == "2026-03-01T11:00:00Z"
+
+
 def test_exit_zero_with_a_limit_notice_and_no_status_block_is_a_usage_limit_too():
     assert kind("usage limit reached, resets 3pm (UTC)", code=0).kind == "usage_limit"
     # ...but an answer with a status block that merely talks about rate limits is not.
