@@ -67,20 +67,30 @@ def cli(ctx: click.Context, log_level: str | None, verbose: bool) -> None:
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
 @click.option("--remote", metavar="URL", help="Use the git repository at URL as the channel (docs/GIT.md).")
 @click.option("--branch", default="main", show_default=True, help="Branch of --remote that carries MPs and results.")
-def init(directory: Path, remote: str | None, branch: str) -> int:
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="NAME",
+    help="Add this agent level (claude, codex, aider, ollama; repeat for a chain, cheap first), then a hard gate.",
+)
+def init(directory: Path, remote: str | None, branch: str, agents: tuple[str, ...]) -> int:
     """Create a workspace in DIRECTORY (idempotent; never overwrites).
 
     With --remote, clone URL when DIRECTORY is empty (or attach it to an existing
     repository), enable [git] in mp-engine.toml, and commit and push the layout.
+    With --agent, write the agent chain docs/AGENT.md gives for those CLIs (when the
+    configuration has none yet).
 
     \b
     Examples:
       mp-engine init ~/mp-workspace
       mp-engine init --remote git@github.com:me/mp-channel.git ~/mp-workspace
+      mp-engine init --agent aider --agent claude ~/mp-workspace
     """
     from mp_engine.commands.init import init as cmd  # lazy: see the module docstring
 
-    return cmd(directory, remote, branch, click.echo)
+    return cmd(directory, remote, branch, click.echo, agents)
 
 
 @cli.command()

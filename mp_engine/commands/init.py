@@ -1,25 +1,50 @@
-"""`mp-engine init [--remote URL] DIRECTORY`."""
+"""`mp-engine init [--remote URL] [--agent NAME ...] DIRECTORY`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from mp_engine.agent.presets import PRESETS, chain
+from mp_engine.atomic import atomic_write
 from mp_engine.exitcodes import ExitCode
 from mp_engine.sync.setup import setup_remote
-from mp_engine.workspace import init_workspace
+from mp_engine.workspace import CONFIG_FILE, init_workspace
+
+LEVELS_RE = re.compile(r"^\[\[agent\.levels\]\]", re.M)  # a level written out, not a comment
 
 
-def init(directory: Path, remote: str | None, branch: str, echo: Callable[[str], None]) -> ExitCode:
+def init(
+    directory: Path, remote: str | None, branch: str, echo: Callable[[str], None], agents: Sequence[str] = ()
+) -> ExitCode:
+    unknown = [a for a in agents if a not in PRESETS]
+    if unknown:
+        echo(f"mp-engine init: no agent preset {', '.join(unknown)}; the presets are {', '.join(PRESETS)}")
+        return ExitCode.USAGE
     if remote:
         for line in setup_remote(directory, remote, branch):
             echo(line)
-        return ExitCode.OK
-    ws, created = init_workspace(directory)
-    if created:
-        echo(f"initialised mp-engine workspace {ws.root}")
-        for path in created:
-            echo(f"  created {path}")
     else:
-        echo(f"{ws.root} is already an mp-engine workspace; nothing changed")
+        ws, created = init_workspace(directory)
+        if created:
+            echo(f"initialised mp-engine workspace {ws.root}")
+            for path in created:
+                echo(f"  created {path}")
+        elif not agents:
+            echo(f"{ws.root} is already an mp-engine workspace; nothing changed")
+    if agents:
+        add_agents(Path(directory) / CONFIG_FILE, agents, echo)
     return ExitCode.OK
+
+
+def add_agents(config: Path, agents: Sequence[str], echo: Callable[[str], None]) -> None:
+    """Append the presets' chain to mp-engine.toml's [agent] section (the last one in the
+    file), unless the file has levels already: then it says so and changes nothing."""
+    text = config.read_text(encoding="utf-8")
+    if LEVELS_RE.search(text):
+        echo(f"{config} already has [[agent.levels]]; left as it is (docs/AGENT.md shows each preset)")
+        return
+    added = f"\n# Written by `mp-engine init --agent {' --agent '.join(agents)}` (docs/AGENT.md).\n" + chain(agents)
+    atomic_write(config, text.rstrip("\n") + "\n" + added)
+    echo(f"added the agent chain {' -> '.join([*agents, 'person (hard gate)'])} to {config}")

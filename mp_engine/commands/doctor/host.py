@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+from mp_engine.agent.presets import CONFORMANCE, cli_of, installed_version
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
 from mp_engine.disk import mount_of
@@ -82,7 +83,26 @@ def agent_chain(ws: Workspace, config: Config) -> Check:
             f"not found on PATH: {', '.join(missing)}",
             "install them, or give absolute paths in [[agent.levels]] argv (the service's PATH is set in its unit)",
         )
-    return Check("agent chain", OK, f"{len(levels)} level(s) found on PATH: {', '.join(lv.argv[0] for lv in levels)}")
+    untested = []
+    for lv in levels:
+        cli = cli_of(lv.argv[0])
+        if cli is None:
+            continue
+        have = installed_version(shutil.which(lv.argv[0]) or lv.argv[0])
+        passed = CONFORMANCE.get(cli, ())
+        if have not in passed:
+            on = f"the conformance suite passed on {', '.join(passed)}" if passed else "not yet conformance-tested"
+            untested.append(f"{lv.name}: {cli} {have or '(version unknown)'} ({on})")
+    found = f"{len(levels)} level(s) found on PATH: {', '.join(lv.argv[0] for lv in levels)}"
+    if untested:
+        return Check(
+            "agent chain",
+            WARN,
+            f"{found}; versions not proven: {'; '.join(untested)}",
+            "pin a version the suite passed on, or run it against yours: MP_ENGINE_CONFORMANCE_<CLI>=<version> "
+            ".venv/bin/python -m pytest tests/conformance (docs/AGENT.md, Conformance)",
+        )
+    return Check("agent chain", OK, found)
 
 
 def disk(ws: Workspace, config: Config) -> Check:

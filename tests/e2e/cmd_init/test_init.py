@@ -30,3 +30,20 @@ def test_init_with_an_unreachable_remote_says_what_failed(tmp_path):
     r = mpe("init", "--remote", str(tmp_path / "missing.git"), str(tmp_path / "ws"))
     assert r.returncode == 1 and r.stdout == ""
     assert "git clone" in r.stderr and "does not exist" in r.stderr
+
+
+def test_init_with_agents_writes_the_documented_chain_once(tmp_path):
+    from mp_engine.config import load_config
+
+    ws = tmp_path / "ws"
+    r = mpe("init", "--agent", "aider", "--agent", "claude", str(ws))
+    assert r.returncode == 0, r.stderr
+    assert "added the agent chain aider -> claude -> person (hard gate)" in r.stdout
+    levels = load_config(ws).agent.levels
+    assert [lv.name for lv in levels] == ["aider", "claude", "person"] and levels[-1].hard_gate
+    assert levels[1].stdin and "--allowedTools" in levels[1].argv
+    again = mpe("init", "--agent", "codex", str(ws))  # a chain is there: left as it is
+    assert again.returncode == 0 and "already has [[agent.levels]]" in again.stdout
+    assert [lv.name for lv in load_config(ws).agent.levels] == ["aider", "claude", "person"]
+    wrong = mpe("init", "--agent", "gemini", str(tmp_path / "other"))
+    assert wrong.returncode == 2 and "no agent preset gemini" in wrong.stdout

@@ -108,6 +108,26 @@ def test_signature_settings_must_be_coherent(tmp_path):
     assert by_name(github.root)["signatures"].level == OK  # GitHub's key ships with mp-engine
 
 
+def test_agent_cli_versions_are_compared_with_the_ones_the_conformance_suite_passed_on(ws, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, says in (("claude", "2.1.197 (Claude Code)"), ("codex", "codex-cli 0.169.0")):
+        (bin_dir / name).write_text(f"#!/bin/sh\necho '{says}'\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    ws.config_file.write_text('[[agent.levels]]\nname = "claude"\nargv = ["claude", "-p"]\nstdin = true\n')
+    assert by_name(ws.root)["agent chain"].level == OK
+    ws.config_file.write_text(
+        '[[agent.levels]]\nname = "claude"\nargv = ["claude", "-p"]\nstdin = true\n'
+        '[[agent.levels]]\nname = "codex"\nargv = ["codex", "exec", "-"]\nstdin = true\n'
+    )
+    check = by_name(ws.root)["agent chain"]
+    assert check.level == WARN and "codex: codex 0.169.0 (not yet conformance-tested)" in check.message
+    (bin_dir / "claude").write_text("#!/bin/sh\necho '2.1.300 (Claude Code)'\n")
+    check = by_name(ws.root)["agent chain"]
+    assert "claude: claude 2.1.300 (the conformance suite passed on 2.1.197)" in check.message
+
+
 def test_agent_commands_must_be_on_path(ws):
     ws.config_file.write_text(
         '[[agent.levels]]\nname = "local"\nargv = ["no-such-agent-cli", "{prompt}"]\n'
