@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mp_engine.agent import certificate as cert
-from mp_engine.agent import echo
+from mp_engine.agent import echo, structured
 from mp_engine.agent.chain import describe, render_argv
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.invoke import Call, argv_problem, classify, run_agent
@@ -87,7 +87,9 @@ class CallMixin:
                 on_spawn=spawned,
                 markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={mt_id}", f"MP_ITERATION={iteration}"),
             )
-            said = read_tail(ev.path("stdout.txt"), 256 * 1024) + "\n" + read_tail(ev.path("stderr.txt"), 256 * 1024)
+            out = read_tail(ev.path("stdout.txt"), 256 * 1024)
+            shaped = structured.parse(out)  # claude's JSON output: fields, not patterns
+            said = (shaped.answer if shaped else out) + "\n" + read_tail(ev.path("stderr.txt"), 256 * 1024)
             text = echo.for_limits(said, values["prompt"])  # never the echoed prompt (issue #16)
             call = classify(
                 res,
@@ -96,6 +98,8 @@ class CallMixin:
                 now=datetime.now(UTC),
                 fallback_wait=self.cfg.usage_limit_wait,
                 rate_wait=self.cfg.rate_limit_wait,
+                api_status=shaped.api_status if shaped and shaped.is_error else None,
+                resets_at=shaped.resets_at if shaped else None,
             )
             if call.kind != "transient" or retries >= self.cfg.transient_retries:
                 break
@@ -122,6 +126,8 @@ class CallMixin:
     def read_output(self, ev: IterationEvidence) -> str:
         """What the agent said (stdout and stderr), without its echo of the prompt."""
         out, _ = read_capped(ev.path("stdout.txt"), OUTPUT_READ_CAP)
+        shaped = structured.parse(out)
+        out = shaped.answer if shaped else out  # a JSON-escaped status block reads as text
         err, _ = read_capped(ev.path("stderr.txt"), OUTPUT_READ_CAP // 4)
         try:
             prompt = ev.path("prompt.md").read_text(encoding="utf-8")

@@ -248,10 +248,14 @@ def classify(
     now: datetime,
     fallback_wait: float,
     rate_wait: float | None = None,
+    api_status: int | None = None,
+    resets_at: str | None = None,
 ) -> Call:
     """Classify one call from its process result and its output (stdout + stderr tail).
     Without a parsable reset, a quota or plan limit waits `fallback_wait`; a plain rate
-    limit (429, "per-minute") waits `rate_wait` (a minute, not half an hour)."""
+    limit (429, "per-minute") waits `rate_wait` (a minute, not half an hour).
+    `api_status` and `resets_at` come from a CLI's structured output (structured.py) and
+    decide before any text pattern."""
     if isinstance(res, ProcessError):
         cause = res.__cause__
         if isinstance(cause, OSError) and cause.errno == errno.E2BIG:
@@ -273,12 +277,18 @@ def classify(
         call.detail = "no output for the idle timeout" if res.idle_timed_out else "the call timeout expired"
         return call
     failed = res.exit_code != 0
+    if failed and api_status is not None and (api_status in (401, 403) or api_status >= 500):
+        call.kind = "auth" if api_status < 500 else "transient"
+        call.detail = f"API error {api_status}: {text.strip().splitlines()[0][:300] if text.strip() else ''}"
+        return call
     # A CLI that prints a usage-limit notice may still exit 0 (and aider exits 0 after an
     # API error): without a status block, its own error output decides.
-    if (failed or not status_seen) and USAGE_RE.search(text):
+    if (failed and api_status == 429) or ((failed or not status_seen) and USAGE_RE.search(text)):
         wait = fallback_wait if rate_wait is None or QUOTA_RE.search(text) else rate_wait
         when = parse_reset(text, now) or now + timedelta(seconds=wait)
-        call.kind, call.detail = "usage_limit", _line(text, USAGE_RE)
+        if resets_at:
+            when = max(datetime.fromisoformat(resets_at.replace("Z", "+00:00")), now)
+        call.kind, call.detail = "usage_limit", _line(text, USAGE_RE) or text.strip()[:300]
         call.resume_at = when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         return call
     if not failed and (status_seen or not (AUTH_RE.search(text) or TRANSIENT_RE.search(text))):

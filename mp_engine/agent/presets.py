@@ -14,7 +14,7 @@ from pathlib import Path
 PRESETS: dict[str, str] = {
     "claude": """[[agent.levels]]
 name = "claude"
-argv = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--output-format", "text"]
+argv = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--output-format", "json"]
 stdin = true
 timeout = 1200.0
 idle_timeout = 1200.0

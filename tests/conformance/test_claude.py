@@ -32,7 +32,7 @@ DOCUMENTED_ARGV = [
     "--allowedTools",
     "Bash",
     "--output-format",
-    "text",
+    "json",
 ]
 ENV = {
     "ANTHROPIC_API_KEY": "sk-ant-conformance-0123456789",
@@ -41,10 +41,10 @@ ENV = {
 }
 
 
-def claude_level(exe, **over) -> dict:
+def claude_level(exe, fmt: str = "json", **over) -> dict:
     return {
         "name": "claude",
-        "argv": [str(exe), *DOCUMENTED_ARGV[1:]],
+        "argv": [str(exe), *DOCUMENTED_ARGV[1:-1], fmt],
         "stdin": True,
         "timeout": 120.0,
         "idle_timeout": 120.0,
@@ -53,9 +53,11 @@ def claude_level(exe, **over) -> dict:
     }
 
 
-@pytest.fixture
-def claude(ws, tmp_path, monkeypatch):
-    """(run an MP with a scenario, the workspace): the real CLI, its own HOME, the fake API."""
+@pytest.fixture(params=["json", "text"])
+def claude(request, ws, tmp_path, monkeypatch):
+    """Runs an MP with a scenario: the real CLI, its own HOME, the fake API. Every row runs
+    twice: with the documented `--output-format json` (claims and failures read from
+    fields, agent/structured.py) and with plain text (the patterns, for other CLIs)."""
     exe = installed("claude")
     home = tmp_path / "claude-home"
     home.mkdir()
@@ -67,7 +69,7 @@ def claude(ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with fm.FakeAnthropic(scenario) as api:
             monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-            configure(ws, [level or claude_level(exe)], **{"transient_backoff": 0.0, **opts})
+            configure(ws, [level or claude_level(exe, request.param)], **{"transient_backoff": 0.0, **opts})
             engine = Engine(ws, load_config(ws.root))
             engine.start(daemon=False)
             drop(ws, mp)
@@ -76,6 +78,7 @@ def claude(ws, tmp_path, monkeypatch):
             return result, api
 
     run.exe = exe
+    run.fmt = request.param
     return run
 
 
@@ -137,7 +140,7 @@ def test_overloaded_is_retried_then_blocked(claude, ws):
 def test_a_hang_is_killed_by_the_idle_timeout(claude, ws):
     result, _ = claude(
         lambda req, count: fm.hang(30),
-        level=claude_level(claude.exe, timeout=60.0, idle_timeout=2.0),
+        level=claude_level(claude.exe, claude.fmt, timeout=60.0, idle_timeout=2.0),
         max_iterations=1,
     )
     assert result.action == "error"
@@ -208,7 +211,7 @@ def test_under_accept_edits_alone_the_command_is_refused(claude, ws):
             return fm.tool("Bash", command="sh gen.sh", description="run the generator")
         return fm.text("Ran it.\n\n" + fm.status_block(fm.nonce_of(req)))
 
-    argv = [str(claude.exe), "-p", "--permission-mode", "acceptEdits", "--output-format", "text"]
+    argv = [str(claude.exe), "-p", "--permission-mode", "acceptEdits", "--output-format", claude.fmt]
     result, api = claude(runner, mp=RUNS_A_COMMAND, level=claude_level(claude.exe, argv=argv), max_iterations=1)
     results = [b for m in api.messages()[1]["messages"] if isinstance(m["content"], list) for b in m["content"]]
     refused = [b for b in results if b.get("type") == "tool_result" and b.get("is_error")]
