@@ -35,6 +35,8 @@ def init(
             echo(f"{ws.root} is already an mp-engine workspace; nothing changed")
     if agents:
         add_agents(Path(directory) / CONFIG_FILE, agents, echo)
+        if remote:
+            echo(f"commit and push {CONFIG_FILE} so the channel carries the agent chain too")
     return ExitCode.OK
 
 
