@@ -52,6 +52,9 @@ class CancelRequest:
         }[self.source]
 
 
+WRITE_GRACE = 2.0  # seconds a request file naming no MP may still be being written
+
+
 def parse_request(data: bytes) -> str | None:
     """The MP id on the first non-blank line, or None when there is none."""
     for line in data[:MAX_BYTES].decode("utf-8", errors="replace").splitlines():
@@ -79,7 +82,15 @@ def _read(path: Path, source: str) -> CancelRequest | None | str:
     except OSError:
         return ""
     mp_id = parse_request(data)
-    return CancelRequest(mp_id, source, path) if mp_id else ""
+    if mp_id:
+        return CancelRequest(mp_id, source, path)
+    # A file naming no MP may be one still being written (created empty, then filled):
+    # it counts as naming nothing only once it has been left alone for a moment.
+    try:
+        settled = time.time() - os.stat(path).st_mtime >= WRITE_GRACE
+    except OSError:
+        return None
+    return "" if settled else None
 
 
 def pending(ws: Workspace) -> tuple[list[CancelRequest], list[Path]]:

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
-from mp_engine.inbox.cancel import CancelWatch, consumed, host_path, inbox_path, parse_request, pending, request_on_host
+from mp_engine.inbox.cancel import (
+    WRITE_GRACE,
+    CancelWatch,
+    consumed,
+    host_path,
+    inbox_path,
+    parse_request,
+    pending,
+    request_on_host,
+)
 from tests.conftest import wait_for
 
 
@@ -18,9 +29,14 @@ def test_the_first_non_blank_line_names_the_mp():
 def test_pending_finds_both_files_and_sets_apart_the_unreadable(ws):
     assert pending(ws) == ([], [])
     request_on_host(ws, "MP-1.1")
-    inbox_path(ws).write_text("nonsense\n")
+    inbox_path(ws).write_text("")  # created, not yet written: it may still be being written
     found, bad = pending(ws)
-    assert [(r.mp_id, r.source) for r in found] == [("MP-1.1", "host")] and bad == [inbox_path(ws)]
+    assert [(r.mp_id, r.source) for r in found] == [("MP-1.1", "host")] and bad == []
+    inbox_path(ws).write_text("nonsense\n")
+    settled = time.time() - WRITE_GRACE - 1
+    os.utime(inbox_path(ws), (settled, settled))  # left alone for a while: it names no MP
+    found, bad = pending(ws)
+    assert len(found) == 1 and bad == [inbox_path(ws)]
 
 
 def test_the_watch_fires_on_a_request_for_its_mp_only(ws):
