@@ -14,26 +14,25 @@ import posixpath
 import re
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from mp_engine.commands.remote import read_remote
 from mp_engine.commands.send import GIT_TIMEOUT, Sender, progress_line, state_at
 from mp_engine.errors import InvalidMPError
-from mp_engine.inbox.header import MP_ID_RE
+from mp_engine.inbox.header import MP_ID_RE, RUN_ID_RE
 from mp_engine.inbox.lines import key_line
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
+from mp_engine.record.digest import INDEX, LAST_JSON
+from mp_engine.sync.attribution import RUNS_PREFIX
 from mp_engine.sync.context import BLOCKED_BRANCH
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 from mp_engine.workspace import SYSTEM_DIR
 
-INDEX_PATH = f"{SYSTEM_DIR}/results.jsonl"
-LAST_JSON_PATH = f"{SYSTEM_DIR}/RESULT_last.json"
-RUNS_PREFIX = f"{SYSTEM_DIR}/runs/"
+INDEX_PATH = f"{SYSTEM_DIR}/{INDEX}"
+LAST_JSON_PATH = f"{SYSTEM_DIR}/{LAST_JSON}"
 MAX_WAIT = 25.0  # seconds one wait_result call may hold (clients time out near 30 s)
 MAX_FILE_BYTES = 1024 * 1024
-RUN_ID_RE = re.compile(r"[0-9]{8}T[0-9]{6}Z-[A-Za-z0-9._-]+")
 SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
@@ -47,12 +46,6 @@ class Orchestrator:
         self._lock = threading.Lock()  # one git operation at a time in the shared clone
 
     # -- reading the remote ----------------------------------------------------------
-
-    def _tip(self) -> tuple[GitSession, str]:
-        clone = self.sender.working_clone()
-        s = GitSession(clone, GIT_TIMEOUT)
-        own = clone != Path(self.sender.repo_arg).expanduser().resolve()
-        return s, self.sender.refresh(s, own_clone=own)
 
     def _index(self, s: GitSession, tip: str) -> list[dict[str, Any]]:
         blob = s.blob(tip, INDEX_PATH) or b""
@@ -98,7 +91,7 @@ class Orchestrator:
                 "line": None,
             }
         with self._lock:
-            s, tip = self._tip()
+            s, tip = self.sender.at_tip()
             try:
                 done = [r for r in self._index(s, tip) if r.get("mp_sha256") == mp.sha256]
                 if done:
@@ -125,7 +118,7 @@ class Orchestrator:
         deadline = time.monotonic() + max(0.0, min(float(max_wait_s), MAX_WAIT))
         while True:
             with self._lock:
-                s, tip = self._tip()
+                s, tip = self.sender.at_tip()
                 try:
                     found = self._lookup(s, tip, ref, by_sha)
                 finally:
@@ -193,7 +186,7 @@ class Orchestrator:
 
     def list_results(self, limit: int = 20) -> dict[str, Any]:
         with self._lock:
-            s, tip = self._tip()
+            s, tip = self.sender.at_tip()
             try:
                 entries = self._index(s, tip)
             finally:
@@ -203,14 +196,14 @@ class Orchestrator:
 
     def get_run_file(self, run_id: str, path: str, max_bytes: int = 64 * 1024) -> dict[str, Any]:
         """One archived file of a run, confined to `SYSTEM/runs/<run_id>/`."""
-        if not RUN_ID_RE.fullmatch(run_id):
+        if not RUN_ID_RE.match(run_id):
             return {"error": f"{run_id!r} is not a run id (like 20261125T120000Z-MP-1.4)"}
         clean = posixpath.normpath(path.replace("\\", "/")).lstrip("/")
         if clean in ("", ".") or clean.startswith("..") or "\0" in clean:
             return {"error": f"{path!r} is not a path inside the run's directory"}
         max_bytes = max(1, min(int(max_bytes), MAX_FILE_BYTES))
         with self._lock:
-            s, tip = self._tip()
+            s, tip = self.sender.at_tip()
             try:
                 blob = s.blob(tip, f"{RUNS_PREFIX}{run_id}/{clean}")
                 listing = (

@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
-from mp_engine.commands.send import GIT_TIMEOUT, Sender, progress_line, state_at
+from mp_engine.commands.send import Sender, progress_line, state_at
 from mp_engine.errors import SyncError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.header import header_summary
-from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 
 
 def read_remote(sender: Sender) -> dict:
     """The remote's state and the engine's liveness (`status --remote`)."""
-    clone = sender.working_clone()
-    s = GitSession(clone, GIT_TIMEOUT)
+    s, tip = sender.at_tip()
     try:
-        own = clone != Path(sender.repo_arg).expanduser().resolve()
-        tip = sender.refresh(s, own_clone=own)
         state = state_at(s, tip)
         pending = s.blob(tip, INBOX_PATH)
         return {

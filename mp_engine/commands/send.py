@@ -77,6 +77,17 @@ class Sender:
             git(dest, "sparse-checkout", "set", "--no-cone", *SPARSE, timeout=GIT_TIMEOUT)
         return dest
 
+    def at_tip(self) -> tuple[GitSession, str]:
+        """A session on the working clone, moved onto the remote branch's tip; the tip.
+        The caller closes the session."""
+        clone = self.working_clone()
+        s = GitSession(clone, GIT_TIMEOUT)
+        try:
+            return s, self.refresh(s, own_clone=clone != Path(self.repo_arg).expanduser().resolve())
+        except BaseException:
+            s.close()
+            raise
+
     def refresh(self, s: GitSession, *, own_clone: bool) -> str:
         """Fetch the branch and move the clone onto it; return the remote tip."""
         s.run("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.branch}:{self.tracking}")

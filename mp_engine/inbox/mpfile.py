@@ -162,10 +162,6 @@ class _Body:
         self.blocks = 0
         self.misplaced_keys = 0
 
-    def line_at(self, pos: int) -> str:
-        end = self.text.find("\n", pos)
-        return self.text[pos:] if end < 0 else self.text[pos:end]
-
     def walk(self, pos: int, line_no: int) -> None:
         """From offset `pos`, the start of line index `line_no`, to the end. (The loop
         body is the per-line cost on hostile input: a line of interest every 11 bytes.)"""

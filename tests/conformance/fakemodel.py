@@ -167,7 +167,7 @@ class FakeAnthropic:
                     )
                 turn = fake.scenario(req, count)
                 if turn.kind == "hang":
-                    time.sleep(turn.seconds)
+                    time.sleep(turn.seconds)  # the point: an API that never answers in time
                     return self._json(500, {"type": "error", "error": {"type": "api_error", "message": "late"}})
                 if turn.kind == "error":
                     err = {"type": "error", "error": {"type": turn.error_type, "message": turn.text}}
