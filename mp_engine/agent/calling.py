@@ -88,12 +88,15 @@ class CallMixin:
                 markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={mt_id}", f"MP_ITERATION={iteration}"),
             )
             out = read_tail(ev.path("stdout.txt"), 256 * 1024)
-            shaped = structured.parse(out)  # claude's JSON output: fields, not patterns
-            said = (shaped.answer if shaped else out) + "\n" + read_tail(ev.path("stderr.txt"), 256 * 1024)
-            text = echo.for_limits(said, values["prompt"])  # never the echoed prompt (issue #16)
+            err = read_tail(ev.path("stderr.txt"), 256 * 1024)
+            shaped = structured.parse(out)  # claude's or codex's JSON output: fields, not patterns
+            said = (shaped.answer if shaped else out) + "\n" + err
+            # Limits are read from the CLI's own error (never the agent's answer, never the
+            # echoed prompt: issue #16); without structured output, from all it printed.
+            cli_said = (shaped.error if shaped else out) + "\n" + err
             call = classify(
                 res,
-                text,
+                echo.for_limits(cli_said, values["prompt"]),
                 status_seen="---LOOPR_STATUS---" in echo.for_claims(said, values["prompt"]),
                 now=datetime.now(UTC),
                 fallback_wait=self.cfg.usage_limit_wait,

@@ -46,7 +46,8 @@ AUTH_RE = re.compile(
 )
 TRANSIENT_RE = re.compile(
     r"overloaded|\b50[0234]\b|\b529\b|service unavailable|bad gateway|internal server error|"
-    r"connection (?:reset|refused|error|closed)|ECONNRESET|ETIMEDOUT|temporarily unavailable|network error",
+    r"connection (?:reset|refused|error|closed)|ECONNRESET|ETIMEDOUT|temporarily unavailable|network error|"
+    r"experiencing high demand|stream disconnected before completion",
     re.I,
 )
 # Of those, the ones that say a quota or plan limit (hours away), not a per-minute rate.
@@ -197,7 +198,7 @@ def parse_reset(text: str, now: datetime) -> datetime | None:
         when = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
         if when <= local_now - JUST_PASSED:
             when += timedelta(days=1)
-        return max(when.astimezone(UTC), now)
+        return _end_of_minute(when.astimezone(UTC), now)
     return None
 
 
@@ -237,7 +238,15 @@ def _dated(m: re.Match[str], now: datetime) -> datetime | None:
         return None
     if not m.group(3) and when < local_now - JUST_PASSED:
         when = when.replace(year=year + 1)
-    return max(when.astimezone(UTC), now)
+    return _end_of_minute(when.astimezone(UTC), now)
+
+
+def _end_of_minute(minute: datetime, now: datetime) -> datetime:
+    """A reset stated to the minute lifts at the latest when that minute ends (codex prints
+    its exact `resets_at` cut to the minute: "try again at 2:43 PM" for 14:43:27), so the
+    wait ends then: never before the reset, so the retry does not meet the same limit again,
+    and never in the past."""
+    return max(minute + timedelta(minutes=1), now)
 
 
 def classify(

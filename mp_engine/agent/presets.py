@@ -22,7 +22,7 @@ env_allow = ["ANTHROPIC_API_KEY"]
 """,
     "codex": """[[agent.levels]]
 name = "codex"
-argv = ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--cd", "{workspace}", "-"]
+argv = ["codex", "exec", "--json", "--ephemeral", "--sandbox", "workspace-write", "--skip-git-repo-check", "--cd", "{workspace}", "-"]
 stdin = true
 timeout = 1200.0
 idle_timeout = 300.0
@@ -48,7 +48,7 @@ name = "person"
 hard_gate = true
 """
 # The versions tests/conformance/ passed on (docs/AGENT.md, "Conformance").
-CONFORMANCE = {"claude": ("2.1.197",)}
+CONFORMANCE = {"claude": ("2.1.197",), "codex": ("0.169.0",), "aider": ("0.86.2",)}
 VERSION_RE = re.compile(r"\b(\d+\.\d+\.\d+)\b")
 
 

@@ -1,13 +1,15 @@
 """The real agent CLIs, installed from their registries at pinned versions and cached.
 
-    claude   npm @anthropic-ai/claude-code   (a native binary, about 240 MB)
+    claude   npm   @anthropic-ai/claude-code   (a native binary, about 240 MB)
+    codex    npm   @openai/codex               (a native binary, about 400 MB)
+    aider    PyPI  aider-chat                  (its own virtualenv, about 45 s to install)
 
-Each goes into its own npm prefix under `$MP_ENGINE_CONFORMANCE_CACHE` (default: the
-project-local `.cache/conformance/`, git-ignored), named by CLI and version, so it is
-installed once and kept between runs.
-To run the suite against another version: `MP_ENGINE_CONFORMANCE_CLAUDE=2.1.200 make test`
+Each goes into its own npm prefix or virtualenv under `$MP_ENGINE_CONFORMANCE_CACHE`
+(default: the project-local `.cache/conformance/`, git-ignored), named by CLI and version,
+so it is installed once and kept between runs.
+To run the suite against another version: `MP_ENGINE_CONFORMANCE_CODEX=0.170.0 make test`
 (or `.venv/bin/python -m pytest tests/conformance`); the pins below are the versions the
-suite passed on, which `docs/AGENT.md` names.
+suite passed on, which `docs/AGENT.md` and `agent/presets.CONFORMANCE` name.
 """
 
 from __future__ import annotations
@@ -15,11 +17,25 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PINNED = {"claude": ("@anthropic-ai/claude-code", "2.1.197", "bin/claude.exe")}
+# cli: (registry, package, version, the executable and a file that is large only when the
+# native binary really came (npm runs claude's postinstall), both under `node_modules/`
+# for npm and the virtualenv for PyPI)
+PINNED = {
+    "claude": (
+        "npm",
+        "@anthropic-ai/claude-code",
+        "2.1.197",
+        "@anthropic-ai/claude-code/bin/claude.exe",
+        "@anthropic-ai/claude-code/bin/claude.exe",
+    ),
+    "codex": ("npm", "@openai/codex", "0.169.0", ".bin/codex", "@openai/codex-*/vendor/*/bin/codex"),
+    "aider": ("pypi", "aider-chat", "0.86.2", "bin/aider", "bin/aider"),
+}
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,38 +46,45 @@ def cache_dir() -> Path:
 
 
 def version(cli: str) -> str:
-    return os.environ.get(f"MP_ENGINE_CONFORMANCE_{cli.upper()}") or PINNED[cli][1]
+    return os.environ.get(f"MP_ENGINE_CONFORMANCE_{cli.upper()}") or PINNED[cli][2]
 
 
 def installed(cli: str) -> Path:
-    """The CLI's executable, installed from npm into the cache when missing; the test is
-    skipped (with the reason) where npm or the registry is not available."""
-    package, _, binary = PINNED[cli]
+    """The CLI's executable, installed into the cache when missing; the test is skipped
+    (with the reason) where npm or the registry is not available."""
+    registry, package, _, binary, marker = PINNED[cli]
     wanted = version(cli)
     prefix = cache_dir() / f"{cli}-{wanted}"
-    exe = prefix / "node_modules" / package / binary
-    if exe.is_file() and os.access(exe, os.X_OK) and exe.stat().st_size > 1_000_000:
+    home = prefix / "node_modules" if registry == "npm" else prefix
+    exe = home / binary
+    if _ready(home, exe, marker, registry):
         return exe
-    if shutil.which("npm") is None:
-        pytest.skip(f"npm is not installed, so the real {cli} CLI cannot be installed")
-    prefix.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [
-            "npm",
-            "install",
-            "--prefix",
-            str(prefix),
-            "--no-audit",
-            "--no-fund",
-            "--foreground-scripts",
-            f"{package}@{wanted}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"npm could not install {package}@{wanted}: {proc.stderr.strip()[-500:]}")
-    if not exe.is_file() or exe.stat().st_size < 1_000_000:
-        pytest.fail(f"{package}@{wanted} installed, but {exe} is not its native binary (postinstall did not run?)")
+    if registry == "npm":
+        if shutil.which("npm") is None:
+            pytest.skip(f"npm is not installed, so the real {cli} CLI cannot be installed")
+        prefix.mkdir(parents=True, exist_ok=True)
+        cmd = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--foreground-scripts"]
+        _install(cli, [*cmd, f"{package}@{wanted}"])
+    else:
+        _install(cli, [sys.executable, "-m", "venv", "--clear", str(prefix)])
+        _install(
+            cli, [str(prefix / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", f"{package}=={wanted}"]
+        )
+    if not _ready(home, exe, marker, registry):
+        pytest.fail(f"{package}@{wanted} installed, but {exe} is not its executable (postinstall did not run?)")
     return exe
+
+
+def _ready(home: Path, exe: Path, marker: str, registry: str) -> bool:
+    if not (exe.is_file() and os.access(exe, os.X_OK)):
+        return False
+    if registry != "npm":
+        return True
+    found = sorted(home.glob(marker)) if "*" in marker else [home / marker]
+    return any(p.is_file() and p.stat().st_size > 1_000_000 for p in found)
+
+
+def _install(cli: str, cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        pytest.skip(f"could not install the real {cli} CLI ({' '.join(cmd[:3])}): {proc.stderr.strip()[-500:]}")

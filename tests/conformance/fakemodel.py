@@ -1,10 +1,11 @@
-"""A scripted fake of the Anthropic Messages API on 127.0.0.1, for the real CLIs.
+"""Scripted fakes of the model APIs on 127.0.0.1, for the real CLIs.
 
-It answers `POST /v1/messages` (streamed with SSE as the CLIs ask, or as one JSON body)
-and `POST /v1/messages/count_tokens`; anything else gets 404. Each scenario is a function
-of the request (and how many message requests came before) that returns the next `Turn`:
-text, a tool call, an HTTP error, or silence. Every request is kept (`requests`), so a
-test can assert what the CLI sent: the prompt, the tools, the tool results.
+`FakeAnthropic` answers `POST /v1/messages` (streamed with SSE as the CLIs ask, or as one
+JSON body) and `POST /v1/messages/count_tokens`; `fakeopenai.FakeOpenAI` answers the OpenAI
+Responses and Chat Completions APIs; anything else gets 404. Each scenario is a function
+of the request (and how many model calls came before) that returns the next `Turn`: text,
+a tool call, an HTTP error, or silence. Every request is kept (`requests`), so a test can
+assert what the CLI sent: the prompt, the tools, the tool results.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Turn:
     error_type: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    fields: dict[str, Any] = field(default_factory=dict)  # more of the error body (OpenAI)
 
 
 def text(body: str) -> Turn:
@@ -55,15 +57,22 @@ Scenario = Callable[[dict[str, Any], int], Turn]
 
 
 def user_text(req: dict[str, Any]) -> str:
-    """All the text of the request's user messages (the prompt and tool results)."""
+    """All the text the request carries for the model from the user's side: the prompt and
+    tool results (Anthropic `messages`, OpenAI Responses `input`, Chat Completions)."""
     out = []
-    for msg in req.get("messages") or []:
+    items = list(req.get("messages") or []) + list(req.get("input") if isinstance(req.get("input"), list) else [])
+    for msg in items:
+        if msg.get("type") == "function_call_output":
+            out.append(str(msg.get("output")))
+            continue
+        if msg.get("role") in ("assistant", "developer", "system"):
+            continue
         content = msg.get("content")
         if isinstance(content, str):
             out.append(content)
             continue
         for block in content or []:
-            if block.get("type") == "text":
+            if block.get("type") in ("text", "input_text"):
                 out.append(block.get("text", ""))
             elif block.get("type") == "tool_result":
                 inner = block.get("content")
@@ -103,7 +112,10 @@ def status_block(nonce: str, status: str = "COMPLETE", summary: str = "did it", 
     return block
 
 
-class FakeAnthropic:
+class FakeServer:
+    """The HTTP plumbing shared by the fakes: a threaded server on 127.0.0.1 that keeps
+    every request (`requests`, each with its `_path`) and asks `reply` for the answer."""
+
     def __init__(self, scenario: Scenario):
         self.scenario = scenario
         self.requests: list[dict[str, Any]] = []
@@ -116,7 +128,7 @@ class FakeAnthropic:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def __enter__(self) -> FakeAnthropic:
+    def __enter__(self):
         self.thread.start()
         return self
 
@@ -124,31 +136,20 @@ class FakeAnthropic:
         self.server.shutdown()
         self.server.server_close()
 
-    def messages(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["_path"].startswith("/v1/messages") and "count_tokens" not in r["_path"]]
+    def is_call(self, path: str) -> bool:
+        """Whether a request to `path` is a model call (counted for the scenario)."""
+        raise NotImplementedError
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def calls(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if self.is_call(r["_path"])]
+
+    def reply(self, h: Handler, req: dict[str, Any], count: int) -> None:
+        raise NotImplementedError
+
+    def _handler(self) -> type[Handler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _json(self, status: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
-
+        class Bound(Handler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 try:
@@ -158,63 +159,103 @@ class FakeAnthropic:
                 req["_path"] = self.path
                 with fake._lock:
                     fake.requests.append(req)
-                    count = len(fake.messages()) - 1
-                if "count_tokens" in self.path:
-                    return self._json(200, {"input_tokens": 100})
-                if not self.path.startswith("/v1/messages"):
-                    return self._json(
-                        404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}}
-                    )
-                turn = fake.scenario(req, count)
-                if turn.kind == "hang":
-                    time.sleep(turn.seconds)  # the point: an API that never answers in time
-                    return self._json(500, {"type": "error", "error": {"type": "api_error", "message": "late"}})
-                if turn.kind == "error":
-                    err = {"type": "error", "error": {"type": turn.error_type, "message": turn.text}}
-                    return self._json(turn.status, err, turn.headers)
-                self._message(req, turn)
+                    count = len(fake.calls()) - 1
+                fake.reply(self, req, count)
 
-            def _message(self, req: dict[str, Any], turn: Turn) -> None:
-                if turn.kind == "tool":
-                    block = {"type": "tool_use", "id": f"toolu_{len(fake.requests)}", "name": turn.tool, "input": {}}
-                    deltas = [{"type": "input_json_delta", "partial_json": json.dumps(turn.input)}]
-                    stop, full = "tool_use", {**block, "input": turn.input}
-                else:
-                    block = {"type": "text", "text": ""}
-                    deltas = [{"type": "text_delta", "text": turn.text}]
-                    stop, full = "end_turn", {"type": "text", "text": turn.text}
-                msg = {
-                    "id": f"msg_{len(fake.requests)}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": req.get("model", "fake"),
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 100, "output_tokens": 1},
-                }
-                if not req.get("stream"):
-                    return self._json(200, {**msg, "content": [full], "stop_reason": stop})
-                events = [
-                    ("message_start", {"type": "message_start", "message": msg}),
-                    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
-                    *(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d}) for d in deltas),
-                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-                    (
-                        "message_delta",
-                        {
-                            "type": "message_delta",
-                            "delta": {"stop_reason": stop, "stop_sequence": None},
-                            "usage": {"output_tokens": 20},
-                        },
-                    ),
-                    ("message_stop", {"type": "message_stop"}),
-                ]
-                data = "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        return Bound
 
-        return Handler
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def json_reply(self, status: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def sse_reply(self, events: list[tuple[str | None, dict[str, Any] | str]]) -> None:
+        """Server-sent events, each `event: name` (when named) and `data: json`."""
+        data = "".join(
+            (f"event: {n}\n" if n else "") + f"data: {d if isinstance(d, str) else json.dumps(d)}\n\n"
+            for n, d in events
+        ).encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self.json_reply(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+
+    def hang(self, turn: Turn) -> None:
+        time.sleep(turn.seconds)  # the point: an API that never answers in time
+        self.json_reply(500, {"type": "error", "error": {"type": "api_error", "message": "late"}})
+
+
+class FakeAnthropic(FakeServer):
+    """Anthropic Messages: `POST /v1/messages` (SSE or one JSON body) and
+    `/v1/messages/count_tokens`."""
+
+    def is_call(self, path: str) -> bool:
+        return path.startswith("/v1/messages") and "count_tokens" not in path
+
+    def messages(self) -> list[dict[str, Any]]:
+        return self.calls()
+
+    def reply(self, h: Handler, req: dict[str, Any], count: int) -> None:
+        if "count_tokens" in req["_path"]:
+            return h.json_reply(200, {"input_tokens": 100})
+        if not req["_path"].startswith("/v1/messages"):
+            return h.json_reply(404, {"type": "error", "error": {"type": "not_found_error", "message": req["_path"]}})
+        turn = self.scenario(req, count)
+        if turn.kind == "hang":
+            return h.hang(turn)
+        if turn.kind == "error":
+            err = {"type": "error", "error": {"type": turn.error_type, "message": turn.text}}
+            return h.json_reply(turn.status, err, turn.headers)
+        if turn.kind == "tool":
+            block = {"type": "tool_use", "id": f"toolu_{len(self.requests)}", "name": turn.tool, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(turn.input)}]
+            stop, full = "tool_use", {**block, "input": turn.input}
+        else:
+            block = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": turn.text}]
+            stop, full = "end_turn", {"type": "text", "text": turn.text}
+        msg = {
+            "id": f"msg_{len(self.requests)}",
+            "type": "message",
+            "role": "assistant",
+            "model": req.get("model", "fake"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 1},
+        }
+        if not req.get("stream"):
+            return h.json_reply(200, {**msg, "content": [full], "stop_reason": stop})
+        h.sse_reply(
+            [
+                ("message_start", {"type": "message_start", "message": msg}),
+                ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+                *(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d}) for d in deltas),
+                ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                (
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": 20},
+                    },
+                ),
+                ("message_stop", {"type": "message_stop"}),
+            ]
+        )

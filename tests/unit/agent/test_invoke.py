@@ -28,8 +28,8 @@ def test_reset_times_in_the_forms_clis_print():
     assert parse_reset("You've hit your usage limit. Try again in 2 hours 5 minutes.", NOW) == NOW + timedelta(
         seconds=7500
     )
-    assert parse_reset("5-hour limit reached ∙ resets 3pm (UTC)", NOW) == datetime(2026, 3, 1, 15, 0, tzinfo=UTC)
-    assert parse_reset("limit reached, resets 9am (UTC)", NOW) == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    assert parse_reset("5-hour limit reached ∙ resets 3pm (UTC)", NOW) == datetime(2026, 3, 1, 15, 1, tzinfo=UTC)
+    assert parse_reset("limit reached, resets 9am (UTC)", NOW) == datetime(2026, 3, 2, 9, 1, tzinfo=UTC)
     assert parse_reset("quota exceeded until 2026-03-01T12:15:00Z", NOW) == datetime(2026, 3, 1, 12, 15, tzinfo=UTC)
     assert parse_reset("rate limit: retry after 30 seconds", NOW) == NOW + timedelta(seconds=30)
     assert parse_reset("usage limit reached", NOW) is None
@@ -77,9 +77,9 @@ def test_auth_outage_crash_timeout_and_not_found():
 def test_claudes_subscription_limits_are_usage_limits_with_their_reset():
     """Claude Code 2.x on a subscription: session, weekly and Opus limits, exit 1."""
     for text, when in (
-        ("You've hit your session limit · resets 8:10pm (UTC)", datetime(2026, 3, 1, 20, 10, tzinfo=UTC)),
-        ("You've hit your weekly limit · resets Mar 4, 8pm (UTC)", datetime(2026, 3, 4, 20, 0, tzinfo=UTC)),
-        ("You've hit your Opus limit · resets Mar 2, 9am (UTC)", datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+        ("You've hit your session limit · resets 8:10pm (UTC)", datetime(2026, 3, 1, 20, 11, tzinfo=UTC)),
+        ("You've hit your weekly limit · resets Mar 4, 8pm (UTC)", datetime(2026, 3, 4, 20, 1, tzinfo=UTC)),
+        ("You've hit your Opus limit · resets Mar 2, 9am (UTC)", datetime(2026, 3, 2, 9, 1, tzinfo=UTC)),
     ):
         call = kind(text)
         assert call.kind == "usage_limit", text
@@ -87,20 +87,25 @@ def test_claudes_subscription_limits_are_usage_limits_with_their_reset():
 
 
 def test_codex_resets_are_never_in_the_past_and_never_a_day_late():
-    # "try again at 10:30 AM" said at 10:30:40 means now, not tomorrow at 10:30.
+    """A time stated to the minute is waited to the end of that minute (codex cuts its
+    exact reset to the minute, so its start can be before the reset)."""
+    # "try again at 10:30 AM" said at 10:30:40 means by the end of that minute, not
+    # tomorrow at 10:30 (nor now: the retry would meet the limit again).
     now = NOW + timedelta(seconds=40)
     assert parse_reset("You've hit your usage limit. Try again at 10:30 AM.", now.astimezone(UTC)) is not None
     at = parse_reset("You've hit your usage limit (UTC). Try again at 10:30 AM (UTC).", now)
-    assert at == now
+    assert at == datetime(2026, 3, 1, 10, 31, tzinfo=UTC)
+    # Ten minutes behind (a skewed clock): now.
+    assert parse_reset("Try again at 10:20 AM (UTC).", now) == now
     # A clock time well behind now is tomorrow's.
-    assert parse_reset("try again at 9:00 AM (UTC)", NOW) == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    assert parse_reset("try again at 9:00 AM (UTC)", NOW) == datetime(2026, 3, 2, 9, 1, tzinfo=UTC)
     # Another day, with the year: parsed as stated (in the stated zone), not "about 28 h early".
-    assert parse_reset("Try again at Mar 3rd, 2026 12:10 AM (UTC).", NOW) == datetime(2026, 3, 3, 0, 10, tzinfo=UTC)
+    assert parse_reset("Try again at Mar 3rd, 2026 12:10 AM (UTC).", NOW) == datetime(2026, 3, 3, 0, 11, tzinfo=UTC)
     assert parse_reset("try again at Mar 3rd, 2026 12:10 AM (Europe/Berlin)", NOW) == datetime(
-        2026, 3, 2, 23, 10, tzinfo=UTC
+        2026, 3, 2, 23, 11, tzinfo=UTC
     )
     # A stated day that has passed (no year) is next year's; with a past year, now.
-    assert parse_reset("resets Feb 2, 8am (UTC)", NOW) == datetime(2027, 2, 2, 8, 0, tzinfo=UTC)
+    assert parse_reset("resets Feb 2, 8am (UTC)", NOW) == datetime(2027, 2, 2, 8, 1, tzinfo=UTC)
     assert parse_reset("try again at Feb 2nd, 2026 8:00 AM (UTC)", NOW) == NOW
 
 

@@ -1,10 +1,11 @@
-"""claude's structured output (recorded from the real CLI 2.1.197 against the fake API in
-tests/conformance/): the answer, the failure's HTTP status, a limit's reset time."""
+"""The CLIs' structured output (recorded from the real claude 2.1.197 and codex 0.169.0
+against the fake APIs in tests/conformance/): the answer, the failure's HTTP status and
+message, a limit's reset time."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from mp_engine.agent.invoke import classify
 from mp_engine.agent.structured import parse
@@ -55,3 +56,60 @@ def test_the_api_status_decides_before_any_pattern():
     told = classify_shaped("rejected", 429, resets_at="2026-11-25T15:30:00Z")
     assert told.kind == "usage_limit" and told.resume_at == "2026-11-25T15:30:00Z"
     assert classify_shaped("some crash", None).kind == "crash"
+
+
+def codex(*events: dict) -> str:
+    started = [{"type": "thread.started", "thread_id": "01a2"}, {"type": "turn.started"}]
+    return "\n".join(json.dumps(e) for e in [*started, *events]) + "\n"
+
+
+def test_codex_json_lines_give_the_agents_messages_as_its_answer():
+    out = codex(
+        {"type": "item.completed", "item": {"id": "item_0", "type": "error", "message": "Model metadata not found"}},
+        {"type": "item.completed", "item": {"id": "item_1", "type": "command_execution", "command": "sh gen.sh"}},
+        {"type": "item.completed", "item": {"id": "item_2", "type": "agent_message", "text": "Ran it."}},
+        {"type": "item.completed", "item": {"id": "item_3", "type": "agent_message", "text": BLOCK}},
+        {"type": "turn.completed", "usage": {"input_tokens": 20, "output_tokens": 10}},
+    )
+    shaped = parse(out)
+    assert shaped == parse(out) and shaped.answer == "Ran it.\n" + BLOCK
+    assert not shaped.is_error and shaped.error == "" and shaped.api_status is None
+
+
+def test_codex_failures_give_the_clis_message_and_the_status_it_names():
+    def failed(message: str):
+        return parse(
+            codex({"type": "error", "message": message}, {"type": "turn.failed", "error": {"message": message}})
+        )
+
+    auth = failed("unexpected status 401 Unauthorized: Incorrect API key provided: sk-x, url: http://127.0.0.1:1/v1")
+    assert auth.is_error and auth.api_status == 401 and auth.error.startswith("unexpected status 401")
+    rate = failed("exceeded retry limit, last status: 429 Too Many Requests")
+    assert rate.api_status == 429
+    usage = failed(
+        "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), try again at 6:06 PM."
+    )
+    assert usage.is_error and usage.api_status is None and "usage limit" in usage.error
+    # codex prints the host's local time: 6:06 PM there, today or tomorrow, waited to its end.
+    local = NOW.astimezone().replace(hour=18, minute=7)  # the end of the stated minute
+    local += timedelta(days=1) if local <= NOW - timedelta(minutes=15) else timedelta(0)
+    expected = local.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    assert classify_shaped(usage.error, usage.api_status).resume_at == expected
+    outage = failed("We’re currently experiencing high demand, which may cause temporary errors.")
+    assert classify_shaped(outage.error, outage.api_status).kind == "transient"
+
+
+def test_a_codex_limit_event_with_reset_fields_is_read_from_them():
+    """Later codex versions may put `resets_at`/`resets_in_seconds` on the error: used first."""
+    out = codex({"type": "turn.failed", "error": {"message": "usage limit", "resets_in_seconds": 600}})
+    assert parse(out, now=NOW).resets_at == "2026-11-25T13:10:00Z"
+    out = codex({"type": "turn.failed", "error": {"message": "usage limit", "resets_at": 1795604400}})
+    assert parse(out).resets_at == "2026-11-25T11:00:00Z"
+
+
+def test_an_answer_that_talks_about_limits_is_no_limit():
+    """What the agent said is never read for limits; only the CLI's own error is."""
+    out = codex({"type": "item.completed", "item": {"id": "i", "type": "agent_message", "text": "HTTP 429 rate limit"}})
+    shaped = parse(out + json.dumps({"type": "turn.completed", "usage": {}}))
+    assert shaped.error == "" and "429" in shaped.answer
+    assert parse(result(result="I fixed the 429 rate limit handling")).error == ""

@@ -1,0 +1,25 @@
+"""One MP through `Engine.tick()` with a real CLI as the only agent level (issue #16):
+what every conformance row does, whatever the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mp_engine.config import load_config
+from mp_engine.context import TickResult
+from mp_engine.engine import Engine
+from mp_engine.workspace import Workspace
+from tests.agentutil import configure
+from tests.conftest import drop
+
+
+def run_mp(ws: Workspace, level: dict[str, Any], mp: str, *, git_repo: bool = True, **opts: Any) -> TickResult:
+    """Configure `level` (then the `[agent]` settings `opts`), drop `mp`, run one tick."""
+    configure(ws, [level], git_repo=git_repo, **{"transient_backoff": 0.0, **opts})
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    try:
+        drop(ws, mp)
+        return engine.tick()
+    finally:
+        engine.shutdown()
