@@ -111,21 +111,26 @@ def test_signature_settings_must_be_coherent(tmp_path):
 def test_agent_cli_versions_are_compared_with_the_ones_the_conformance_suite_passed_on(ws, tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, says in (("claude", "2.1.197 (Claude Code)"), ("codex", "codex-cli 0.169.0")):
+    for name, says in (
+        ("claude", "2.1.197 (Claude Code)"),
+        ("codex", "codex-cli 0.169.0"),
+        ("ollama", "ollama version is 0.5.7"),
+    ):
         (bin_dir / name).write_text(f"#!/bin/sh\necho '{says}'\n")
         (bin_dir / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    ws.config_file.write_text('[[agent.levels]]\nname = "claude"\nargv = ["claude", "-p"]\nstdin = true\n')
-    assert by_name(ws.root)["agent chain"].level == OK
-    ws.config_file.write_text(
+    two = (
         '[[agent.levels]]\nname = "claude"\nargv = ["claude", "-p"]\nstdin = true\n'
         '[[agent.levels]]\nname = "codex"\nargv = ["codex", "exec", "-"]\nstdin = true\n'
     )
+    ws.config_file.write_text(two)
+    assert by_name(ws.root)["agent chain"].level == OK
+    ws.config_file.write_text(two + '[[agent.levels]]\nname = "ollama"\nargv = ["ollama", "run", "m"]\nstdin = true\n')
     check = by_name(ws.root)["agent chain"]
-    assert check.level == WARN and "codex: codex 0.169.0 (not yet conformance-tested)" in check.message
-    (bin_dir / "claude").write_text("#!/bin/sh\necho '2.1.300 (Claude Code)'\n")
+    assert check.level == WARN and "ollama: ollama 0.5.7 (not yet conformance-tested)" in check.message
+    (bin_dir / "codex").write_text("#!/bin/sh\necho 'codex-cli 0.170.0'\n")
     check = by_name(ws.root)["agent chain"]
-    assert "claude: claude 2.1.300 (the conformance suite passed on 2.1.197)" in check.message
+    assert "codex: codex 0.170.0 (the conformance suite passed on 0.169.0)" in check.message
 
 
 def test_agent_commands_must_be_on_path(ws):
