@@ -113,7 +113,9 @@ class AgentLevel(_Section):
     """One level of the agent escalation chain (docs/AGENT.md)."""
 
     name: str = Field(min_length=1)
-    argv: tuple[str, ...] = Field((), description="command; placeholders {prompt} {prompt_file} {workspace} {mt_id}")
+    argv: tuple[str, ...] = Field(
+        (), description="command; placeholders {prompt} {prompt_file} {workspace} {mt_id} {evidence_dir} {ignore_file}"
+    )
     hard_gate: bool = Field(False, description="stop here and wait for approval (last level only)")
     model: str = Field("", description="model id recorded in distillation candidates (default: name)")
     stdin: bool = Field(False, description="feed the prompt on stdin")

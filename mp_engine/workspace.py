@@ -22,6 +22,12 @@ INBOX_FILE = "incoming_microproject.txt"
 SYSTEM_DIR = "SYSTEM"
 CONFIG_FILE = "mp-engine.toml"
 STATE_FILE = "SESSION_STATE.json"
+# What is never an agent's work: the engine's own files, and what agent CLIs keep beside the
+# work (aider's chat history and repo-map cache). Not committed on the work branch, not
+# counted as progress; an agent level's `{ignore_file}` lists them (aider's --aiderignore).
+NOT_WORK = (STATE_FILE, SYSTEM_DIR, CONFIG_FILE, INBOX_DIR, ".aider*")
+# A git pathspec of everything else (needs GIT_LITERAL_PATHSPECS=0 for the magic).
+WORK_PATHSPEC = (".", *(f":(exclude){p}" for p in NOT_WORK))
 RESULT_FILE = "RESULT_last.md"
 EVENTS_FILE = "events.jsonl"
 RUNS_DIR = "runs"

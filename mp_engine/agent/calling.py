@@ -15,12 +15,13 @@ from mp_engine.agent.chain import describe, render_argv
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.invoke import Call, argv_problem, classify, run_agent
 from mp_engine.agent.loopstate import LoopState
-from mp_engine.atomic import atomic_write_json, read_tail
+from mp_engine.atomic import atomic_write, atomic_write_json, read_tail
 from mp_engine.config import AgentLevel
 from mp_engine.execute.process import scrub_env
 from mp_engine.pids import proc_stat
 from mp_engine.record.ledger import LedgerStep, write_artifact
 from mp_engine.record.outcome import read_capped
+from mp_engine.workspace import NOT_WORK
 
 OUTPUT_READ_CAP = 1024 * 1024
 
@@ -46,6 +47,8 @@ class CallMixin:
             "prompt_file": str(prompt_file),
             "workspace": str(self.work_root),
             "mt_id": mt_id,
+            "evidence_dir": str(ev.dir),
+            "ignore_file": str(self.ignore_file()),
         }
         argv = render_argv(level, values)
         env = scrub_env(
@@ -125,6 +128,14 @@ class CallMixin:
                 call_file, {"idempotency_key": step.idempotency_key, "call": call.to_dict()}, durable=False
             )
         return call
+
+    def ignore_file(self) -> Path:
+        """`{ignore_file}`: what is not the agent's work, as gitignore patterns anchored at the
+        workspace root (aider's `--aiderignore` keeps it from reading or editing them)."""
+        path = self.run_dir / "agent" / "not-work.ignore"
+        if not path.exists():
+            atomic_write(path, "".join(f"/{p}\n" for p in NOT_WORK).encode(), durable=False)
+        return path
 
     def read_output(self, ev: IterationEvidence) -> str:
         """What the agent said (stdout and stderr), without its echo of the prompt."""

@@ -22,9 +22,8 @@ from pathlib import Path
 from mp_engine.atomic import atomic_write, atomic_write_json, sha256_file
 from mp_engine.gitcmd import git
 from mp_engine.workspace import CONFIG_FILE, INBOX_DIR, STATE_FILE, SYSTEM_DIR
+from mp_engine.workspace import WORK_PATHSPEC as PATHSPEC
 
-ENGINE_PATHS = (SYSTEM_DIR, INBOX_DIR, STATE_FILE, CONFIG_FILE)
-PATHSPEC = [".", *(f":(exclude){p}" for p in ENGINE_PATHS)]
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 GIT_TIMEOUT = 60.0
 

@@ -40,7 +40,8 @@ USAGE_RE = re.compile(
     re.I,
 )
 AUTH_RE = re.compile(
-    r"invalid (?:x-)?api[ _-]?key|authentication (?:failed|error)|unauthori[sz]ed|\b401\b|not logged in|"
+    r"(?:invalid|incorrect) (?:x-)?api[ _-]?key|authentication ?(?:failed|error)|not able to authenticate|"
+    r"unauthori[sz]ed|\b401\b|not logged in|"
     r"please (?:run )?/?log ?in|login required|missing api key|no api key|api key not (?:found|set)",
     re.I,
 )
@@ -52,7 +53,7 @@ TRANSIENT_RE = re.compile(
 )
 # Of those, the ones that say a quota or plan limit (hours away), not a per-minute rate.
 QUOTA_RE = re.compile(
-    r"usage limit|quota|hit your (?:[\w-]+ )?limit|limit reached|(?:session|weekly|daily|opus|sonnet|5-hour) limit|"
+    r"usage limit|quota (?:exceeded|reached)|exceeded your (?:current )?quota|hit your (?:[\w-]+ )?limit|(?<!rate )limit reached|(?:session|weekly|daily|opus|sonnet|5-hour) limit|"
     r"usage_limit_reached|insufficient_quota|out of credits|credit balance",
     re.I,
 )

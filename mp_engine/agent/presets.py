@@ -30,10 +30,10 @@ env_allow = ["OPENAI_API_KEY", "CODEX_HOME"]
 """,
     "aider": """[[agent.levels]]
 name = "aider"
-argv = ["aider", "--yes-always", "--no-auto-commits", "--no-pretty", "--message-file", "{prompt_file}"]
+argv = ["aider", "--yes-always", "--no-auto-commits", "--no-dirty-commits", "--no-gitignore", "--no-check-update", "--no-show-release-notes", "--no-analytics", "--no-show-model-warnings", "--no-pretty", "--no-fancy-input", "--no-detect-urls", "--aiderignore", "{ignore_file}", "--chat-history-file", "{evidence_dir}/aider.chat.md", "--input-history-file", "{evidence_dir}/aider.input.history", "--message-file", "{prompt_file}"]
 timeout = 900.0
 idle_timeout = 300.0
-env_allow = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
+env_allow = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_BASE", "AIDER_MODEL"]
 """,
     "ollama": """[[agent.levels]]
 name = "ollama"

@@ -23,14 +23,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.config import CONFIG_FILE
 from mp_engine.gitcmd import GitResult, git
-from mp_engine.workspace import INBOX_DIR, STATE_FILE, SYSTEM_DIR, Workspace
+from mp_engine.workspace import WORK_PATHSPEC, Workspace
 
-ENGINE_PATHS = (STATE_FILE, SYSTEM_DIR, CONFIG_FILE, INBOX_DIR)
-# `git add -A` of everything but the engine's files, in one process (pathspec magic on:
-# the runner sets GIT_LITERAL_PATHSPECS=1 for the engine's own named paths).
-ADD_SPEC = [".", *(f":(exclude){p}" for p in ENGINE_PATHS)]
+# `git add -A` of everything but what is not work, in one process (pathspec magic on: the
+# runner sets GIT_LITERAL_PATHSPECS=1 for the engine's own named paths).
 MAGIC = {"GIT_LITERAL_PATHSPECS": "0"}
 TIMEOUT = 120.0
 
@@ -92,17 +89,18 @@ class WorkBranch:
     def commit(self, message: str, trailer: str | None = None) -> None:
         """Commit everything the agent changed in the worktree but the engine's files;
         an empty commit when it changed nothing (one commit per accepted micro-task)."""
-        self._git("add", "-A", "--", *ADD_SPEC, cwd=self.path, env=MAGIC)
+        self._git("add", "-A", "--", *WORK_PATHSPEC, cwd=self.path, env=MAGIC)
         full = message + (f"\n\n{trailer}" if trailer else "")
         # Quiet: no summary diffstat to compute; no auto-gc check on the agent's clock.
         ident = self._identity()
         self._git(*ident, "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
 
     def leftovers(self) -> bool:
-        """True when the worktree has changes no commit holds yet (outside engine files)."""
-        out = self._git("status", "--porcelain", "--untracked-files=normal", cwd=self.path).out
-        paths = [line[3:] for line in out.splitlines() if len(line) > 3]
-        return any(not p.startswith(tuple(f"{e}/" for e in ENGINE_PATHS)) and p not in ENGINE_PATHS for p in paths)
+        """True when the worktree has changes no commit holds yet (outside what is not work)."""
+        out = self._git(
+            "status", "--porcelain", "--untracked-files=normal", "--", *WORK_PATHSPEC, cwd=self.path, env=MAGIC
+        )
+        return bool(out.out.strip())
 
     def land(self, how: str, exact: bool) -> Landing:
         """Bring an EXACT run's work onto the channel branch (`how` = merge), or leave it on

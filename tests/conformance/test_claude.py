@@ -13,12 +13,11 @@ import json
 
 import pytest
 
-from mp_engine.config import load_config
-from mp_engine.engine import Engine
-from tests.agentutil import ONE, configure, only_run, records
+from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
-from tests.conftest import drop, result_field
+from tests.conformance.harness import run_mp
+from tests.conftest import result_field
 
 pytestmark = pytest.mark.conformance
 
@@ -69,13 +68,7 @@ def claude(request, ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with fm.FakeAnthropic(scenario) as api:
             monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-            configure(ws, [level or claude_level(exe, request.param)], **{"transient_backoff": 0.0, **opts})
-            engine = Engine(ws, load_config(ws.root))
-            engine.start(daemon=False)
-            drop(ws, mp)
-            result = engine.tick()
-            engine.shutdown()
-            return result, api
+            return run_mp(ws, level or claude_level(exe, request.param), mp, **opts), api
 
     run.exe = exe
     run.fmt = request.param
@@ -229,3 +222,36 @@ def test_the_rows_run_the_level_docs_agent_md_gives():
     blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", docs, re.S)]
     levels = [lv for b in blocks for lv in b.get("agent", {}).get("levels", []) if lv.get("name") == "claude"]
     assert levels and levels[0]["argv"] == DOCUMENTED_ARGV and levels[0]["stdin"] is True
+
+
+def test_edits_without_claiming_are_not_done_until_it_claims(claude, ws):
+    def shy(req, count):
+        if count == 0:
+            return fm.tool("Write", file_path=f"{fm.workdir_of(req)}/out/a.txt", content="hello\n")
+        if count == 1:
+            return fm.text("I wrote the file.")  # no status block, no claim
+        return fm.text("Confirmed.\n\n" + fm.status_block(fm.nonce_of(req)))
+
+    result, _ = claude(shy, max_iterations=3)
+    assert result.action == "completed" and result_field(ws, "Certificate") == "EXACT"
+    assert [(r["claimed"], r["gate"]) for r in records(only_run(ws))] == [(False, False), (True, True)]
+
+
+def test_an_answer_echoing_its_prompt_claims_nothing(claude, ws):
+    """The model repeats the prompt, whose protocol holds example claims with the real
+    nonce: neither BLOCKED nor complete; the next iteration's honest answer completes."""
+
+    def parrot(req, count):
+        if count == 0:
+            return fm.text(fm.user_text(req))
+        return honest(req, count - 1)
+
+    result, _ = claude(parrot, max_iterations=3)
+    assert result.action == "completed", ws.result_file.read_text()
+    first = records(only_run(ws))[0]
+    assert first["claimed"] is False and not first.get("blocked")
+
+
+def test_a_workspace_without_git_needs_info_and_claude_is_never_called(claude, ws):
+    result, api = claude(honest, git_repo=False)
+    assert result_field(ws, "Certificate") == "NEED_INFO" and api.messages() == []

@@ -17,10 +17,26 @@ DOC = REPO_ROOT / "docs" / "AGENT.md"
 
 def test_placeholders_are_replaced_and_other_braces_are_kept():
     level = AgentLevel(
-        name="x", argv=["tool", "-p", "{prompt}", "--file={prompt_file}", "{workspace}/{mt_id}", '{"k": 1}']
+        name="x",
+        argv=[
+            "tool",
+            "-p",
+            "{prompt}",
+            "--file={prompt_file}",
+            "{workspace}/{mt_id}",
+            '{"k": 1}',
+            "{evidence_dir}/h.md",
+        ],
     )
-    argv = render_argv(level, {"prompt": "do {it}", "prompt_file": "/r/p.md", "workspace": "/ws", "mt_id": "MT-002"})
-    assert argv == ["tool", "-p", "do {it}", "--file=/r/p.md", "/ws/MT-002", '{"k": 1}']
+    values = {
+        "prompt": "do {it}",
+        "prompt_file": "/r/p.md",
+        "workspace": "/ws",
+        "mt_id": "MT-002",
+        "evidence_dir": "/e",
+    }
+    argv = render_argv(level, values)
+    assert argv == ["tool", "-p", "do {it}", "--file=/r/p.md", "/ws/MT-002", '{"k": 1}', "/e/h.md"]
 
 
 def test_the_default_chain_is_empty():

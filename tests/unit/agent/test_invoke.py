@@ -53,6 +53,9 @@ def test_a_plain_rate_limit_waits_a_minute_and_a_quota_the_usage_wait():
     assert wait("Error: 429 Too Many Requests") == "2026-03-01T10:31:00Z"
     assert wait("You've hit your usage limit") == "2026-03-01T11:00:00Z"
     assert wait("insufficient_quota: you exceeded your current quota (429)") == "2026-03-01T11:00:00Z"
+    # aider's notice after any rate limit ("...or check your quotas") is not a quota.
+    aider = "litellm.RateLimitError: OpenAIException - Rate limit reached\nThe API provider has rate limited you. Try again later or check your quotas."
+    assert wait(aider) == "2026-03-01T10:31:00Z"
 
 
 def test_exit_zero_with_a_limit_notice_and_no_status_block_is_a_usage_limit_too():

@@ -29,9 +29,12 @@ def test_each_commit_is_the_agents_work_without_the_engines_files(repo):
     (root / "src.txt").write_text("work\n")
     (root / "SESSION_STATE.json").write_text("{}")  # the agent scribbled on the engine's copy
     (root / "SYSTEM" / "x.md").write_text("no")
+    (root / ".aider.tags.cache.v4").mkdir()  # an agent CLI's scratch beside the work
+    (root / ".aider.tags.cache.v4" / "cache.db").write_text("tags")
+    (root / ".aider.chat.history.md").write_text("the prompt and its nonce")
     wb.commit("MP-7.1 MT-001: write src", "Evidence: SYSTEM/runs/run-1/agent/MT-001/iter-001")
     files = git(root, "show", "--name-only", "--format=", "HEAD").split()
-    assert files == ["src.txt"]
+    assert files == ["src.txt"] and not wb.leftovers()  # the scratch is not work left over
     assert "Evidence: SYSTEM/runs/run-1" in git(root, "log", "-1", "--format=%b")
     wb.commit("MP-7.1 MT-002: nothing to do")  # an accepted MT is a commit, even an empty one
     assert git(root, "log", "--format=%s", "-2").split("\n")[0] == "MP-7.1 MT-002: nothing to do"
