@@ -40,6 +40,8 @@ BENCHES = {
     "ledger": ("bench.ledger:run", 5000, 1000),  # steps of one long MP
     "output": ("bench.output:run", 200, 50),  # MB one step prints
     "parser": ("bench.parser:run", 7, 3),  # best of N parses per shape
+    "prompts": ("bench.prompts:run", 1, 1),  # one MP: 3 micro-tasks x 3 iterations
+    "clicost": ("bench.clicost:run", 5, 2),  # MPs per real CLI (from the conformance cache)
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

@@ -69,6 +69,15 @@ def compact(text: str) -> str:
     return _join(title, compacted, marker, recent)
 
 
+def split(text: str, mt_id: str) -> tuple[str, str]:
+    """(what came before `mt_id`'s first entry, its entries on): the prompt shows the two
+    apart, so the earlier part stays in a prefix cache while this micro-task's grows."""
+    first = next((m for m in ENTRY_RE.finditer(text) if m.group(1).startswith(f"{mt_id}_iter-")), None)
+    if first is None:
+        return text, ""
+    return text[: first.start()], text[first.start() :]
+
+
 def append(path: Path, key: str, entry: str, *, title: str, max_bytes: int) -> bool:
     """Append `entry` under `key` (replacing an entry with the same key); compact when the
     file exceeds `max_bytes`. Returns True if it compacted."""

@@ -2,8 +2,15 @@
 
 No chat history is carried over. What the agent knows about earlier iterations comes
 from files: the previous iteration's check results and output tails (run archive), the
-learnings file, and the budget computed from the ledger. The completion protocol with
-the run's nonce closes every prompt.
+learnings file, and the budget computed from the ledger.
+
+Built for prompt caching (issue #16): what stays the same for a micro-task comes first (the
+rules, the goal, the micro-task, the checks, the completion protocol with the run's nonce),
+then the learnings of earlier micro-tasks (fixed while this one runs), then what often
+repeats (the failing checks' output: an iteration often fails as the one before it did),
+then this micro-task's learnings (appended to), then what changes every iteration (its
+number and level, how the previous call ended, the budget). A provider's prefix cache then
+holds everything up to the newest learnings entry; `bench prompts` measures the share.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mp_engine.agent.decompose import MicroTask, Plan
+from mp_engine.agent.learnings import split as split_learnings
 from mp_engine.inbox.mpfile import Block, MicroProject
 from mp_engine.record.outcome import fenced
 
@@ -71,8 +79,7 @@ def build(
 ) -> str:
     n = len(plan.tasks)
     out = [
-        f"# Task from mp-engine: {mp.mp_id} {task.mt_id} (micro-task {task.index + 1} of {n}), "
-        f"iteration {iteration}, level {level} ({level_name})",
+        f"# Task from mp-engine: {mp.mp_id} {task.mt_id} (micro-task {task.index + 1} of {n})",
         "",
         f"You work in the repository at {workspace}. Change files only inside it. Do not edit",
         "SESSION_STATE.json, mp-engine.toml, Claude_Inbox/ or SYSTEM/: they belong to the engine.",
@@ -97,14 +104,25 @@ def build(
             out += [f"{c.step_id}:", fenced(c.body, "bash"), ""]
     else:
         out += ["(none: the MP has no checks; your claim is recorded but nothing verifies it)", ""]
+    earlier, this_mt = split_learnings(learnings, task.mt_id)
+    out += [protocol(nonce), "## Learnings from earlier micro-tasks", "", earlier.strip() or "(none yet)", ""]
     out += ["## The previous iteration", ""]
     if previous is None:
         out += ["This is the first iteration of this micro-task.", ""]
     else:
-        call = previous["call"]
+        # The failing checks' output first: when an iteration fails as the one before it
+        # did, these lines are the same and stay in the cached prefix.
         passed, failing = previous["passed"], previous["failing"]
+        for check_id in failing:
+            out += [f"{check_id} failed; the end of its output:", fenced(tails.get(check_id, "") or "(no output)"), ""]
+    if this_mt.strip():
+        out += [f"## Learnings of {task.mt_id} so far", "", this_mt.strip(), ""]
+    out += [f"## This iteration: {iteration} of {task.mt_id}, level {level} ({level_name})", ""]
+    if previous is not None:
+        call = previous["call"]
         out.append(
-            f"Iteration {previous['iteration']} (level {previous['level']}): the agent call ended `{call['kind']}`"
+            f"The previous one, iteration {previous['iteration']} (level {previous['level']}): the agent call ended "
+            f"`{call['kind']}`"
             + (f" ({call['detail']})" if call.get("detail") else "")
             + f"; {len(passed)} of {len(passed) + len(failing)} checks passed."
         )
@@ -112,15 +130,12 @@ def build(
             out.append("It claimed completion, but the checks did not confirm it.")
         elif not previous["claimed"] and not failing:
             out.append(
-                "Every check passed, but no completion was claimed with the protocol below: if the "
+                "Every check passed, but no completion was claimed with the protocol above: if the "
                 "micro-task is done, verify it and claim it; the checks run again after you finish."
             )
         if previous.get("status_problem"):
             out.append(f"Its status block was not accepted: {previous['status_problem']}.")
         out.append("")
-        for check_id in failing:
-            out += [f"{check_id} failed; the end of its output:", fenced(tails.get(check_id, "") or "(no output)"), ""]
-    out += ["## Learnings so far", "", learnings.strip() or "(none yet)", ""]
     esc = (
         f"; {budget.fails_before_escalation} more failed iteration(s) at this level before escalation"
         if budget.fails_before_escalation is not None
@@ -132,6 +147,5 @@ def build(
         f"{budget.iterations_left} of {budget.max_iterations} iterations left for the MP{esc}; "
         f"about {int(budget.seconds_left)} of {int(budget.seconds_total)} seconds left.",
         "",
-        protocol(nonce),
     ]
     return "\n".join(out)

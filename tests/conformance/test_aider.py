@@ -151,7 +151,7 @@ def test_an_answer_echoing_its_prompt_claims_nothing(aider, ws):
     def parrot(req, count):
         # aider may call the model twice in one run (it adds the files an answer mentions
         # and asks again), so the parrot repeats for the whole first iteration.
-        return fm.text(fm.user_text(req)) if "), iteration 1, level" in fm.user_text(req) else honest(req, count)
+        return fm.text(fm.user_text(req)) if "## This iteration: 1 of" in fm.user_text(req) else honest(req, count)
 
     result, _ = aider(parrot, max_iterations=3)
     assert result.action == "completed", ws.result_file.read_text()

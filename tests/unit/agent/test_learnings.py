@@ -37,3 +37,15 @@ def test_compaction_keeps_the_latest_entries_whole_and_marks_what_it_did(tmp_pat
     for n in (5, 6, 7):
         assert f"<!-- entry: MT-001_iter-{n:03d} -->" in text  # the latest stay whole
     assert "<!-- entry: MT-001_iter-001 -->" not in text
+
+
+def test_split_parts_the_earlier_micro_tasks_from_this_ones_entries():
+    from mp_engine.agent.learnings import split
+
+    text = "# L\n\n<!-- entry: MT-001_iter-001 -->\na\n\n<!-- entry: MT-002_iter-001 -->\nb\n"
+    assert split(text, "MT-002") == (
+        "# L\n\n<!-- entry: MT-001_iter-001 -->\na\n\n",
+        "<!-- entry: MT-002_iter-001 -->\nb\n",
+    )
+    assert split(text, "MT-003") == (text, "")  # no entry yet: everything is earlier
+    assert split(text, "MT-00") == (text, "")  # an id is matched whole, not as a prefix

@@ -86,9 +86,8 @@ def test_passing_checks_without_a_claim_ask_for_the_claim():
 
 def test_the_budget_and_the_escalation_left_are_in_the_prompt():
     text = build()
-    assert (
-        text.splitlines()[0] == "# Task from mp-engine: MP-9.1 MT-001 (micro-task 1 of 2), iteration 1, level 0 (small)"
-    )
+    assert text.splitlines()[0] == "# Task from mp-engine: MP-9.1 MT-001 (micro-task 1 of 2)"
+    assert "## This iteration: 1 of MT-001, level 0 (small)" in text
     assert (
         "7 of 10 iterations left for the MP; 2 more failed iteration(s) at this level before escalation; "
         "about 100 of 300 seconds left."
@@ -102,3 +101,28 @@ def test_a_later_micro_task_sees_only_the_checks_that_accept_it():
     first = [c.step_id for c in plan.checks_for(mp, 0)]
     second = [c.step_id for c in plan.checks_for(mp, 1)]
     assert first == ["check-001"] and second == ["check-001", "check-002"]
+
+
+def test_the_stable_parts_come_first_for_prompt_caching():
+    """Everything up to the previous iteration's outcome is the same in every iteration of
+    a micro-task (the learnings of earlier micro-tasks included); a failure that repeats
+    keeps its output in the prefix too, and so do this micro-task's earlier learnings; the
+    iteration's number, level, call outcome and budget come last."""
+    earlier = "# Learnings\n\n<!-- entry: MT-000_iter-001 -->\nolder work\n"
+    first = build(None, {}, earlier)
+    second = build(
+        previous(claimed=True),
+        {"check-1": "a.txt: No such file"},
+        earlier + "\n<!-- entry: MT-001_iter-001 -->\ntried x\n",
+    )
+    third = build(
+        previous(claimed=True, iteration=2),
+        {"check-1": "a.txt: No such file"},
+        earlier + "\n<!-- entry: MT-001_iter-001 -->\ntried x\n\n<!-- entry: MT-001_iter-002 -->\ntried y\n",
+    )
+    stable = first[: first.index("## The previous iteration")]
+    assert second.startswith(stable) and "NONCE: n0nce" in stable and "older work" in stable
+    repeated = second[: second.index("tried x") + len("tried x")]
+    assert "a.txt: No such file" in repeated and third.startswith(repeated)
+    for changing in ("## This iteration", "## Budget", "It claimed completion"):
+        assert second.index(changing) > len(repeated)

@@ -1,0 +1,140 @@
+"""14. Prompts built for caching: how much of each iteration's prompt a provider's prefix
+cache can reuse, and how the prompt grows.
+
+A realistic agent MP (a goal of a few paragraphs, three micro-tasks, a check per task that
+prints a pytest-like failure report) runs through `Engine.tick()` in a git workspace, with
+an agent (a bash script) that claims each micro-task twice before it does the work, so each
+micro-task takes three iterations with failures, learnings and a shrinking budget. For every
+second and later iteration of a micro-task: the share of its prompt that is byte-identical
+to the previous iteration's prompt from the start (the part a prefix cache can serve).
+Target: at least 80 % (issue #16); the size of each prompt is reported.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from bench.common import Row, Stat, engine_env, git, git_env, info_row, init_workspace
+
+TARGET = 0.80
+TRIES = 3  # iterations per micro-task: two false claims, then the work
+
+AGENT = r"""#!/bin/bash
+# Claims each micro-task at once; does the work only from its third iteration on.
+prompt=$1
+while IFS= read -r line; do
+  case $line in "NONCE: "*) nonce=${line#NONCE: }; break;; esac
+done < "$prompt"
+if [ "${MP_ITERATION:-1}" -ge 3 ]; then
+  file=$(sed -n 's/^[0-9]*\. Write "done" to `\(.*\)`\.$/\1/p' "$prompt" | head -1)
+  mkdir -p "$(dirname "$file")" && echo done > "$file"
+fi
+printf '<mt_complete nonce="%s">the check passes</mt_complete>\n' "$nonce"
+printf -- '---LOOPR_STATUS---\nNONCE: %s\nSTATUS: COMPLETE\nEXIT_SIGNAL: true\nWORK_TYPE: code\n' "$nonce"
+printf 'FILES_MODIFIED: 1\nERRORS: 0\nSUMMARY: wrote the file\n---END_LOOPR_STATUS---\n'
+"""
+
+GOAL = (
+    "The reporting service writes one summary file per region. Each summary is produced by a "
+    "separate job; the jobs share a configuration module and a small library of formatters. "
+    "Keep the public interfaces as they are: other teams import them. "
+) * 6
+
+
+# What each micro-task's check prints when it fails: a pytest-like report of 30 lines (about
+# the 2,000-byte tail the next prompt shows), 5 lines, nothing.
+NOISE = (30, 5, 0)
+
+
+def mp_text(tasks: int) -> str:
+    items = "\n".join(f'{i}. Write "done" to `out/part{i}.txt`.' for i in range(1, tasks + 1))
+    checks = "\n".join(
+        f"```bash\n# MT-{i:03d}\n"
+        f"grep -qx done out/part{i}.txt || {{ for n in $(seq 1 {NOISE[(i - 1) % len(NOISE)]}); do "
+        f'echo "FAILED tests/test_part{i}.py::test_case_$n - AssertionError: out/part{i}.txt is missing"; '
+        "done; exit 1; }\n```\n"
+        for i in range(1, tasks + 1)
+    )
+    return f"# MP-14.1 Region summaries\nExecutor: agent\n\n{GOAL}\n\n{items}\n\n## Validate\n\n{checks}"
+
+
+def common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def measure_once(tasks: int = 3) -> tuple[list[float], list[int], list[str]]:
+    """Shares (later iterations), sizes (every iteration) and a line per micro-task."""
+    with tempfile.TemporaryDirectory(prefix="mpe-bench-prompts-") as tmp:
+        base = Path(tmp)
+        home = base / "home"
+        home.mkdir()
+        env = engine_env(home, MP_ENGINE_ENGINE__SETTLE_SECONDS="0")
+        ws = init_workspace(base / "ws", env)
+        genv = git_env()
+        for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-qm", "layout")):
+            git(ws, *args, env=genv)
+        agent = base / "agent.sh"
+        agent.write_text(AGENT)
+        agent.chmod(0o755)
+        cfg = ws / "mp-engine.toml"
+        text = cfg.read_text()
+        text = text[: text.index("[agent]")] if "[agent]" in text else text
+        cfg.write_text(
+            text
+            + f"[agent]\nmax_iterations = {tasks * TRIES + 2}\nfail_threshold = 10\nmax_no_progress = 10\nmax_test_only = 10\n\n"
+            + f'[[agent.levels]]\nname = "claimer"\nargv = ["{agent}", "{{prompt_file}}"]\n'
+        )
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            from mp_engine.config import load_config
+            from mp_engine.engine import Engine
+            from mp_engine.workspace import Workspace
+
+            engine = Engine(Workspace(ws), load_config(ws))
+            engine.start(daemon=False)
+            try:
+                (ws / "Claude_Inbox" / "incoming_microproject.txt").write_text(mp_text(tasks))
+                result = engine.tick()
+            finally:
+                engine.shutdown()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        if result.action != "completed":
+            raise RuntimeError(f"bench MP ended {result.action}: {result.detail}")
+        shares, sizes, lines = [], [], []
+        for mt in sorted(ws.glob("SYSTEM/runs/*/agent/MT-*")):
+            prompts = [p.read_text() for p in sorted(mt.glob("iter-*/prompt.md"))]
+            sizes += [len(p.encode()) for p in prompts]
+            mine = [common_prefix(a, b) / len(b) for a, b in zip(prompts, prompts[1:], strict=False)]
+            shares += mine
+            lines.append(
+                f"{mt.name}: {', '.join(f'{len(p.encode()) / 1024:.1f}' for p in prompts)} KiB, "
+                f"cached {', '.join(f'{s:.0%}' for s in mine)}"
+            )
+        return shares, sizes, lines
+
+
+def run(reps: int) -> list[Row]:
+    shares, sizes, lines = measure_once()
+    worst = min(shares)
+    share = Stat.of([s * 100 for s in shares])
+    row = Row(
+        "14. prompt share a prefix cache reuses (MT iterations 2+)",
+        share,
+        "-",
+        None,
+        f">= {TARGET:.0%} each",
+        worst >= TARGET,
+        unit="%",
+        note=f"lowest {worst:.1%}; per micro-task: " + "; ".join(lines),
+    )
+    return [row, info_row("14. prompt size per iteration", Stat.of([s / 1024 for s in sizes]), unit="KiB")]
