@@ -47,7 +47,12 @@ def claude_level(exe, fmt: str = "json", **over) -> dict:
         "stdin": True,
         "timeout": 120.0,
         "idle_timeout": 120.0,
-        "env_allow": ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", *[k for k in ENV if k != "ANTHROPIC_API_KEY"]],
+        "env_allow": [
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            *[k for k in ENV if k != "ANTHROPIC_API_KEY"],
+        ],
         **over,
     }
 
@@ -255,3 +260,40 @@ def test_an_answer_echoing_its_prompt_claims_nothing(claude, ws):
 def test_a_workspace_without_git_needs_info_and_claude_is_never_called(claude, ws):
     result, api = claude(honest, git_repo=False)
     assert result_field(ws, "Certificate") == "NEED_INFO" and api.messages() == []
+
+
+@pytest.mark.parametrize(
+    "claim, seconds, words",
+    [
+        ("five_hour", 20, "session limit"),
+        ("seven_day", 3 * 86400 + 900, "weekly limit"),
+        ("seven_day_opus", 86400 + 41, "Opus limit"),
+    ],
+    ids=["session-same-minute", "weekly", "opus"],
+)
+def test_a_subscription_limit_resumes_when_claude_says(claude, ws, monkeypatch, claim, seconds, words):
+    """On a subscription (`CLAUDE_CODE_OAUTH_TOKEN`, from `claude setup-token`) claude reads
+    the API's unified rate-limit headers and says "You've hit your session limit · resets
+    3:01pm (UTC)", or "weekly limit · resets Nov 28, 3:14pm (UTC)": the MP waits until the
+    end of the stated minute (claude cuts the reset to the minute, or the hour), never
+    before the reset and never a day late."""
+    from datetime import UTC, datetime
+
+    from tests.conftest import read_state
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-conformance-0123456789")
+    resets = int(datetime.now(UTC).timestamp()) + seconds
+    headers = {
+        "anthropic-ratelimit-unified-status": "rejected",
+        "anthropic-ratelimit-unified-reset": str(resets),
+        "anthropic-ratelimit-unified-representative-claim": claim,
+    }
+    limited = fm.error(429, "rate_limit_error", "Rate limited", **headers)
+    result, _ = claude(lambda req, count: limited)
+    assert result.action == "waiting", ws.result_file.read_text() if ws.result_file.exists() else result
+    waiting = read_state(ws)["waiting"]
+    assert words in waiting["reason"] and "resets" in waiting["reason"], waiting
+    resume = datetime.fromisoformat(waiting["resume_at"].replace("Z", "+00:00"))
+    lead = resume.timestamp() - resets
+    assert 0 <= lead <= 61, (waiting, resets)
