@@ -42,6 +42,7 @@ BENCHES = {
     "parser": ("bench.parser:run", 7, 3),  # best of N parses per shape
     "prompts": ("bench.prompts:run", 1, 1),  # one MP: 3 micro-tasks x 3 iterations
     "clicost": ("bench.clicost:run", 5, 2),  # MPs per real CLI (from the conformance cache)
+    "repomap": ("bench.repomap:run", 5, 2),  # cold/warm/changed builds of a 2,000-file map
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

@@ -148,6 +148,9 @@ class AgentConfig(_Section):
     require_checks: bool = Field(True, description="an agent MP without Validate checks ends in NEED_INFO")
     learnings_max_bytes: int = Field(16384, ge=1024, description="learnings file size that triggers compaction")
     output_tail_bytes: int = Field(2000, ge=100, description="tail of each failing check shown in the next prompt")
+    token_budget: int = Field(
+        8000, ge=0, description="estimated prompt tokens; the task's files and the repository map fill what is left"
+    )
     max_no_progress: int = Field(3, ge=1)
     max_same_error: int = Field(5, ge=1)
     max_missing_status: int = Field(2, ge=1)

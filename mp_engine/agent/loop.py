@@ -16,11 +16,12 @@ import json
 import threading
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from mp_engine.agent import certificate as cert
-from mp_engine.agent import learnings, prompt
+from mp_engine.agent import learnings, prompt, workcontext
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.calling import CallMixin
 from mp_engine.agent.chain import runnable
@@ -31,6 +32,7 @@ from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.loopstate import Effect, LoopState
 from mp_engine.agent.progress import BASELINE_FILE, Progress
 from mp_engine.agent.recording import CheckRun, IterationCheck, RecordMixin, iter_check
+from mp_engine.agent.repomap import RepoMap
 from mp_engine.agent.workbranch import NoGit, WorkBranch
 from mp_engine.atomic import atomic_write_json, read_tail
 from mp_engine.config import AgentLevel
@@ -67,6 +69,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         self.worktree: Worktree  # on the work branch, set when the loop starts (run)
         self.limiter = CallLimiter(ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
         self.learnings_path = self.run_dir / "agent" / "learnings.md"
+        self.repomap: RepoMap | None = None  # built at the first prompt, refreshed at each
         self.last_checks: list[tuple[IterationCheck, LedgerStep | None]] = []
         self.fatal_fix: str | None = None  # the proposed fix when the agent CLI cannot work
 
@@ -320,7 +323,8 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
                         parts.append(read_tail(path, cap))
                     tails[c["id"]] = "\n".join(p for p in parts if p)[-cap:]
         last = state.level + 1 >= len(self.levels)  # nowhere to escalate to
-        return prompt.build(
+        build = partial(
+            prompt.build,
             mp=self.mp,
             plan=self.plan,
             task=task,
@@ -341,6 +345,13 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
                 fails_before_escalation=None if last else self.cfg.fail_threshold - state.fails_at_level,
             ),
         )
+        bare = build()
+        left = self.cfg.token_budget - workcontext.tokens(bare)
+        if self.cfg.token_budget == 0 or left <= 0:
+            return bare
+        if self.repomap is None or self.repomap.root != self.work_root:
+            self.repomap = RepoMap(self.work_root, self.run_dir / "agent" / "repomap.json")
+        return build(context=workcontext.compile_context(task.text, self.repomap, left))
 
     def checkpoint(self) -> None:
         """Make the finished iteration's ledger entry durable (one fsync, not one per file).

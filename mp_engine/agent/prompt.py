@@ -76,6 +76,7 @@ def build(
     tails: dict[str, str],
     learnings: str,
     budget: Budget,
+    context: str = "",
 ) -> str:
     n = len(plan.tasks)
     out = [
@@ -105,7 +106,10 @@ def build(
     else:
         out += ["(none: the MP has no checks; your claim is recorded but nothing verifies it)", ""]
     earlier, this_mt = split_learnings(learnings, task.mt_id)
-    out += [protocol(nonce), "## Learnings from earlier micro-tasks", "", earlier.strip() or "(none yet)", ""]
+    out += [protocol(nonce)]
+    if context:  # the task's files and the repository map (workcontext.py): they change rarely
+        out += [context.rstrip("\n"), ""]
+    out += ["## Learnings from earlier micro-tasks", "", earlier.strip() or "(none yet)", ""]
     out += ["## The previous iteration", ""]
     if previous is None:
         out += ["This is the first iteration of this micro-task.", ""]

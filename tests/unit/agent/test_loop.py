@@ -338,3 +338,43 @@ def test_without_checks_a_claim_alone_is_unverified_and_does_not_land(engine_for
     assert res.action == "completed", ws.result_file.read_text()
     assert result_field(ws, "Certificate") == "UNVERIFIED"
     assert not (ws.root / "out/a.txt").exists() and "mp/MP-3.2" in ws.result_file.read_text()
+
+
+CONTEXTUAL = """# MP-3.9 Derive the number
+Executor: agent
+
+1. Read `src/config.py` and write SECRET_NUMBER plus one to `out/answer.txt`.
+
+## Validate
+
+```bash
+grep -qx 42 out/answer.txt
+```
+"""
+
+
+def test_a_level_without_tools_sees_the_code_only_through_the_compiled_context(engine_for, ws):
+    """issue #17: the prompt carries the files the micro-task names and the repository map,
+    within `token_budget`; with a budget of 0 it carries neither and the same agent fails."""
+    (ws.root / "src").mkdir()
+    (ws.root / "src" / "config.py").write_text("SECRET_NUMBER = 41\n\n\ndef load(path: str) -> dict:\n    return {}\n")
+    engine = engine_for([level("local", "toolless.py")], token_budget=4000)
+    res = run_mp(engine, ws, CONTEXTUAL)
+    assert res.action == "completed", ws.result_file.read_text()
+    assert (ws.root / "out" / "answer.txt").read_text() == "42\n"
+    prompt = (only_run(ws).dir / "agent" / "MT-001" / "iter-001" / "prompt.md").read_text()
+    assert "## Files of this micro-task" in prompt and "## Repository map" in prompt
+    assert "src/config.py\n    def load(path: str) -> dict" in prompt and "SESSION_STATE.json\n" not in prompt
+    assert (only_run(ws).dir / "agent" / "repomap.json").exists()  # the cache, kept with the run
+    engine.shutdown()
+
+
+def test_with_no_token_budget_the_prompt_carries_no_code(engine_for, ws):
+    (ws.root / "src").mkdir()
+    (ws.root / "src" / "config.py").write_text("SECRET_NUMBER = 41\n")
+    engine = engine_for([level("local", "toolless.py")], token_budget=0, max_iterations=1)
+    res = run_mp(engine, ws, CONTEXTUAL)
+    assert res.action == "error"
+    prompt = (only_run(ws).dir / "agent" / "MT-001" / "iter-001" / "prompt.md").read_text()
+    assert "SECRET_NUMBER = 41" not in prompt and "## Repository map" not in prompt
+    engine.shutdown()

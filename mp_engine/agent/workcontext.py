@@ -1,0 +1,90 @@
+"""Context compilation (issue #17): what of the repository a worker's prompt carries, within
+`[agent] token_budget`: the files the micro-task names (their contents) and the repository
+map (repomap.py: paths and signatures, no bodies). A level without tools of its own (an
+`ollama run` model) sees the code only through this.
+
+Tokens are counted offline, without a model's tokenizer: one token per 4 bytes of UTF-8,
+rounded up (the usual estimate for English and code with BPE tokenizers; it errs on the
+long side for code). The allocation follows the micro-task spec (2.6.6.8.8): the prompt's
+fixed parts (rules, the task, the checks, the protocol, the iteration's context) come
+first; of what the budget leaves, the task's files get up to 60 % and the map the rest
+(and what the files left). A file that does not fit is cut, saying so; a map that does not
+fit loses signatures first (paths only), then its last paths, saying how many.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mp_engine.agent.repomap import RepoMap
+from mp_engine.record.outcome import fenced
+
+FILES_SHARE = 0.6
+PATH_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,8})(?![\w/-])")
+
+
+def tokens(text: str) -> int:
+    """The offline estimate: ceil(UTF-8 bytes / 4)."""
+    return -(-len(text.encode("utf-8")) // 4)
+
+
+def named_files(text: str, root: Path, known: set[str]) -> list[str]:
+    """Paths the task text names that are files of the worktree, in the order named."""
+    out: list[str] = []
+    for m in PATH_RE.finditer(text):
+        rel = m.group(1).lstrip("./")
+        if rel in known and rel not in out and (root / rel).is_file():
+            out.append(rel)
+    return out
+
+
+def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
+    """The `## Files of this micro-task` and `## Repository map` sections within `budget`
+    tokens (empty when nothing fits)."""
+    if budget <= 0:
+        return ""
+    entries = repomap.refresh()
+    known = {p for p, _ in entries}
+    out: list[str] = []
+    spent = 0
+    files = named_files(task_text, repomap.root, known)
+    if files:
+        allowance = int(budget * FILES_SHARE)
+        part = ["## Files of this micro-task (as they are now)", ""]
+        for rel in files:
+            room = allowance - spent - tokens("\n".join(part))
+            if room < 50:
+                part.append(f"({rel} and later files left out: the token budget is spent)")
+                break
+            body = (repomap.root / rel).read_text(encoding="utf-8", errors="replace")
+            if tokens(body) > room - 20:
+                body = body.encode()[: (room - 20) * 4].decode("utf-8", "ignore") + "\n[... cut: over the token budget]"
+            part += [f"{rel}:", fenced(body), ""]
+        text = "\n".join(part) + "\n"
+        spent = tokens(text)
+        out.append(text)
+    map_text = _map(entries, budget - spent)
+    if map_text:
+        out.append(map_text)
+    return "\n".join(out)
+
+
+def _map(entries: list[tuple[str, list[str]]], budget: int) -> str:
+    head = "## Repository map (paths and signatures, no bodies)\n\n"
+    if budget <= tokens(head) + 10:
+        return ""
+    full = [p + "".join(f"\n    {s}" for s in sigs) for p, sigs in entries]
+    text = head + "\n".join(full) + "\n"
+    if tokens(text) <= budget:
+        return text
+    lines, used = [], tokens(head) + 20
+    for i, (p, _) in enumerate(entries):  # paths only, as many as fit
+        used += tokens(p + "\n")
+        if used > budget:
+            lines.append(f"... and {len(entries) - i} more files (signatures and paths left out: token budget)")
+            break
+        lines.append(p)
+    else:
+        lines.append("(signatures left out: the token budget)")
+    return head + "\n".join(lines) + "\n"

@@ -1,0 +1,55 @@
+"""Context compilation within a token budget: the task's files, then the map; what does not
+fit is cut or left out, saying so."""
+
+from __future__ import annotations
+
+from mp_engine.agent.repomap import RepoMap
+from mp_engine.agent.workcontext import compile_context, named_files, tokens
+from tests.gitutil import git
+
+
+def repo(tmp_path, files: int = 3):
+    root = tmp_path / "r"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "config.py").write_text("SECRET_NUMBER = 41\n\ndef load(path: str) -> dict:\n    return {}\n")
+    for i in range(files):
+        (root / "src" / f"mod{i}.py").write_text(f"def f{i}(a, b):\n    return a\n")
+    git(root, "init", "-q")
+    return root
+
+
+def test_tokens_are_four_bytes_each_rounded_up():
+    assert tokens("") == 0 and tokens("abcd") == 1 and tokens("abcde") == 2 and tokens("é" * 2) == 1
+
+
+def test_named_files_are_the_worktrees_files_the_task_names(tmp_path):
+    root = repo(tmp_path)
+    known = {"src/config.py", "src/mod0.py"}
+    text = "Fix `src/config.py` (see ./src/mod0.py and src/missing.py, not config.py alone)."
+    assert named_files(text, root, known) == ["src/config.py", "src/mod0.py"]
+
+
+def test_the_task_files_then_the_map_within_the_budget(tmp_path):
+    root = repo(tmp_path)
+    text = compile_context("Change `src/config.py`.", RepoMap(root), 2000)
+    assert "## Files of this micro-task" in text and "SECRET_NUMBER = 41" in text
+    assert "## Repository map" in text and "    def load(path: str) -> dict" in text and "    def f2(a, b)" in text
+    assert text.index("## Files of this micro-task") < text.index("## Repository map")
+    assert tokens(text) <= 2000
+
+
+def test_a_small_budget_keeps_paths_and_drops_signatures_then_paths(tmp_path):
+    root = repo(tmp_path, files=400)
+    m = RepoMap(root)
+    paths_only = compile_context("Nothing named.", m, 1500)
+    assert "src/mod1.py" in paths_only and "def f1" not in paths_only and tokens(paths_only) <= 1500
+    tiny = compile_context("Nothing named.", m, 200)
+    assert "more files" in tiny and tokens(tiny) <= 200
+    assert compile_context("Change `src/config.py`.", m, 0) == ""
+
+
+def test_a_file_over_its_share_is_cut_saying_so(tmp_path):
+    root = repo(tmp_path)
+    (root / "src" / "big.py").write_text("x = 1\n" * 5000)
+    text = compile_context("Change `src/big.py`.", RepoMap(root), 1000)
+    assert "[... cut: over the token budget]" in text and tokens(text) <= 1000
