@@ -17,7 +17,8 @@ PLACEHOLDERS = ("prompt", "prompt_file", "workspace", "mt_id", "evidence_dir", "
 def render_argv(level: AgentLevel, values: Mapping[str, str]) -> list[str]:
     """The level's argv with `{prompt}`, `{prompt_file}`, `{workspace}`, `{mt_id}`,
     `{evidence_dir}` (the iteration's evidence directory) and `{ignore_file}` (what is not
-    the agent's work, in gitignore syntax: workspace.NOT_WORK) replaced. Plain replacement, not `str.format`: other braces (JSON, shell) stay as written."""
+    the agent's work, in gitignore syntax: workspace.NOT_WORK) replaced. Plain replacement,
+    not `str.format`: other braces (JSON, shell) stay as written."""
     out = []
     for arg in level.argv:
         for name in PLACEHOLDERS:
