@@ -178,6 +178,25 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
+def _group_alive(pgid: int) -> bool:
+    """True while a process of group `pgid` runs. A zombie does not count: one whose
+    parent is not this process (a git that codex started and did not wait for, re-parented
+    to pid 1 when this is no subreaper) is reaped by someone else, whenever that is, and
+    would otherwise keep the group looking alive for the whole grace period."""
+    if not _signal_group(pgid, 0):
+        return False
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc: trust the signal
+    for name in names:
+        if name.isdigit():
+            info = proc_stat(int(name))
+            if info and info[0] == pgid and not is_zombie(int(name)):
+                return True
+    return False
+
+
 def _reap_group(pgid: int) -> None:
     """Reap this process's zombie children in group `pgid`: members of a step's group
     whose parent exited were re-parented to us (a subreaper) and would keep the group
@@ -195,14 +214,14 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
     """SIGTERM the child's whole group, then SIGKILL whatever is left after `grace`. Also
     what ends a step's background jobs (`server &`) once the step itself has exited."""
     pgid = proc.pid
-    if proc.returncode is not None and not _signal_group(pgid, 0):
-        return  # the usual case: the step exited and left nothing in its group
+    if proc.returncode is not None and not _group_alive(pgid):
+        return  # the usual case: the step exited and left nothing running in its group
     _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         proc.poll()  # reap the leader so a zombie does not look alive
         _reap_group(pgid)
-        if not _signal_group(pgid, 0):
+        if not _group_alive(pgid):
             break
         time.sleep(0.02)
     _signal_group(pgid, signal.SIGKILL)

@@ -182,3 +182,38 @@ def test_a_background_job_ends_with_its_step(tmp_path):
     for name in ("bg.pid", "stubborn.pid"):
         pid = int((tmp_path / name).read_text())
         wait_for(lambda pid=pid: not _alive(pid), what=f"{name} to be gone")
+
+
+def test_a_group_holding_only_a_zombie_of_someone_else_counts_as_ended():
+    """codex exits and leaves a `git` child that exits later: re-parented to pid 1 (this
+    process being no subreaper), its zombie stays in the group until pid 1 reaps it, and
+    `kill(-pgid, 0)` still succeeds. The group is over: stop_group must not wait its grace."""
+    from mp_engine.execute.process import _group_alive
+    from mp_engine.pids import is_zombie
+
+    leader = subprocess.Popen(["sleep", "60"], process_group=0)  # group G, alive
+    group = leader.pid
+    # C (another group) forks B into G; B exits at once and C never reaps it.
+    maker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import os, time\npid = os.fork()\nif pid == 0:\n    os.setpgid(0, {group})\n    os._exit(0)\n"
+            "print(pid, flush=True)\ntime.sleep(60)\n",
+        ],
+        process_group=0,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        zombie = int(maker.stdout.readline())
+        wait_for(lambda: is_zombie(zombie), timeout=10)
+        assert _group_alive(group)  # the leader still runs
+        leader.kill()
+        leader.wait()
+        os.killpg(group, 0)  # the kernel still counts the group (the zombie is in it)...
+        assert proc_stat(zombie)[0] == group and not _group_alive(group)  # ...but nothing runs
+    finally:
+        for p in (leader, maker):
+            p.kill()
+            p.wait()
