@@ -123,6 +123,7 @@ class EndMixin:
         self.publish(state)
         p.save(durable=True)
         atomic_write_json(self.run_dir / "agent" / "certificate.json", c.to_dict())
+        commits = self.work.task_commits()
         landing = self.work.land(self.cfg.land, exact=c.type == cert.EXACT)
         self.work.remove()
         self.emit(
@@ -151,13 +152,13 @@ class EndMixin:
                 "iterations": state.total,
                 "escalations": state.escalations,
                 "drop_backs": state.drop_backs,
-                "micro_tasks": [t.to_dict() for t in state.tasks],
+                "micro_tasks": [{**t.to_dict(), "commit": commits.get(t.mt_id)} for t in state.tasks],
                 "progress": f"{self.run_rel}/agent/progress.json",
                 "learnings": f"{self.run_rel}/agent/learnings.md",
             },
             "sections": [
                 {"title": "Work branch", "body": landing.note},
-                *sections(c, state, self.plan, self.run_rel, p.data["pauses"], self.distilled(state)),
+                *sections(c, state, self.plan, self.run_rel, p.data["pauses"], self.distilled(state), commits),
             ],
         }
         if c.type in (cert.EXACT, cert.UNVERIFIED):

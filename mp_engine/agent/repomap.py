@@ -71,7 +71,8 @@ class RepoMap:
     root: Path
     cache_file: Path | None = None
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> {size, mtime, sigs}
-    parsed: int = 0  # files parsed by the last refresh (the others came from the cache)
+    parsed: int = 0  # files parsed since the last `paths` (the others came from the cache)
+    _dirty: bool = False
 
     def __post_init__(self) -> None:
         if self.cache_file is not None and self.cache_file.exists():
@@ -80,27 +81,48 @@ class RepoMap:
             except (OSError, ValueError):
                 self.files = {}
 
-    def refresh(self) -> list[tuple[str, list[str]]]:
-        """[(path, signatures)] for every file of the worktree, sorted by path."""
-        paths = _listed(self.root)
-        fresh: dict[str, dict[str, Any]] = {}
+    def paths(self) -> list[str]:
+        """Every file of the worktree git knows, sorted; starts a new round of `sigs`."""
         self.parsed = 0
-        for rel in paths:
-            try:
-                st = os.stat(self.root / rel)
-            except OSError:
-                continue
-            known = self.files.get(rel)
-            if known and known["size"] == st.st_size and known["mtime"] == st.st_mtime_ns:
-                fresh[rel] = known
-                continue
-            fresh[rel] = {"size": st.st_size, "mtime": st.st_mtime_ns, "sigs": _signatures(self.root / rel, st.st_size)}
-            self.parsed += 1
-        changed = fresh != self.files
-        self.files = fresh
-        if changed and self.cache_file is not None:
+        self._dirty = False
+        return _listed(self.root)
+
+    def sigs(self, rel: str) -> list[str]:
+        """The signatures of one file: from the cache while its size and mtime are the
+        same, else parsed (and cached). A file that vanished has none."""
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            return []
+        known = self.files.get(rel)
+        if known and known["size"] == st.st_size and known["mtime"] == st.st_mtime_ns:
+            return known["sigs"]
+        sigs = _signatures(self.root / rel, st.st_size)
+        self.files[rel] = {"size": st.st_size, "mtime": st.st_mtime_ns, "sigs": sigs}
+        self.parsed += 1
+        self._dirty = True
+        return sigs
+
+    def save(self, keep: list[str] | None = None) -> None:
+        """Write the cache when a file was parsed since `paths` (only the `keep` paths,
+        when given: files that left the worktree drop out)."""
+        if keep is not None:
+            kept = set(keep)
+            gone = [p for p in self.files if p not in kept]
+            for p in gone:
+                del self.files[p]
+            self._dirty = self._dirty or bool(gone)
+        if self._dirty and self.cache_file is not None:
             atomic_write(self.cache_file, json.dumps(self.files, separators=(",", ":")), durable=False)
-        return [(p, self.files[p]["sigs"]) for p in sorted(self.files)]
+        self._dirty = False
+
+    def refresh(self) -> list[tuple[str, list[str]]]:
+        """[(path, signatures)] for every file of the worktree, sorted by path: the whole
+        map (context compilation asks `sigs` only for the files whose signatures fit)."""
+        paths = self.paths()
+        out = [(p, self.sigs(p)) for p in paths]
+        self.save(keep=paths)
+        return out
 
 
 def _listed(root: Path) -> list[str]:

@@ -24,6 +24,7 @@ def sections(
     run_rel: str,
     pauses: list[dict[str, Any]],
     distilled: list[str] | None = None,
+    commits: dict[str, str] | None = None,
 ) -> list[dict[str, str]]:
     lines = [f"- Certificate: **{c.type}** ({c.reason})", f"- Why: {c.detail}"]
     if c.mt:
@@ -45,12 +46,16 @@ def sections(
     out = [{"title": "Halting certificate", "body": "\n".join(lines)}]
     if state is None:
         return out
-    rows = ["| MT | Instruction | Status | Iterations | Levels | Last evidence |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| MT | Instruction | Status | Iterations | Levels | Commit | Last evidence |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for t in state.tasks:
         evidence = f"`{run_rel}/{t.records[-1]['evidence']}/`" if t.records else "-"
+        commit = (commits or {}).get(t.mt_id)
         rows.append(
             f"| {t.mt_id} | {_cell(t.title)} | {t.status} | {t.iterations} | "
-            f"{', '.join(map(str, t.levels)) or '-'} | {evidence} |"
+            f"{', '.join(map(str, t.levels)) or '-'} | {f'`{commit[:12]}`' if commit else '-'} | {evidence} |"
         )
     out.append({"title": "Micro-tasks", "body": "\n".join(rows)})
     if state.history:

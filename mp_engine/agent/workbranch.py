@@ -95,6 +95,19 @@ class WorkBranch:
         ident = self._identity()
         self._git(*ident, "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
 
+    def task_commits(self) -> dict[str, str]:
+        """{MT id: commit} of this run's micro-task commits: those on the work branch that
+        the channel branch (the workspace's HEAD) does not have yet. Asked before landing."""
+        out = self._git("log", "--format=%H %s", self.branch, "--not", "HEAD", "--", check=False).out
+        prefix = f"{self.mp_id} "
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, _, subject = line.partition(" ")
+            if subject.startswith(prefix):
+                mt = subject[len(prefix) :].split(":", 1)[0]
+                found.setdefault(mt, sha)  # newest first: a retried task's last commit
+        return found
+
     def leftovers(self) -> bool:
         """True when the worktree has changes no commit holds yet (outside what is not work)."""
         out = self._git(

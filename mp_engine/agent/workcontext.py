@@ -8,8 +8,10 @@ rounded up (the usual estimate for English and code with BPE tokenizers; it errs
 long side for code). The allocation follows the micro-task spec (2.6.6.8.8): the prompt's
 fixed parts (rules, the task, the checks, the protocol, the iteration's context) come
 first; of what the budget leaves, the task's files get up to 60 % and the map the rest
-(and what the files left). A file that does not fit is cut, saying so; a map that does not
-fit loses signatures first (paths only), then its last paths, saying how many.
+(and what the files left). A file that does not fit is cut, saying so. The map starts with
+the files beside the named ones, each with its signatures while they fit, then paths only,
+then says how many files are left out; only files whose signatures fit are parsed, so a
+large repository costs a listing, not a parse of every file.
 """
 
 from __future__ import annotations
@@ -44,11 +46,10 @@ def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
     tokens (empty when nothing fits)."""
     if budget <= 0:
         return ""
-    entries = repomap.refresh()
-    known = {p for p, _ in entries}
+    paths = repomap.paths()
     out: list[str] = []
     spent = 0
-    files = named_files(task_text, repomap.root, known)
+    files = named_files(task_text, repomap.root, set(paths))
     if files:
         allowance = int(budget * FILES_SHARE)
         part = ["## Files of this micro-task (as they are now)", ""]
@@ -64,27 +65,41 @@ def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
         text = "\n".join(part) + "\n"
         spent = tokens(text)
         out.append(text)
-    map_text = _map(entries, budget - spent)
+    near = {str(Path(f).parent) for f in files}
+    map_text = _map(repomap, paths, near, budget - spent)
+    repomap.save(keep=paths)
     if map_text:
         out.append(map_text)
     return "\n".join(out)
 
 
-def _map(entries: list[tuple[str, list[str]]], budget: int) -> str:
+def _map(repomap: RepoMap, paths: list[str], near: set[str], budget: int) -> str:
+    """The map within `budget`: the files beside the named ones first, then the others by
+    path; each with its signatures while they fit (only those files are parsed), then paths
+    only, then how many more files there are."""
     head = "## Repository map (paths and signatures, no bodies)\n\n"
-    if budget <= tokens(head) + 10:
+    used = tokens(head) + 20  # room for the closing line
+    if used >= budget:
         return ""
-    full = [p + "".join(f"\n    {s}" for s in sigs) for p, sigs in entries]
-    text = head + "\n".join(full) + "\n"
-    if tokens(text) <= budget:
-        return text
-    lines, used = [], tokens(head) + 20
-    for i, (p, _) in enumerate(entries):  # paths only, as many as fit
-        used += tokens(p + "\n")
-        if used > budget:
-            lines.append(f"... and {len(entries) - i} more files (signatures and paths left out: token budget)")
+    order = sorted(paths, key=lambda p: (str(Path(p).parent) not in near, p))
+    lines: list[str] = []
+    with_sigs = True
+    for i, rel in enumerate(order):
+        if with_sigs:
+            block = rel + "".join(f"\n    {s}" for s in repomap.sigs(rel))
+            cost = tokens(block + "\n")
+            if used + cost <= budget:
+                lines.append(block)
+                used += cost
+                continue
+            with_sigs = False  # from here on, paths only
+        cost = tokens(rel + "\n")
+        if used + cost > budget:
+            lines.append(f"... and {len(order) - i} more files (left out: the token budget)")
             break
-        lines.append(p)
+        lines.append(rel)
+        used += cost
     else:
-        lines.append("(signatures left out: the token budget)")
+        if not with_sigs:
+            lines.append("(later files without their signatures: the token budget)")
     return head + "\n".join(lines) + "\n"

@@ -84,6 +84,7 @@ def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
         "approve_with": f"Approves: {o.halt_token}" if o.halt_token and o.status == ERROR else None,
         "commit_subject": o.commit_summary,
         "work": o.extra.get("work"),
+        "micro_tasks": (o.extra.get("agent") or {}).get("micro_tasks"),
         "notes": o.notes,
     }
 

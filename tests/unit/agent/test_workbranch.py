@@ -10,7 +10,7 @@ import pytest
 from mp_engine.agent.workbranch import NoGit, WorkBranch, branch_name
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
-from tests.agentutil import ONE, configure, level, only_run
+from tests.agentutil import GREET, ONE, configure, level, only_run
 from tests.conftest import drop, result_field
 from tests.gitutil import git
 
@@ -99,3 +99,18 @@ def test_land_branch_leaves_verified_work_for_review_and_the_result_names_it(ws,
     assert doc["work"]["branch"] == "mp/MP-3.2" and doc["work"]["how"] == "branch" and not doc["work"]["landed"]
     assert "## Work branch" in ws.result_file.read_text() and "for you to review" in ws.result_file.read_text()
     assert not (ws.local_dir / "work" / only_run(ws).run_id).exists()
+
+
+def test_the_result_names_each_micro_tasks_commit(ws, monkeypatch):
+    """issue #17, visible: RESULT_last.json and the Micro-tasks table give each accepted
+    micro-task's commit on the work branch (which then landed)."""
+    eng = engine(ws, [level("good", "good.py")], monkeypatch)
+    drop(ws, GREET)
+    assert eng.tick().action == "completed"
+    doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
+    tasks = {t["mt_id"]: t["commit"] for t in doc["micro_tasks"]}
+    for mt, commit in tasks.items():
+        assert git(ws.root, "log", "-1", "--format=%s", commit).startswith(f"MP-3.1 {mt}: ")
+    assert git(ws.root, "merge-base", "--is-ancestor", tasks["MT-002"], "HEAD") == ""  # landed
+    table = ws.result_file.read_text()
+    assert f"`{tasks['MT-001'][:12]}`" in table and f"`{tasks['MT-002'][:12]}`" in table

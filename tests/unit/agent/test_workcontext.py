@@ -38,13 +38,20 @@ def test_the_task_files_then_the_map_within_the_budget(tmp_path):
     assert tokens(text) <= 2000
 
 
-def test_a_small_budget_keeps_paths_and_drops_signatures_then_paths(tmp_path):
+def test_a_small_budget_parses_only_what_fits_then_lists_paths_then_counts(tmp_path):
     root = repo(tmp_path, files=400)
+    (root / "lib").mkdir()
+    (root / "lib" / "near.py").write_text("def beside_the_task(x): pass\n")
+    (root / "lib" / "task.py").write_text("x = 1\n")
     m = RepoMap(root)
-    paths_only = compile_context("Nothing named.", m, 1500)
-    assert "src/mod1.py" in paths_only and "def f1" not in paths_only and tokens(paths_only) <= 1500
-    tiny = compile_context("Nothing named.", m, 200)
-    assert "more files" in tiny and tokens(tiny) <= 200
+    text = compile_context("Change `lib/task.py`.", m, 1500)
+    body = text[text.index("## Repository map") :]
+    assert body.index("lib/near.py\n    def beside_the_task(x)") < body.index("src/config.py")  # beside the task first
+    assert "    def f1(a, b)" in body and "more files (left out: the token budget)" in body
+    assert tokens(text) <= 1500
+    assert m.parsed < 403 // 2  # only the files whose signatures fit were parsed, not all 403
+    tiny = compile_context("Nothing named.", m, 60)
+    assert tiny == "" or tokens(tiny) <= 60
     assert compile_context("Change `src/config.py`.", m, 0) == ""
 
 
