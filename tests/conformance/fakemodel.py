@@ -157,6 +157,7 @@ class FakeServer:
                 except ValueError:
                     req = {}
                 req["_path"] = self.path
+                req["_auth"] = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
                 with fake._lock:
                     fake.requests.append(req)
                     count = len(fake.calls()) - 1

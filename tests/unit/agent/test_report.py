@@ -45,5 +45,7 @@ def test_a_finished_loop_has_tasks_history_and_evidence_links():
     titles = [s["title"] for s in out]
     assert titles == ["Halting certificate", "Micro-tasks", "Residual history", "Evidence"]
     assert "- Paused at t0: stop (SIGTERM)" in out[0]["body"]
-    assert "| MT-001 | Add \\| a pipe | completed | 1 | 0 | - | `SYSTEM/runs/r/agent/MT-001/iter-001/` |" in out[1]["body"]
+    assert (
+        "| MT-001 | Add \\| a pipe | completed | 1 | 0 | - | `SYSTEM/runs/r/agent/MT-001/iter-001/` |" in out[1]["body"]
+    )
     assert "- Distillation candidate: `SYSTEM/distill/r_MT-001.json`" in out[3]["body"]
