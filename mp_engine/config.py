@@ -137,10 +137,35 @@ class AgentLevel(_Section):
         return self
 
 
+def _check_chain(levels: tuple[AgentLevel, ...], where: str) -> None:
+    names = [lv.name for lv in levels]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}: level names must be unique, got {names}")
+    gates = [i for i, lv in enumerate(levels) if lv.hard_gate]
+    if gates and gates != [len(levels) - 1]:
+        raise ValueError(f"{where}: hard_gate is allowed only once, as the last level")
+    if gates and len(levels) == 1:
+        raise ValueError(f"{where}: the chain needs at least one agent level before the hard gate")
+
+
+class AgentRoute(_Section):
+    """`[[agent.routes]]`: the micro-tasks tagged `[domain]` run on a chain of their own
+    (issue #17); the others use `[agent] levels`."""
+
+    domain: str = Field(pattern=r"^[A-Za-z][\w-]*$", description="the tag of a list item: `1. [docs] ...`")
+    levels: tuple[AgentLevel, ...] = Field(min_length=1, description="this domain's escalation chain")
+
+    @model_validator(mode="after")
+    def _chain(self) -> AgentRoute:
+        _check_chain(self.levels, f"route {self.domain!r}")
+        return self
+
+
 class AgentConfig(_Section):
     """The agent executor (issue #4, docs/AGENT.md). An empty chain means NEED_INFO."""
 
     levels: tuple[AgentLevel, ...] = ()
+    routes: tuple[AgentRoute, ...] = Field((), description="chains for micro-tasks tagged with a domain")
     fail_threshold: int = Field(3, ge=1, description="failed iterations at a level before escalating")
     max_iterations: int = Field(30, ge=1, description="agent iterations per MP, all micro-tasks together")
     wall_budget: float = Field(3600.0, gt=0, description="active seconds per MP when it has no `Timeout:`")
@@ -173,14 +198,10 @@ class AgentConfig(_Section):
 
     @model_validator(mode="after")
     def _chain(self) -> AgentConfig:
-        names = [lv.name for lv in self.levels]
-        if len(set(names)) != len(names):
-            raise ValueError(f"level names must be unique, got {names}")
-        gates = [i for i, lv in enumerate(self.levels) if lv.hard_gate]
-        if gates and gates != [len(self.levels) - 1]:
-            raise ValueError("hard_gate is allowed only once, as the last level")
-        if gates and len(self.levels) == 1:
-            raise ValueError("the chain needs at least one agent level before the hard gate")
+        _check_chain(self.levels, "[agent] levels")
+        domains = [r.domain for r in self.routes]
+        if len(set(domains)) != len(domains):
+            raise ValueError(f"route domains must be unique, got {domains}")
         return self
 
 

@@ -157,19 +157,19 @@ class CallMixin:
         reason, detail, fix = {
             "not_found": (
                 "agent_not_found",
-                f"The agent CLI of {describe(self.levels, state.level)} could not run: {call.detail}.",
+                f"The agent CLI of {describe(state.levels, state.level)} could not run: {call.detail}.",
                 f"Install `{cmd}` on the engine host (on the daemon's PATH) or correct the argv of level "
                 f"{level.name!r} in `[agent] levels`, then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),
             "auth": (
                 "agent_auth",
-                f"The agent CLI of {describe(self.levels, state.level)} is not authenticated: {call.detail}.",
+                f"The agent CLI of {describe(state.levels, state.level)} is not authenticated: {call.detail}.",
                 f"Log `{cmd}` in as the engine's user (or pass its API key variable through the level's "
                 f"`env_allow`), then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),
             "config": (
                 "agent_config",
-                f"The agent CLI of {describe(self.levels, state.level)} cannot be started this way: {call.detail}.",
+                f"The agent CLI of {describe(state.levels, state.level)} cannot be started this way: {call.detail}.",
                 f"Pass the prompt on stdin (`stdin = true` in level {level.name!r}, without {{prompt}} in its argv) or "
                 f"as a file (`{{prompt_file}}`), then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),

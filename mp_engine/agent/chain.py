@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mp_engine.config import AgentLevel
+from mp_engine.config import AgentConfig, AgentLevel
 
 PLACEHOLDERS = ("prompt", "prompt_file", "workspace", "mt_id", "evidence_dir", "ignore_file")
 
@@ -39,3 +39,12 @@ def describe(levels: Sequence[AgentLevel], index: int) -> str:
 def runnable(levels: Sequence[AgentLevel]) -> list[AgentLevel]:
     """The levels that call an agent (the chain without its hard gate)."""
     return [lv for lv in levels if not lv.hard_gate]
+
+
+def chain_for(cfg: AgentConfig, domain: str | None) -> tuple[AgentLevel, ...]:
+    """The escalation chain of a micro-task: its domain's route (`[[agent.routes]]`), or
+    `[agent] levels` when it has no domain or no route names it."""
+    for route in cfg.routes:
+        if domain is not None and route.domain.lower() == domain.lower():
+            return route.levels
+    return cfg.levels

@@ -21,6 +21,7 @@ from mp_engine.inbox.mpfile import Block, MicroProject
 
 ITEM_RE = re.compile(r"^(?:\d+[.)]|[-*+])[ \t]+(\S.*)$")
 CHECK_TAG_RE = re.compile(r"^#[ \t]*(MT-\d{3})\b", re.I)
+DOMAIN_RE = re.compile(r"^\[([A-Za-z][\w-]*)\](?![(\[:])")  # `1. [docs] ...`, not a Markdown link
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class MicroTask:
     index: int  # 0-based
     line: int  # 1-based line in the MP
     text: str
+    domain: str | None = None  # `1. [docs] ...`: routed to `[[agent.routes]]` with that domain
 
     @property
     def title(self) -> str:
@@ -53,10 +55,17 @@ class Plan:
                 "id": t.mt_id,
                 "line": t.line,
                 "title": t.title,
+                "domain": t.domain,
                 "checks": [c.step_id for c in self.checks_for(mp, t.index)],
             }
             for t in self.tasks
         ]
+
+
+def _domain(first_line: str) -> str | None:
+    m = ITEM_RE.match(first_line)
+    tag = DOMAIN_RE.match(m.group(1)) if m else None
+    return tag.group(1).lower() if tag else None
 
 
 def _strip(lines: list[str]) -> str:
@@ -100,7 +109,10 @@ def decompose(mp: MicroProject) -> Plan:
         prev_blank = blank
 
     if items:
-        tasks = [MicroTask(f"MT-{n:03d}", n - 1, line, _strip(lines)) for n, (line, lines) in enumerate(items, 1)]
+        tasks = [
+            MicroTask(f"MT-{n:03d}", n - 1, line, _strip(lines), _domain(lines[0]))
+            for n, (line, lines) in enumerate(items, 1)
+        ]
         goal = "\n\n".join(p for p in (mp.title, _strip(context)) if p)
     else:
         text = _strip(context)
@@ -138,6 +150,12 @@ def _merge_unchecked(tasks: list[MicroTask], check_from: list[int]) -> tuple[lis
     if not check_from or min(check_from) == 0 or not tasks:
         return tasks, check_from
     k = min(check_from)  # tasks 0..k-1 have no check of their own: fold them into task k
-    merged = MicroTask(tasks[0].mt_id, 0, tasks[0].line, "\n\n".join(t.text for t in tasks[: k + 1]))
-    rest = [MicroTask(f"MT-{i + 2:03d}", i + 1, t.line, t.text) for i, t in enumerate(tasks[k + 1 :])]
+    merged = MicroTask(
+        tasks[0].mt_id,
+        0,
+        tasks[0].line,
+        "\n\n".join(t.text for t in tasks[: k + 1]),
+        tasks[0].domain or tasks[k].domain,
+    )
+    rest = [MicroTask(f"MT-{i + 2:03d}", i + 1, t.line, t.text, t.domain) for i, t in enumerate(tasks[k + 1 :])]
     return [merged, *rest], [c - k for c in check_from]

@@ -67,7 +67,7 @@ class EndMixin:
             "micro_tasks": len(state.tasks),
             "iteration": (task.iterations + (1 if live else 0)) if task else None,
             "level": state.level,
-            "level_name": self.levels[state.level].name if state.level < len(self.levels) else None,
+            "level_name": state.levels[state.level].name if state.level < len(state.levels) else None,
             "residual": state.residual,
             "total_iterations": state.total,
             "iterations_left": self.cfg.max_iterations - state.total,

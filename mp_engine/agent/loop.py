@@ -24,7 +24,7 @@ from mp_engine.agent import certificate as cert
 from mp_engine.agent import learnings, prompt, workcontext
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.calling import CallMixin
-from mp_engine.agent.chain import runnable
+from mp_engine.agent.chain import chain_for, runnable
 from mp_engine.agent.claims import parse_claims
 from mp_engine.agent.decompose import MicroTask, Plan, decompose
 from mp_engine.agent.ending import EndMixin, iso_utc
@@ -47,7 +47,6 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
 
     def __init__(self, ctx: StepContext):
         self.cfg = ctx.config.agent
-        self.levels = self.cfg.levels
         self.mp = ctx.mp
         self.plan: Plan = decompose(ctx.mp)
         if "Timeout" in ctx.mp.headers:
@@ -85,8 +84,14 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
     # -- the loop ----------------------------------------------------------------------
 
     def run(self) -> ExecResult:
-        if not runnable(self.levels):
-            return self.need_info("no_levels", "No agent is configured: `[agent] levels` in mp-engine.toml is empty.")
+        unrouted = [t.mt_id for t in self.plan.tasks if not runnable(chain_for(self.cfg, t.domain))]
+        if unrouted or not runnable(self.cfg.levels) and not self.plan.tasks:
+            return self.need_info(
+                "no_levels",
+                "No agent is configured"
+                + (f" for {', '.join(unrouted)}" if unrouted and self.cfg.routes else "")
+                + ": `[agent] levels` in mp-engine.toml is empty.",
+            )
         if not self.mp.checks and self.cfg.require_checks:
             return self.need_info(
                 "no_checks",
@@ -130,7 +135,12 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
                 "FR-EVT-MT-001",
                 **self.where(state),
                 micro_tasks=[t.mt_id for t in self.plan.tasks],
-                levels=[lv.name for lv in self.levels],
+                levels=[lv.name for lv in self.cfg.levels],
+                **(
+                    {"routes": {r.domain: [lv.name for lv in r.levels] for r in self.cfg.routes}}
+                    if self.cfg.routes
+                    else {}
+                ),
             )
         else:
             self.report_resume(state)
@@ -208,7 +218,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         if paused is not None or state.final is not None:
             return paused
         task = self.plan.tasks[state.mt_index]
-        level: AgentLevel = self.levels[state.level]
+        level: AgentLevel = state.levels[state.level]
         iteration = state.next_iteration
         step, ev = self.prepare(state, task, level)
         call = self.call(state, level, step, ev, task.mt_id, iteration)
@@ -322,7 +332,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
                         path = self.ctx.run.steps_dir / f"{c['step']}.{suffix}"
                         parts.append(read_tail(path, cap))
                     tails[c["id"]] = "\n".join(p for p in parts if p)[-cap:]
-        last = state.level + 1 >= len(self.levels)  # nowhere to escalate to
+        last = state.level + 1 >= len(state.levels)  # nowhere to escalate to
         build = partial(
             prompt.build,
             mp=self.mp,

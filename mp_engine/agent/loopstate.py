@@ -14,8 +14,9 @@ from typing import Any
 
 from mp_engine.agent import certificate as cert
 from mp_engine.agent.breakers import Breakers
+from mp_engine.agent.chain import chain_for
 from mp_engine.agent.decompose import Plan
-from mp_engine.config import AgentConfig
+from mp_engine.config import AgentConfig, AgentLevel
 
 
 @dataclass
@@ -52,7 +53,7 @@ class TaskState:
 class LoopState:
     def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str):
         self.cfg = cfg
-        self.levels = cfg.levels
+        self.chains = [chain_for(cfg, t.domain) for t in plan.tasks]  # each task's levels (routes)
         self.tasks = [TaskState(t.mt_id, t.title) for t in plan.tasks]
         self.verified = bool(plan.check_from)  # the MP has checks: EXACT is possible
         if self.tasks:
@@ -74,6 +75,11 @@ class LoopState:
         self.last_trip: dict[str, Any] | None = None  # the last breaker or divergence that fired
 
     # -- views -----------------------------------------------------------------------
+
+    @property
+    def levels(self) -> tuple[AgentLevel, ...]:
+        """The current micro-task's escalation chain."""
+        return self.chains[self.mt_index] if self.mt_index < len(self.chains) else self.cfg.levels
 
     @property
     def task(self) -> TaskState | None:

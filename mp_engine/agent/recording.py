@@ -179,6 +179,7 @@ class RecordMixin:
 
     def distill(self, state: LoopState, mt_index: int, *, emit: bool) -> None:
         task = state.tasks[mt_index]
+        levels = state.chains[mt_index]  # the task's own chain (its route, or [agent] levels)
         teacher = task.records[-1]
         failed = [r for r in task.records if not r["gate"]]
         if not failed:
@@ -196,15 +197,15 @@ class RecordMixin:
             mt_id=task.mt_id,
             run_rel=self.run_rel,
             student=student,
-            student_model=model_id(self.levels[student_level]),
+            student_model=model_id(levels[student_level]),
             student_iterations=per_level[student_level],
             teacher=teacher,
-            teacher_model=model_id(self.levels[teacher["level"]]),
+            teacher_model=model_id(levels[teacher["level"]]),
             teacher_iterations=sum(1 for r in task.records if r["level"] == teacher["level"]),
             failed_levels=[
                 {
                     "level": lv,
-                    "model_id": model_id(self.levels[lv]),
+                    "model_id": model_id(levels[lv]),
                     "iterations": n,
                     "outcome": outcome_of([r for r in failed if r["level"] == lv][-1]),
                 }

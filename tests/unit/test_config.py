@@ -75,6 +75,24 @@ def test_an_agent_chain_is_checked_as_a_whole(tmp_path):
     assert [lv.name for lv in load_config(tmp_path).agent.levels] == ["a", "human"]
 
 
+def test_routes_are_chains_of_their_own_checked_like_the_default(tmp_path):
+    level = '[[agent.routes.levels]]\nname = "a"\nargv = ["a", "{prompt_file}"]\n'
+    gate = '[[agent.routes.levels]]\nname = "human"\nhard_gate = true\n'
+    route = '[[agent.routes]]\ndomain = "docs"\n'
+    for text, message in [
+        (route + gate + level.replace('"a"', '"b"', 1), "route 'docs': hard_gate is allowed only once"),
+        (route, "levels"),
+        (route + level + route + level, "route domains must be unique"),
+        ('[[agent.routes]]\ndomain = "no spaces"\n' + level, "domain"),
+    ]:
+        (tmp_path / "mp-engine.toml").write_text("[agent]\n" + text)
+        with pytest.raises(ConfigError, match=message):
+            load_config(tmp_path)
+    (tmp_path / "mp-engine.toml").write_text("[agent]\n" + route + level + gate)
+    routes = load_config(tmp_path).agent.routes
+    assert routes[0].domain == "docs" and [lv.name for lv in routes[0].levels] == ["a", "human"]
+
+
 def test_this_repositorys_own_workspace_runs_with_git_off():
     """`make run` serves this repository's own Claude_Inbox/; git sync stays off until a
     remote is configured (README, quick start)."""

@@ -109,3 +109,19 @@ def test_a_micro_task_without_a_check_of_its_own_is_merged_into_the_next():
     assert "Write a." in plan.tasks[0].text and "Write b." in plan.tasks[0].text
     assert plan.check_from == (0, 1)
     assert [len(plan.checks_for(mp, t.index)) for t in plan.tasks] == [1, 2]
+
+
+def test_a_domain_tag_on_an_item_routes_its_micro_task():
+    m = mp(
+        "# MP-5.1 T\n\n1. [Docs] Update the README.\n2. [link](http://x) is no tag.\n"
+        "3. [api]: a colon after it is prose.\n4. Plain.\n"
+    )
+    plan = decompose(m)
+    assert [t.domain for t in plan.tasks] == ["docs", None, None, None]
+    assert plan.summary(m)[0]["domain"] == "docs" and plan.summary(m)[3]["domain"] is None
+
+
+def test_merged_micro_tasks_keep_the_first_items_domain():
+    text = "# MP-5.2 T\n\n1. [docs] Write a.\n2. Write b.\n\n## Validate\n\n```bash\n# MT-002\ntrue\n```\n"
+    plan = decompose(mp(text))
+    assert len(plan.tasks) == 1 and plan.tasks[0].domain == "docs"

@@ -378,3 +378,57 @@ def test_with_no_token_budget_the_prompt_carries_no_code(engine_for, ws):
     prompt = (only_run(ws).dir / "agent" / "MT-001" / "iter-001" / "prompt.md").read_text()
     assert "SECRET_NUMBER = 41" not in prompt and "## Repository map" not in prompt
     engine.shutdown()
+
+
+ROUTED = """# MP-3.7 Two domains
+Executor: agent
+
+1. [docs] Write "hello" to `out/a.txt`.
+2. Write "bye" to `out/b.txt`.
+
+## Validate
+
+```bash
+grep -qx hello out/a.txt
+```
+
+```bash
+# MT-002
+grep -qx bye out/b.txt
+```
+"""
+
+
+def test_a_tagged_micro_task_runs_on_its_domains_chain(engine_for, ws, tmp_path):
+    """issue #17, routing: `[docs]` sends MT-001 to the docs route's level; MT-002 (no tag)
+    to `[agent] levels`."""
+    docs_log, default_log = tmp_path / "docs.log", tmp_path / "default.log"
+    configure(ws, [level("big", "good.py", "--log", str(default_log))])
+    route = level("small", "good.py", "--log", str(docs_log))
+    with ws.config_file.open("a") as f:
+        f.write('\n[[agent.routes]]\ndomain = "docs"\n\n[[agent.routes.levels]]\n')
+        f.write("".join(f"{k} = {json.dumps(v)}\n" for k, v in route.items()))
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    res = run_mp(engine, ws, ROUTED)
+    assert res.action == "completed", ws.result_file.read_text()
+    assert [c["mt"] for c in calls(docs_log)] == ["MT-001"] and [c["mt"] for c in calls(default_log)] == ["MT-002"]
+    started = [e for e in events(ws) if e["event"] == "micro_task_iteration_started"]
+    assert [(e["mt"], e["agent"]) for e in started] == [("MT-001", "small"), ("MT-002", "big")]
+    assert events(ws, "micro_task_loop_started")[0]["routes"] == {"docs": ["small"]}
+    engine.shutdown()
+
+
+def test_a_micro_task_without_a_runnable_chain_needs_info(engine_for, ws):
+    """Routes alone, `[agent] levels` empty: an untagged micro-task has no agent."""
+    configure(ws, [])
+    route = level("small", "good.py")
+    with ws.config_file.open("a") as f:
+        f.write('\n[[agent.routes]]\ndomain = "docs"\n\n[[agent.routes.levels]]\n')
+        f.write("".join(f"{k} = {json.dumps(v)}\n" for k, v in route.items()))
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    res = run_mp(engine, ws, ROUTED)
+    assert res.action == "error" and result_field(ws, "Certificate") == "NEED_INFO"
+    assert "No agent is configured for MT-002" in ws.result_file.read_text()
+    engine.shutdown()
