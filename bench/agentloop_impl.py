@@ -15,13 +15,12 @@ fingerprint, ledger and progress writes) is the difference; the target is <= 20 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import Row, Stat, engine_env, git, git_env, info_row, init_workspace
+from bench.common import Row, Stat, agent_workspace, engine_env, engine_in_process, info_row
 
 EXTRA = 10
 LIMIT_MS = 20.0
@@ -42,13 +41,9 @@ def mp(mp_id: str, tasks: int) -> str:
     return f"# {mp_id} bench\nExecutor: agent\n\nNothing to change.\n\n{items}\n\n## Validate\n```bash\ntrue\n```\n"
 
 
-def configure(ws: Path, agent: Path) -> None:
-    cfg = ws / "mp-engine.toml"
-    text = cfg.read_text()
-    text = text[: text.index("[agent]")] if "[agent]" in text else text
-    cfg.write_text(
-        text
-        + "[agent]\nmax_iterations = 1000\ncalls_per_hour = 100000\n\n"
+def agent_toml(agent: Path) -> str:
+    return (
+        "[agent]\nmax_iterations = 1000\ncalls_per_hour = 100000\n\n"
         + f'[[agent.levels]]\nname = "instant"\nargv = ["{agent}", "{{prompt_file}}"]\n'
     )
 
@@ -78,40 +73,19 @@ def measure(reps: int) -> list[Row]:
         home = base / "home"
         home.mkdir()
         env = engine_env(home, MP_ENGINE_ENGINE__SETTLE_SECONDS="0")
-        ws = init_workspace(base / "ws", env)
-        genv = git_env()
-        git(ws, "init", "-q", "-b", "main", env=genv)
-        git(ws, "add", "-A", env=genv)
-        git(ws, "commit", "-qm", "layout", env=genv)
         agent = base / "agent.sh"
         agent.write_text(AGENT)
         agent.chmod(0o755)
-        configure(ws, agent)
-
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(env)
-        try:
-            from mp_engine.config import load_config
-            from mp_engine.engine import Engine
-            from mp_engine.workspace import Workspace
-
-            engine = Engine(Workspace(ws), load_config(ws))
-            engine.start(daemon=False)
-            try:
-                run_mp(engine, ws, mp("MP-0.1", 1))  # warm-up: imports, first files
-                per_iter, floor = [], []
-                prompt = next(ws.glob("SYSTEM/runs/*/agent/MT-001/iter-001/prompt.md"))
-                for i in range(reps):
-                    one = run_mp(engine, ws, mp(f"MP-1.{i}", 1))
-                    many = run_mp(engine, ws, mp(f"MP-2.{i}", 1 + EXTRA))
-                    per_iter.append((many - one) / EXTRA * 1000)
-                    floor.append(by_hand(agent, prompt, env) * 1000)
-            finally:
-                engine.shutdown()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        ws = agent_workspace(base / "ws", env, agent_toml(agent))
+        with engine_in_process(ws, env) as engine:
+            run_mp(engine, ws, mp("MP-0.1", 1))  # warm-up: imports, first files
+            per_iter, floor = [], []
+            prompt = next(ws.glob("SYSTEM/runs/*/agent/MT-001/iter-001/prompt.md"))
+            for i in range(reps):
+                one = run_mp(engine, ws, mp(f"MP-1.{i}", 1))
+                many = run_mp(engine, ws, mp(f"MP-2.{i}", 1 + EXTRA))
+                per_iter.append((many - one) / EXTRA * 1000)
+                floor.append(by_hand(agent, prompt, env) * 1000)
 
     value, baseline = Stat.of(per_iter), Stat.of(floor)
     overhead = Stat.of([v - b for v, b in zip(per_iter, floor, strict=True)])

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import Row, Stat, engine_env, git, git_env, init_workspace
+from bench.agentloop_impl import run_mp
+from bench.common import Row, Stat, agent_workspace, engine_env, engine_in_process, git, git_env
 
 EXTRA = 2
 LIMIT = 1.05
@@ -115,73 +116,41 @@ def measure_cli(cli: str, reps: int) -> Row:
         home.mkdir()
         lv, extra = level(cli, exe, home, api.url)
         env = {**engine_env(home, MP_ENGINE_ENGINE__SETTLE_SECONDS="0"), **extra}
-        ws = init_workspace(base / "ws", env)
-        cfg = ws / "mp-engine.toml"
-        text = cfg.read_text()
-        text = text[: text.index("[agent]")] if "[agent]" in text else text
-        cfg.write_text(text + "[agent]\nmax_iterations = 100\ncalls_per_hour = 100000\n\n" + toml_level(lv))
-        genv = git_env()
-        for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-qm", "layout")):
-            git(ws, *args, env=genv)
+        agent = "[agent]\nmax_iterations = 100\ncalls_per_hour = 100000\n\n" + toml_level(lv)
+        ws = agent_workspace(base / "ws", env, agent)
         hand_dir = base / "hand"
-        git(base, "clone", "-q", str(ws), str(hand_dir), env=genv)
-
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(env)
-        try:
+        git(base, "clone", "-q", str(ws), str(hand_dir), env=git_env())
+        with engine_in_process(ws, env) as engine:
             from mp_engine.agent.chain import render_argv
-            from mp_engine.config import load_config
-            from mp_engine.engine import Engine
             from mp_engine.execute.process import scrub_env
-            from mp_engine.workspace import Workspace
 
-            config = load_config(ws)
-            engine = Engine(Workspace(ws), config)
-            engine.start(daemon=False)
-            try:
-                run_mp(engine, ws, mp("MP-0.1", 1))  # warm-up: the CLI's first start, caches
-                prompt = sorted(ws.glob("SYSTEM/runs/*/agent/MT-001/iter-001/prompt.md"))[-1]
-                level_cfg = config.agent.levels[0]
-                values = {
-                    "prompt": prompt.read_text(),
-                    "prompt_file": str(prompt),
-                    "workspace": str(hand_dir),
-                    "mt_id": "MT-001",
-                    "evidence_dir": str(base / "hand-evidence"),
-                    "ignore_file": str(base / "hand.ignore"),
-                }
-                (base / "hand-evidence").mkdir()
-                (base / "hand.ignore").write_text("/SYSTEM\n")
-                argv = render_argv(level_cfg, values)
-                hand_env = scrub_env(level_cfg.env_allow)
-                stdin = prompt if level_cfg.stdin else None
-                per_iter, floor = [], []
-                for i in range(reps):
-                    one = run_mp(engine, ws, mp(f"MP-1.{i}", 1))
-                    many = run_mp(engine, ws, mp(f"MP-2.{i}", 1 + EXTRA))
-                    per_iter.append((many - one) / EXTRA * 1000)
-                    floor.append(by_hand(argv, stdin, hand_dir, hand_env) * 1000)
-            finally:
-                engine.shutdown()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+            run_mp(engine, ws, mp("MP-0.1", 1))  # warm-up: the CLI's first start, caches
+            prompt = sorted(ws.glob("SYSTEM/runs/*/agent/MT-001/iter-001/prompt.md"))[-1]
+            level_cfg = engine.config.agent.levels[0]
+            (base / "hand-evidence").mkdir()
+            (base / "hand.ignore").write_text("/SYSTEM\n")
+            values = {
+                "prompt": prompt.read_text(),
+                "prompt_file": str(prompt),
+                "workspace": str(hand_dir),
+                "mt_id": "MT-001",
+                "evidence_dir": str(base / "hand-evidence"),
+                "ignore_file": str(base / "hand.ignore"),
+            }
+            argv = render_argv(level_cfg, values)
+            hand_env = scrub_env(level_cfg.env_allow)
+            stdin = prompt if level_cfg.stdin else None
+            per_iter, floor = [], []
+            for i in range(reps):
+                one = run_mp(engine, ws, mp(f"MP-1.{i}", 1))
+                many = run_mp(engine, ws, mp(f"MP-2.{i}", 1 + EXTRA))
+                per_iter.append((many - one) / EXTRA * 1000)
+                floor.append(by_hand(argv, stdin, hand_dir, hand_env) * 1000)
     value, baseline = Stat.of(per_iter), Stat.of(floor)
     row = Row(f"15. {cli} iteration through the engine", value, f"{cli} by hand", baseline, f"<= {LIMIT:g}x", None)
     row.met = row.ratio is not None and row.ratio <= LIMIT
     row.note = f"engine's own time {value.median - baseline.median:.0f} ms median"
     return row
-
-
-def run_mp(engine, ws: Path, text: str) -> float:
-    (ws / "Claude_Inbox" / "incoming_microproject.txt").write_text(text)
-    t0 = time.perf_counter()
-    result = engine.tick()
-    elapsed = time.perf_counter() - t0
-    if result.action != "completed":
-        raise RuntimeError(f"bench MP ended {result.action}: {result.detail}; see {ws / 'SYSTEM/RESULT_last.md'}")
-    return elapsed
 
 
 def run(reps: int) -> list[Row]:

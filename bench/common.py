@@ -7,6 +7,7 @@ same run, and the table says whether the ratio meets its target.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import json
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -308,6 +309,42 @@ def engine_env(home: Path, **settings: str) -> dict[str, str]:
 def init_workspace(path: Path, env: dict[str, str], *extra: str) -> Path:
     subprocess.run([PYTHON, "-m", "mp_engine", "init", *extra, str(path)], env=env, check=True, capture_output=True)
     return path
+
+
+def agent_workspace(path: Path, env: dict[str, str], agent_toml: str) -> Path:
+    """A workspace whose `[agent]` section is `agent_toml`, a git repository with one commit
+    (an agent MP works on a branch of its own)."""
+    ws = init_workspace(path, env)
+    cfg = ws / "mp-engine.toml"
+    text = cfg.read_text()
+    cfg.write_text((text[: text.index("[agent]")] if "[agent]" in text else text) + agent_toml)
+    genv = git_env()
+    for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-qm", "layout")):
+        git(ws, *args, env=genv)
+    return ws
+
+
+@contextlib.contextmanager
+def engine_in_process(ws: Path, env: dict[str, str]) -> Iterator[Any]:
+    """The engine in this process (`Engine.tick()`, as the daemon's loop calls it), with
+    `env` as the whole environment meanwhile."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        from mp_engine.config import load_config
+        from mp_engine.engine import Engine
+        from mp_engine.workspace import Workspace
+
+        engine = Engine(Workspace(ws), load_config(ws))
+        engine.start(daemon=False)
+        try:
+            yield engine
+        finally:
+            engine.shutdown()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 class Daemon:

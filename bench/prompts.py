@@ -12,11 +12,10 @@ Target: at least 80 % (issue #16); the size of each prompt is reported.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
-from bench.common import Row, Stat, engine_env, git, git_env, info_row, init_workspace
+from bench.common import Row, Stat, agent_workspace, engine_env, engine_in_process, info_row
 
 TARGET = 0.80
 TRIES = 3  # iterations per micro-task: two false claims, then the work
@@ -75,39 +74,18 @@ def measure_once(tasks: int = 3) -> tuple[list[float], list[int], list[str]]:
         home = base / "home"
         home.mkdir()
         env = engine_env(home, MP_ENGINE_ENGINE__SETTLE_SECONDS="0")
-        ws = init_workspace(base / "ws", env)
-        genv = git_env()
-        for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-qm", "layout")):
-            git(ws, *args, env=genv)
         agent = base / "agent.sh"
         agent.write_text(AGENT)
         agent.chmod(0o755)
-        cfg = ws / "mp-engine.toml"
-        text = cfg.read_text()
-        text = text[: text.index("[agent]")] if "[agent]" in text else text
-        cfg.write_text(
-            text
-            + f"[agent]\nmax_iterations = {tasks * TRIES + 2}\nfail_threshold = 10\nmax_no_progress = 10\nmax_test_only = 10\n\n"
-            + f'[[agent.levels]]\nname = "claimer"\nargv = ["{agent}", "{{prompt_file}}"]\n'
+        ws = agent_workspace(
+            base / "ws",
+            env,
+            f"[agent]\nmax_iterations = {tasks * TRIES + 2}\nfail_threshold = 10\nmax_no_progress = 10\n"
+            f'max_test_only = 10\n\n[[agent.levels]]\nname = "claimer"\nargv = ["{agent}", "{{prompt_file}}"]\n',
         )
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(env)
-        try:
-            from mp_engine.config import load_config
-            from mp_engine.engine import Engine
-            from mp_engine.workspace import Workspace
-
-            engine = Engine(Workspace(ws), load_config(ws))
-            engine.start(daemon=False)
-            try:
-                (ws / "Claude_Inbox" / "incoming_microproject.txt").write_text(mp_text(tasks))
-                result = engine.tick()
-            finally:
-                engine.shutdown()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        with engine_in_process(ws, env) as engine:
+            (ws / "Claude_Inbox" / "incoming_microproject.txt").write_text(mp_text(tasks))
+            result = engine.tick()
         if result.action != "completed":
             raise RuntimeError(f"bench MP ended {result.action}: {result.detail}")
         shares, sizes, lines = [], [], []

@@ -199,7 +199,7 @@ class AgentConfig(_Section):
     @model_validator(mode="after")
     def _chain(self) -> AgentConfig:
         _check_chain(self.levels, "[agent] levels")
-        domains = [r.domain for r in self.routes]
+        domains = [r.domain.lower() for r in self.routes]  # tags match without case
         if len(set(domains)) != len(domains):
             raise ValueError(f"route domains must be unique, got {domains}")
         return self

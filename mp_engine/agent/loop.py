@@ -85,7 +85,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
 
     def run(self) -> ExecResult:
         unrouted = [t.mt_id for t in self.plan.tasks if not runnable(chain_for(self.cfg, t.domain))]
-        if unrouted or not runnable(self.cfg.levels) and not self.plan.tasks:
+        if unrouted or (not self.plan.tasks and not runnable(self.cfg.levels)):
             return self.need_info(
                 "no_levels",
                 "No agent is configured"
