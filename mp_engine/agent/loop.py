@@ -360,7 +360,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         if self.cfg.token_budget == 0 or left <= 0:
             return bare
         if self.repomap is None or self.repomap.root != self.work_root:
-            self.repomap = RepoMap(self.work_root, self.run_dir / "agent" / "repomap.json")
+            self.repomap = RepoMap(self.work_root, self.work.map_cache)
         return build(context=workcontext.compile_context(task.text, self.repomap, left))
 
     def checkpoint(self) -> None:

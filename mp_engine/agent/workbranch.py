@@ -166,7 +166,14 @@ class WorkBranch:
             f"Merge it by hand: `git merge {self.branch}`.",
         )
 
+    @property
+    def map_cache(self) -> Path:
+        """The repository map's cache for this worktree: host-local beside it (never pushed
+        with the run archive), kept across a restart, dropped with the worktree."""
+        return self.path.with_name(f"{self.path.name}.repomap.json")
+
     def remove(self) -> None:
-        """Drop the worktree (the branch stays)."""
+        """Drop the worktree and its map cache (the branch stays)."""
         self._git("worktree", "remove", "--force", str(self.path), check=False)
         self._git("worktree", "prune", check=False)
+        self.map_cache.unlink(missing_ok=True)

@@ -365,7 +365,8 @@ def test_a_level_without_tools_sees_the_code_only_through_the_compiled_context(e
     prompt = (only_run(ws).dir / "agent" / "MT-001" / "iter-001" / "prompt.md").read_text()
     assert "## Files of this micro-task" in prompt and "## Repository map" in prompt
     assert "src/config.py\n    def load(path: str) -> dict" in prompt and "SESSION_STATE.json\n" not in prompt
-    assert (only_run(ws).dir / "agent" / "repomap.json").exists()  # the cache, kept with the run
+    # The map's cache is host-local beside the worktree, and goes with it: never in the archive.
+    assert not list(only_run(ws).dir.rglob("*repomap*")) and not list((ws.local_dir / "work").glob("*.repomap.json"))
     engine.shutdown()
 
 
