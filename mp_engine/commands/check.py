@@ -54,7 +54,10 @@ def render(mp: MicroProject, summary: dict, micro_tasks: list[dict]) -> list[str
     if mp.executor == "agent":  # the decomposition rule: docs/AGENT.md
         lines.append(f"micro-tasks ({len(micro_tasks)}), each accepted by its checks:")
         for t in micro_tasks:
-            lines.append(f"  {t['id']}  line {t['line']:<4} {t['title']}  [{', '.join(t['checks']) or 'no checks'}]")
+            route = f"  (route: {t['domain']})" if t.get("domain") else ""
+            lines.append(
+                f"  {t['id']}  line {t['line']:<4} {t['title']}  [{', '.join(t['checks']) or 'no checks'}]{route}"
+            )
         if mp.steps:
             lines.append(
                 "note: the agent executor does not run the fenced blocks above; they are part of the instructions"

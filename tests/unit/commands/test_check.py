@@ -70,3 +70,12 @@ def test_a_shell_mp_without_anything_to_run_is_invalid_with_a_fix(tmp_path):
 def test_the_size_cap_is_applied(tmp_path):
     rc, o = run(tmp_path, "# MP-2.3\n```bash\ntrue\n```\n" + "#" * 200, max_bytes=50)
     assert rc == ExitCode.MP_ERROR and "cap" in o.err[0]
+
+
+def test_a_domain_tag_shows_the_route_the_micro_task_takes(tmp_path):
+    tagged = AGENT_MP.replace("1. ", "1. [api] ", 1)
+    rc, o = run(tmp_path, tagged)
+    first = next(line for line in o.out if line.strip().startswith("MT-001"))
+    assert rc == ExitCode.OK and first.endswith("(route: api)")
+    rc, o = run(tmp_path, tagged, as_json=True)
+    assert json.loads(o.out[0])["micro_tasks"][0]["domain"] == "api"
