@@ -214,6 +214,8 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
     """SIGTERM the child's whole group, then SIGKILL whatever is left after `grace`. Also
     what ends a step's background jobs (`server &`) once the step itself has exited."""
     pgid = proc.pid
+    if proc.returncode is not None and _signal_group(pgid, 0):
+        _reap_group(pgid)  # members re-parented to us (a subreaper) that already exited
     if proc.returncode is not None and not _group_alive(pgid):
         return  # the usual case: the step exited and left nothing running in its group
     _signal_group(pgid, signal.SIGTERM)
