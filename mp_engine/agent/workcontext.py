@@ -58,9 +58,15 @@ def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
             if room < 50:
                 part.append(f"({rel} and later files left out: the token budget is spent)")
                 break
-            body = (repomap.root / rel).read_text(encoding="utf-8", errors="replace")
-            if tokens(body) > room - 20:
-                body = body.encode()[: (room - 20) * 4].decode("utf-8", "ignore") + "\n[... cut: over the token budget]"
+            limit = (room - 20) * 4
+            with open(repomap.root / rel, "rb") as f:  # never more than fits: a file may be huge
+                raw = f.read(limit + 1)
+            if b"\0" in raw[:8192]:
+                part += [f"{rel}: (binary, not shown)", ""]
+                continue
+            body = raw[:limit].decode("utf-8", "ignore")
+            if len(raw) > limit:
+                body += "\n[... cut: over the token budget]"
             part += [f"{rel}:", fenced(body), ""]
         text = "\n".join(part) + "\n"
         spent = tokens(text)

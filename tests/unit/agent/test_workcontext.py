@@ -60,3 +60,10 @@ def test_a_file_over_its_share_is_cut_saying_so(tmp_path):
     (root / "src" / "big.py").write_text("x = 1\n" * 5000)
     text = compile_context("Change `src/big.py`.", RepoMap(root), 1000)
     assert "[... cut: over the token budget]" in text and tokens(text) <= 1000
+
+
+def test_a_binary_file_is_named_but_not_shown(tmp_path):
+    root = repo(tmp_path)
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)) * 40)
+    text = compile_context("Replace `logo.png`.", RepoMap(root), 3000)
+    assert "logo.png: (binary, not shown)" in text and "IHDR" not in text
