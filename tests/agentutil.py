@@ -70,6 +70,15 @@ def configure(ws: Workspace, levels: list[dict[str, Any]], *, git_repo: bool = T
             git(ws.root, *args)
 
 
+def add_route(ws: Workspace, domain: str, *levels: dict[str, Any]) -> None:
+    """Append an `[[agent.routes]]` entry (after `configure`)."""
+    lines = ["", "[[agent.routes]]", f"domain = {toml_value(domain)}"]
+    for lv in levels:
+        lines += ["", "[[agent.routes.levels]]", *(f"{k} = {toml_value(v)}" for k, v in lv.items())]
+    with ws.config_file.open("a") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def only_run(ws: Workspace) -> RunArchive:
     runs = sorted(p for p in ws.runs_dir.iterdir() if p.is_dir())
     assert len(runs) == 1, runs

@@ -13,7 +13,7 @@ from mp_engine.config import load_config
 from mp_engine.engine import Engine
 from mp_engine.record.ledger import idempotency_key
 from mp_engine.workspace import Workspace
-from tests.agentutil import GATE, GREET, ONE, calls, configure, level, only_run, progress, records
+from tests.agentutil import GATE, GREET, ONE, add_route, calls, configure, level, only_run, progress, records
 from tests.conftest import drop, events, read_state, result_field, wait_for
 from tests.gitutil import git
 
@@ -381,23 +381,7 @@ def test_with_no_token_budget_the_prompt_carries_no_code(engine_for, ws):
     engine.shutdown()
 
 
-ROUTED = """# MP-3.7 Two domains
-Executor: agent
-
-1. [docs] Write "hello" to `out/a.txt`.
-2. Write "bye" to `out/b.txt`.
-
-## Validate
-
-```bash
-grep -qx hello out/a.txt
-```
-
-```bash
-# MT-002
-grep -qx bye out/b.txt
-```
-"""
+ROUTED = GREET.replace("1. ", "1. [docs] ", 1)  # MT-001 tagged, MT-002 not
 
 
 def test_a_tagged_micro_task_runs_on_its_domains_chain(engine_for, ws, tmp_path):
@@ -405,10 +389,7 @@ def test_a_tagged_micro_task_runs_on_its_domains_chain(engine_for, ws, tmp_path)
     to `[agent] levels`."""
     docs_log, default_log = tmp_path / "docs.log", tmp_path / "default.log"
     configure(ws, [level("big", "good.py", "--log", str(default_log))])
-    route = level("small", "good.py", "--log", str(docs_log))
-    with ws.config_file.open("a") as f:
-        f.write('\n[[agent.routes]]\ndomain = "docs"\n\n[[agent.routes.levels]]\n')
-        f.write("".join(f"{k} = {json.dumps(v)}\n" for k, v in route.items()))
+    add_route(ws, "docs", level("small", "good.py", "--log", str(docs_log)))
     engine = Engine(ws, load_config(ws.root))
     engine.start(daemon=False)
     res = run_mp(engine, ws, ROUTED)
@@ -423,10 +404,7 @@ def test_a_tagged_micro_task_runs_on_its_domains_chain(engine_for, ws, tmp_path)
 def test_a_micro_task_without_a_runnable_chain_needs_info(engine_for, ws):
     """Routes alone, `[agent] levels` empty: an untagged micro-task has no agent."""
     configure(ws, [])
-    route = level("small", "good.py")
-    with ws.config_file.open("a") as f:
-        f.write('\n[[agent.routes]]\ndomain = "docs"\n\n[[agent.routes.levels]]\n')
-        f.write("".join(f"{k} = {json.dumps(v)}\n" for k, v in route.items()))
+    add_route(ws, "docs", level("small", "good.py"))
     engine = Engine(ws, load_config(ws.root))
     engine.start(daemon=False)
     res = run_mp(engine, ws, ROUTED)
