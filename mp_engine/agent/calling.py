@@ -167,6 +167,12 @@ class CallMixin:
                 f"Log `{cmd}` in as the engine's user (or pass its API key variable through the level's "
                 f"`env_allow`), then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),
+            "billing": (
+                "agent_billing",
+                f"The account of {describe(state.levels, state.level)} has no credit left: {call.detail}.",
+                f"Add credits to the provider account that `{cmd}` uses (or give level {level.name!r} another "
+                f"account's key through `env_allow`), then send the MP again with `Approves: {self.mp.mp_id}`.",
+            ),
             "config": (
                 "agent_config",
                 f"The agent CLI of {describe(state.levels, state.level)} cannot be started this way: {call.detail}.",

@@ -7,6 +7,7 @@ act on it:
 
     ok           the CLI exited 0 (its claims are parsed and checked separately)
     usage_limit  the provider's usage or rate limit; `resume_at` parsed where printed
+    billing      the account has no credit left (no reset to wait for): a person must pay
     transient    an outage (overloaded, 5xx, connection reset): retried with backoff
     auth         not logged in, bad API key: no retry helps
                  (recognised also after exit 0 when no status block came: aider)
@@ -55,6 +56,12 @@ TRANSIENT_RE = re.compile(
 QUOTA_RE = re.compile(
     r"usage limit|quota (?:exceeded|reached)|exceeded your (?:current )?quota|hit your (?:[\w-]+ )?limit|(?<!rate )limit reached|(?:session|weekly|daily|opus|sonnet|5-hour) limit|"
     r"usage_limit_reached|insufficient_quota|out of credits|credit balance",
+    re.I,
+)
+# No credit left on a pay-as-you-go account: nothing resets by itself, so no wait helps.
+BILLING_RE = re.compile(
+    r"credit balance is too low|insufficient_quota|exceeded your current quota|out of credits|"
+    r"billing hard limit|check your plan and billing",
     re.I,
 )
 EPOCH_RE = re.compile(r"limit reached\|(\d{10})\b", re.I)  # Claude Code: "...usage limit reached|1735689600"
@@ -293,6 +300,9 @@ def classify(
         return call
     # A CLI that prints a usage-limit notice may still exit 0 (and aider exits 0 after an
     # API error): without a status block, its own error output decides.
+    if (failed or not status_seen) and BILLING_RE.search(text) and parse_reset(text, now) is None and not resets_at:
+        call.kind, call.detail = "billing", _line(text, BILLING_RE)
+        return call
     if (failed and api_status == 429) or ((failed or not status_seen) and USAGE_RE.search(text)):
         wait = fallback_wait if rate_wait is None or QUOTA_RE.search(text) else rate_wait
         when = parse_reset(text, now) or now + timedelta(seconds=wait)

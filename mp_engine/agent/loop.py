@@ -229,7 +229,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             self.release(step)
             assert call.resume_at is not None
             return self.wait(state, "usage_limit", call.detail or "the provider's usage limit", call.resume_at)
-        if call.kind in ("auth", "not_found", "transient", "config"):
+        if call.kind in ("auth", "billing", "not_found", "transient", "config"):
             self.fatal(state, step, ev, call, level)
             return None
         claims = parse_claims(self.read_output(ev), self.progress.nonce)

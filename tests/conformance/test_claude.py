@@ -297,3 +297,13 @@ def test_a_subscription_limit_resumes_when_claude_says(claude, ws, monkeypatch, 
     resume = datetime.fromisoformat(waiting["resume_at"].replace("Z", "+00:00"))
     lead = resume.timestamp() - resets
     assert 0 <= lead <= 61, (waiting, resets)
+
+
+def test_no_credit_left_ends_blocked_with_the_fix(claude, ws):
+    """An API key without credit: claude says "Credit balance is too low" (exit 1). No wait
+    helps: BLOCKED `agent_billing`, the fix is to add credits, and no retry is made."""
+    message = "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing."
+    result, api = claude(lambda req, count: fm.error(400, "invalid_request_error", message))
+    assert result.action == "error" and result_field(ws, "Error-Kind") == "agent_billing", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "BLOCKED" and "Add credits" in ws.result_file.read_text()
+    assert len(api.messages()) == 1

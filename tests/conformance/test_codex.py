@@ -189,6 +189,16 @@ def test_a_usage_limit_resumes_when_codex_says(codex, ws, seconds):
     assert 0 <= lead <= 61, (waiting, resets)
 
 
+def test_no_credit_left_ends_blocked_with_the_fix(codex, ws):
+    """OpenAI's insufficient_quota: codex says "Quota exceeded. Check your plan and billing
+    details." No wait helps: BLOCKED `agent_billing` with the fix."""
+    quota = openai_error(429, "insufficient_quota", "You exceeded your current quota, please check your plan.")
+    result, api = codex(lambda req, count: quota)
+    assert result.action == "error" and result_field(ws, "Error-Kind") == "agent_billing", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "BLOCKED" and "Add credits" in ws.result_file.read_text()
+    assert len(api.calls()) == 1
+
+
 def test_a_hang_is_killed_by_the_idle_timeout(codex, ws):
     result, _ = codex(
         lambda req, count: fm.hang(30), level=codex_level(codex.exe, codex.fmt, idle_timeout=3.0), max_iterations=1

@@ -52,7 +52,7 @@ def test_a_plain_rate_limit_waits_a_minute_and_a_quota_the_usage_wait():
     assert wait(claude_429) == "2026-03-01T10:31:00Z"
     assert wait("Error: 429 Too Many Requests") == "2026-03-01T10:31:00Z"
     assert wait("You've hit your usage limit") == "2026-03-01T11:00:00Z"
-    assert wait("insufficient_quota: you exceeded your current quota (429)") == "2026-03-01T11:00:00Z"
+    assert wait("You've hit your weekly limit") == "2026-03-01T11:00:00Z"
     # aider's notice after any rate limit ("...or check your quotas") is not a quota.
     aider = "litellm.RateLimitError: OpenAIException - Rate limit reached\nThe API provider has rate limited you. Try again later or check your quotas."
     assert wait(aider) == "2026-03-01T10:31:00Z"
@@ -130,3 +130,18 @@ def test_a_prompt_too_long_for_argv_is_a_configuration_error_not_a_missing_cli()
     e2big.__cause__ = OSError(errno.E2BIG, "Argument list too long")
     call = classify(e2big, "", status_seen=False, now=NOW, fallback_wait=1)
     assert call.kind == "config" and "too long" in call.detail
+
+
+def test_no_credit_left_is_billing_not_a_wait():
+    """A pay-as-you-go account without credit recovers only when someone pays: claude's
+    "Credit balance is too low" (recorded from the real CLI), OpenAI's insufficient_quota,
+    and the same from aider (exit 0). A notice that gives a reset is a limit to wait for."""
+    for text, code in (
+        ("Credit balance is too low", 1),
+        ("insufficient_quota: You exceeded your current quota, please check your plan and billing details.", 1),
+        ("litellm.RateLimitError: OpenAIException - You exceeded your current quota", 0),
+        ("Quota exceeded. Check your plan and billing details.", 1),  # codex 0.169.0
+    ):
+        assert kind(text, code=code).kind == "billing", text
+    codex = "You've hit your usage limit. Visit settings to purchase more credits or try again at 6:06 PM."
+    assert kind(codex).kind == "usage_limit"
