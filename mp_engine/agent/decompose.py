@@ -21,6 +21,7 @@ from mp_engine.inbox.mpfile import Block, MicroProject
 
 ITEM_RE = re.compile(r"^(?:\d+[.)]|[-*+])[ \t]+(\S.*)$")
 CHECK_TAG_RE = re.compile(r"^#[ \t]*(MT-\d{3})\b", re.I)
+AFTER_RE = re.compile(r"\(after\s+(none|MT-\d{3}(?:\s*,\s*MT-\d{3})*)\s*\)", re.I)  # `(after MT-001)`
 DOMAIN_RE = re.compile(r"^\[([A-Za-z][\w-]*)\](?![(\[:])")  # `1. [docs] ...`, not a Markdown link
 
 
@@ -31,6 +32,7 @@ class MicroTask:
     line: int  # 1-based line in the MP
     text: str
     domain: str | None = None  # `1. [docs] ...`: routed to `[[agent.routes]]` with that domain
+    after: tuple[int, ...] | None = None  # `(after MT-001)`: the tasks it needs; None: every earlier one
 
     @property
     def title(self) -> str:
@@ -46,8 +48,19 @@ class Plan:
     tasks: tuple[MicroTask, ...]
     check_from: tuple[int, ...]  # per check (in order): index of the first MT it accepts
 
-    def checks_for(self, mp: MicroProject, mt_index: int) -> list[Block]:
-        return [c for c, first in zip(mp.checks, self.check_from, strict=True) if first <= mt_index]
+    def checks_for(self, mp: MicroProject, mt_index: int, dead: frozenset[int] = frozenset()) -> list[Block]:
+        """The checks that accept micro-task `mt_index`: those of it and of earlier ones,
+        except the checks of `dead` micro-tasks (failed or skipped: a task that does not
+        depend on them is not held to their checks)."""
+        return [
+            c for c, first in zip(mp.checks, self.check_from, strict=True) if first <= mt_index and first not in dead
+        ]
+
+    def needs(self, mt_index: int) -> set[int]:
+        """The micro-tasks `mt_index` depends on: those its `(after ...)` names, or every
+        earlier one (the textual order, when it names none)."""
+        after = self.tasks[mt_index].after
+        return set(range(mt_index)) if after is None else set(after)
 
     def summary(self, mp: MicroProject) -> list[dict]:
         return [
@@ -56,6 +69,7 @@ class Plan:
                 "line": t.line,
                 "title": t.title,
                 "domain": t.domain,
+                "after": [self.tasks[i].mt_id for i in sorted(self.needs(t.index))],
                 "checks": [c.step_id for c in self.checks_for(mp, t.index)],
             }
             for t in self.tasks
@@ -66,6 +80,29 @@ def _domain(first_line: str) -> str | None:
     m = ITEM_RE.match(first_line)
     tag = DOMAIN_RE.match(m.group(1)) if m else None
     return tag.group(1).lower() if tag else None
+
+
+def _after(mp: MicroProject, index: int, line: int, first_line: str) -> tuple[int, ...] | None:
+    """`(after MT-001, MT-002)` on an item's first line: the earlier tasks it needs;
+    `(after none)`: none. An id that is not an earlier item's is an invalid MP."""
+    m = AFTER_RE.search(first_line)
+    if m is None:
+        return None
+    if m.group(1).lower() == "none":
+        return ()
+    needs = []
+    for name in re.split(r"\s*,\s*", m.group(1).upper()):
+        k = int(name[3:]) - 1
+        if not 0 <= k < index:
+            raise InvalidMPError(
+                f"MT-{index + 1:03d} says `(after {name})`, but a micro-task can only need earlier ones",
+                f"Name only micro-tasks listed before MT-{index + 1:03d} in `(after ...)`, or move the item "
+                "(run `mp-engine check` to see the micro-tasks).",
+                line=line,
+                mp_id=mp.mp_id,
+            )
+        needs.append(k)
+    return tuple(sorted(set(needs)))
 
 
 def _strip(lines: list[str]) -> str:
@@ -110,7 +147,7 @@ def decompose(mp: MicroProject) -> Plan:
 
     if items:
         tasks = [
-            MicroTask(f"MT-{n:03d}", n - 1, line, _strip(lines), _domain(lines[0]))
+            MicroTask(f"MT-{n:03d}", n - 1, line, _strip(lines), _domain(lines[0]), _after(mp, n - 1, line, lines[0]))
             for n, (line, lines) in enumerate(items, 1)
         ]
         goal = "\n\n".join(p for p in (mp.title, _strip(context)) if p)
@@ -156,6 +193,14 @@ def _merge_unchecked(tasks: list[MicroTask], check_from: list[int]) -> tuple[lis
         tasks[0].line,
         "\n\n".join(t.text for t in tasks[: k + 1]),
         tasks[0].domain or tasks[k].domain,
+        (),
     )
-    rest = [MicroTask(f"MT-{i + 2:03d}", i + 1, t.line, t.text, t.domain) for i, t in enumerate(tasks[k + 1 :])]
+
+    def shifted(after: tuple[int, ...] | None) -> tuple[int, ...] | None:  # the merged ones are index 0 now
+        return None if after is None else tuple(sorted({max(0, d - k) for d in after}))
+
+    rest = [
+        MicroTask(f"MT-{i + 2:03d}", i + 1, t.line, t.text, t.domain, shifted(t.after))
+        for i, t in enumerate(tasks[k + 1 :])
+    ]
     return [merged, *rest], [c - k for c in check_from]

@@ -233,7 +233,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             self.fatal(state, step, ev, call, level)
             return None
         claims = parse_claims(self.read_output(ev), self.progress.nonce)
-        checks = self.run_checks(task.index, step.step_id)
+        checks = self.run_checks(task.index, step.step_id, state.dead)
         if checks is None:
             self.release(step)
             return self.pause(state, "stop", "a second stop signal interrupted the checks; the iteration is retried")
@@ -305,11 +305,11 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         )
         return step, ev
 
-    def run_checks(self, mt_index: int, step_id: str) -> list[CheckRun] | None:
+    def run_checks(self, mt_index: int, step_id: str, dead: frozenset[int] = frozenset()) -> list[CheckRun] | None:
         """The engine's own verdict: every check of the micro-task, run by the engine.
         None when a second stop signal or a cancel interrupted them."""
         checks = []
-        for block in self.plan.checks_for(self.mp, mt_index):
+        for block in self.plan.checks_for(self.mp, mt_index, dead):
             chk = iter_check(block, step_id)
             run = run_block(self.checks_ctx, chk)
             if run.interrupted or run.cancelled:
@@ -319,7 +319,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
 
     def build_prompt(self, state: LoopState, mt_index: int, iteration: int, level: AgentLevel) -> str:
         task = self.plan.tasks[mt_index]
-        checks = self.plan.checks_for(self.mp, mt_index)
+        checks = self.plan.checks_for(self.mp, mt_index, state.dead)
         ts = state.tasks[mt_index]
         previous = ts.records[-1] if ts.records else None
         tails: dict[str, str] = {}
@@ -347,6 +347,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             previous=previous,
             tails=tails,
             learnings=learnings.read(self.learnings_path),
+            statuses={t.mt_id: t.status for t in state.tasks},
             budget=prompt.Budget(
                 iterations_left=self.cfg.max_iterations - state.total,
                 max_iterations=self.cfg.max_iterations,

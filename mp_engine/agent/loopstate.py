@@ -9,7 +9,7 @@ through it to rebuild exactly the same state, so the ledger stays the only truth
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mp_engine.agent import certificate as cert
@@ -36,6 +36,7 @@ class TaskState:
     levels: list[int] = field(default_factory=list)
     final_level: int | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""  # why it was skipped
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,7 @@ class TaskState:
             "iterations": self.iterations,
             "levels": self.levels,
             "final_level": self.final_level,
+            "note": self.note,
             "residuals": [r["residual"] for r in self.records],
             "evidence": [r["evidence"] for r in self.records],
         }
@@ -54,6 +56,9 @@ class LoopState:
     def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str):
         self.cfg = cfg
         self.chains = [chain_for(cfg, t.domain) for t in plan.tasks]  # each task's levels (routes)
+        self.needs = [plan.needs(t.index) for t in plan.tasks]  # what each task depends on
+        self.check_from = plan.check_from
+        self.failures: list[cert.Certificate] = []  # tasks that did not pass; the first decides
         self.tasks = [TaskState(t.mt_id, t.title) for t in plan.tasks]
         self.verified = bool(plan.check_from)  # the MP has checks: EXACT is possible
         if self.tasks:
@@ -80,6 +85,11 @@ class LoopState:
     def levels(self) -> tuple[AgentLevel, ...]:
         """The current micro-task's escalation chain."""
         return self.chains[self.mt_index] if self.mt_index < len(self.chains) else self.cfg.levels
+
+    @property
+    def dead(self) -> frozenset[int]:
+        """The micro-tasks that failed or were skipped: no later task is held to their checks."""
+        return frozenset(i for i, t in enumerate(self.tasks) if t.status in ("failed", "blocked", "skipped"))
 
     @property
     def task(self) -> TaskState | None:
@@ -173,11 +183,86 @@ class LoopState:
                 if cause == "fail_threshold"
                 else f"escalated on {cause.replace('breaker:', 'circuit breaker ')}"
             )
-            self.end(cert.BLOCKED, "hard_gate", f"{rec['mt']} {why} at every level up to the hard gate.")
             effects.append(
                 Effect("event", "micro_task_hard_gate", "FR-EVT-MT-006", {**self._where(rec), "level": self.level})
             )
+            effects += self._fail_task(
+                cert.BLOCKED, "hard_gate", f"{rec['mt']} {why} at every level up to the hard gate."
+            )
         return effects
+
+    # -- moving on: the next runnable task, skips, the end ---------------------------
+
+    def _fail_task(self, type_: str, reason: str, detail: str) -> list[Effect]:
+        """The current micro-task did not pass (its chain gave up, or the agent is blocked):
+        the tasks that need it are SKIPPED, and the loop goes on with the next runnable one.
+        The first failure's certificate is the MP's, when no task is left."""
+        self.failures.append(self.end(type_, reason, detail))
+        self.final = None
+        effects: list[Effect] = []
+        failed = self.task
+        assert failed is not None
+        for j in range(self.mt_index + 1, len(self.tasks)):
+            gone = self.needs[j] & self.dead
+            if self.tasks[j].status == "pending" and gone:
+                names = ", ".join(self.tasks[d].mt_id for d in sorted(gone))
+                self._skip(j, f"it needs {names}, which did not pass", effects)
+        return effects + self._advance()
+
+    def _skip(self, j: int, why: str, effects: list[Effect]) -> None:
+        self.tasks[j].status, self.tasks[j].note = "skipped", why
+        effects.append(Effect("event", "micro_task_skipped", "FR-EVT-MT-016", {"mt": self.tasks[j].mt_id, "why": why}))
+
+    def _advance(self) -> list[Effect]:
+        """Go on with the first pending micro-task after the current one whose needs passed
+        (a pending task whose every check belongs to a task that did not pass is skipped:
+        nothing could verify it); with none left, the MP ends."""
+        effects: list[Effect] = []
+        j = self.mt_index + 1
+        while j < len(self.tasks) and self.tasks[j].status != "pending":
+            j += 1
+        while j < len(self.tasks) and self.verified and not self._checked(j):
+            self._skip(j, "every check that accepts it belongs to a micro-task that did not pass", effects)
+            j += 1
+            while j < len(self.tasks) and self.tasks[j].status != "pending":
+                j += 1
+        self.mt_index = j
+        self.fails_at_level, self.trend, self.done_streak = 0, [], 0
+        self.breakers.reset()
+        if self.task is None:
+            self._finish()
+            return effects
+        self.task.status = "active"
+        if self.level > 0:
+            self.drop_backs += 1
+            effects.append(
+                Effect(
+                    "event",
+                    "micro_task_drop_back",
+                    "FR-EVT-MT-014",
+                    {"mt": self.task.mt_id, "iteration": 1, "level": 0, "from_level": self.level},
+                )
+            )
+            self.level = 0
+        return effects
+
+    def _checked(self, j: int) -> bool:
+        dead = self.dead
+        return any(first <= j and first not in dead for first in self.check_from)
+
+    def _finish(self) -> None:
+        if self.failures:
+            first = self.failures[0]
+            self.final = replace(first, residual_history=list(self.history))
+        elif not self.verified:  # `require_checks = false` and no check: the word alone
+            self.end(
+                cert.UNVERIFIED,
+                "claims_only",
+                f"All {len(self.tasks)} micro-task(s) were claimed done, but the MP has no check: "
+                "nothing verified the work (`[agent] require_checks = false`).",
+            )
+        else:
+            self.end(cert.EXACT, "all_checks_passed", f"All {len(self.tasks)} micro-task(s) passed the dual gate.")
 
     def apply(self, rec: dict[str, Any]) -> list[Effect]:
         """Account one finished iteration; return what the executor must do about it."""
@@ -214,48 +299,19 @@ class LoopState:
             effects.append(Effect("event", "micro_task_complete", "FR-EVT-MT-004", {**rec_progress}))
             if rec["level"] > 0:
                 effects.append(Effect("distill", fields={"mt_index": self.mt_index}))
-            self.mt_index += 1
-            self.fails_at_level, self.trend, self.done_streak = 0, [], 0
-            self.breakers.reset()
-            if self.task is None:
-                if not self.verified:  # `require_checks = false` and no check: the word alone
-                    self.end(
-                        cert.UNVERIFIED,
-                        "claims_only",
-                        f"All {len(self.tasks)} micro-task(s) were claimed done, but the MP has no check: "
-                        "nothing verified the work (`[agent] require_checks = false`).",
-                    )
-                else:
-                    self.end(
-                        cert.EXACT, "all_checks_passed", f"All {len(self.tasks)} micro-task(s) passed the dual gate."
-                    )
-                return effects
-            self.task.status = "active"
-            if self.level > 0:
-                self.drop_backs += 1
-                effects.append(
-                    Effect(
-                        "event",
-                        "micro_task_drop_back",
-                        "FR-EVT-MT-014",
-                        {"mt": self.task.mt_id, "iteration": 1, "level": 0, "from_level": self.level},
-                    )
-                )
-                self.level = 0
-            return effects
+            return effects + self._advance()
 
         if rec["blocked"]:
-            self.end(
-                cert.BLOCKED,
-                "agent_blocked",
-                f"The agent reported being blocked on {rec['mt']}: {rec['blocked_reason']}",
-            )
             effects.append(
                 Effect(
                     "event", "micro_task_blocked", "FR-EVT-MT-017", {**rec_progress, "reason": rec["blocked_reason"]}
                 )
             )
-            return effects
+            return effects + self._fail_task(
+                cert.BLOCKED,
+                "agent_blocked",
+                f"The agent reported being blocked on {rec['mt']}: {rec['blocked_reason']}",
+            )
 
         self.fails_at_level += 1
         self.trend.append(rec["residual"])
@@ -270,8 +326,7 @@ class LoopState:
         if trip is not None:
             self.last_trip = {**self._where(rec), **trip, "escalated": can_escalate}
         if trip is not None and not can_escalate:
-            self.end(cert.DIVERGED, trip["reason"], trip["detail"])
-            return effects
+            return effects + self._fail_task(cert.DIVERGED, trip["reason"], trip["detail"])
         if trip is not None or (self.fails_at_level >= self.cfg.fail_threshold and can_escalate):
             return effects + self._escalate(rec, trip["reason"] if trip else "fail_threshold")
         self._out_of_iterations(rec)

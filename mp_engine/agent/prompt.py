@@ -77,6 +77,7 @@ def build(
     learnings: str,
     budget: Budget,
     context: str = "",
+    statuses: dict[str, str] | None = None,
 ) -> str:
     n = len(plan.tasks)
     out = [
@@ -97,7 +98,14 @@ def build(
     others = [t for t in plan.tasks if t.mt_id != task.mt_id]
     if others:
         out += ["## Other micro-tasks of this MP (context only: done before or after this one)", ""]
-        out += [f"- {t.mt_id}{' (done)' if t.index < task.index else ''}: {t.title}" for t in others] + [""]
+        shown = {
+            "completed": " (done)",
+            "skipped": " (skipped)",
+            "failed": " (did not pass)",
+            "blocked": " (did not pass)",
+        }
+        state_of = statuses or {t.mt_id: "completed" for t in others if t.index < task.index}
+        out += [f"- {t.mt_id}{shown.get(state_of.get(t.mt_id, ''), '')}: {t.title}" for t in others] + [""]
     out += ["## Acceptance checks", ""]
     if checks:
         out += ["The engine runs these in the workspace root with bash after you finish; each must exit 0.", ""]

@@ -54,7 +54,7 @@ def sections(
         evidence = f"`{run_rel}/{t.records[-1]['evidence']}/`" if t.records else "-"
         commit = (commits or {}).get(t.mt_id)
         rows.append(
-            f"| {t.mt_id} | {_cell(t.title)} | {t.status} | {t.iterations} | "
+            f"| {t.mt_id} | {_cell(t.title)} | {t.status}{f' ({_cell(t.note)})' if t.note else ''} | {t.iterations} | "
             f"{', '.join(map(str, t.levels)) or '-'} | {f'`{commit[:12]}`' if commit else '-'} | {evidence} |"
         )
     out.append({"title": "Micro-tasks", "body": "\n".join(rows)})

@@ -125,3 +125,26 @@ def test_merged_micro_tasks_keep_the_first_items_domain():
     text = "# MP-5.2 T\n\n1. [docs] Write a.\n2. Write b.\n\n## Validate\n\n```bash\n# MT-002\ntrue\n```\n"
     plan = decompose(mp(text))
     assert len(plan.tasks) == 1 and plan.tasks[0].domain == "docs"
+
+
+def test_after_names_the_earlier_micro_tasks_an_item_needs():
+    m = mp("# MP-5.3 T\n\n1. Write a.\n2. (after none) Write b.\n3. Write c (after MT-001, mt-002).\n4. Write d.\n")
+    plan = decompose(m)
+    assert [plan.needs(i) for i in range(4)] == [set(), set(), {0, 1}, {0, 1, 2}]  # no (after): every earlier one
+    assert plan.summary(m)[2]["after"] == ["MT-001", "MT-002"]
+
+
+@pytest.mark.parametrize("bad", ["(after MT-002)", "(after MT-009)"])
+def test_after_may_name_only_earlier_micro_tasks(bad):
+    with pytest.raises(InvalidMPError, match="can only need earlier ones") as e:
+        decompose(mp(f"# MP-5.4 T\n\n1. Write a.\n2. Write b {bad}.\n"))
+    assert e.value.line == 4
+
+
+def test_after_follows_a_merge_of_unchecked_micro_tasks():
+    text = (
+        "# MP-5.5 T\n\n1. Write a.\n2. Write b.\n3. (after MT-001) Write c.\n\n"
+        "## Validate\n\n```bash\n# MT-002\ntrue\n```\n"
+    )
+    plan = decompose(mp(text))
+    assert [t.mt_id for t in plan.tasks] == ["MT-001", "MT-002"] and plan.needs(1) == {0}

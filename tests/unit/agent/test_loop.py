@@ -411,3 +411,61 @@ def test_a_micro_task_without_a_runnable_chain_needs_info(engine_for, ws):
     assert res.action == "error" and result_field(ws, "Certificate") == "NEED_INFO"
     assert "No agent is configured for MT-002" in ws.result_file.read_text()
     engine.shutdown()
+
+
+DEPENDS = """# MP-3.8 Three files
+Executor: agent
+
+1. Write "hello" to `out/a.txt`.
+2. (after none) Write "bye" to `out/b.txt`.
+3. (after MT-001) Write "again" to `out/c.txt`.
+
+## Validate
+
+```bash
+# MT-001
+grep -qx HELLO out/a.txt
+```
+
+```bash
+# MT-002
+grep -qx bye out/b.txt
+```
+
+```bash
+# MT-003
+grep -qx again out/c.txt
+```
+"""
+
+
+def test_a_failed_micro_task_skips_what_needs_it_and_the_rest_goes_on(engine_for, ws):
+    """issue #17: MT-001 can never pass (its check wants HELLO): its chain gives up
+    (DIVERGED). MT-002 needs nothing, so it still runs and passes, held only to its own
+    check; MT-003 needs MT-001 and is SKIPPED, saying why. The MP ends with MT-001's
+    certificate, and nothing lands on the channel branch."""
+    engine = engine_for([level("good", "good.py")], max_no_progress=2)
+    res = run_mp(engine, ws, DEPENDS)
+    assert res.action == "error"
+    assert result_field(ws, "Certificate") == "DIVERGED"
+    doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
+    tasks = {t["mt_id"]: t for t in doc["micro_tasks"]}
+    assert [tasks[m]["status"] for m in ("MT-001", "MT-002", "MT-003")] == ["failed", "completed", "skipped"]
+    assert tasks["MT-003"]["note"] == "it needs MT-001, which did not pass" and tasks["MT-003"]["iterations"] == 0
+    assert tasks["MT-002"]["commit"] and doc["certificate"]["mt"] == "MT-001"
+    skipped = events(ws, "micro_task_skipped")
+    assert [(e["mt"], e["id"]) for e in skipped] == [("MT-003", "FR-EVT-MT-016")]
+    assert "skipped (it needs MT-001, which did not pass)" in ws.result_file.read_text()
+    assert not (ws.root / "out" / "b.txt").exists()  # not EXACT: the branch's work did not land
+    assert git(ws.root, "show", "mp/MP-3.8:out/b.txt").strip() == "bye"
+    engine.shutdown()
+
+
+def test_without_after_a_failure_skips_every_later_micro_task(engine_for, ws):
+    engine = engine_for([level("good", "good.py")], max_no_progress=2)
+    res = run_mp(engine, ws, DEPENDS.replace("(after none) ", "").replace("(after MT-001) ", ""))
+    assert res.action == "error" and result_field(ws, "Certificate") == "DIVERGED"
+    doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
+    assert [t["status"] for t in doc["micro_tasks"]] == ["failed", "skipped", "skipped"]
+    assert [t["iterations"] for t in doc["micro_tasks"][1:]] == [0, 0]  # today's order: nothing ran after
+    engine.shutdown()
