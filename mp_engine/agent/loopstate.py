@@ -219,13 +219,17 @@ class LoopState:
         nothing could verify it); with none left, the MP ends."""
         effects: list[Effect] = []
         j = self.mt_index + 1
-        while j < len(self.tasks) and self.tasks[j].status != "pending":
+        while j < len(self.tasks):
+            if self.tasks[j].status == "pending":
+                gone = self.needs[j] & self.dead  # a task skipped just now counts too
+                if gone:
+                    names = ", ".join(self.tasks[d].mt_id for d in sorted(gone))
+                    self._skip(j, f"it needs {names}, which did not pass", effects)
+                elif self.verified and not self._checked(j):
+                    self._skip(j, "every check that accepts it belongs to a micro-task that did not pass", effects)
+                else:
+                    break
             j += 1
-        while j < len(self.tasks) and self.verified and not self._checked(j):
-            self._skip(j, "every check that accepts it belongs to a micro-task that did not pass", effects)
-            j += 1
-            while j < len(self.tasks) and self.tasks[j].status != "pending":
-                j += 1
         self.mt_index = j
         self.fails_at_level, self.trend, self.done_streak = 0, [], 0
         self.breakers.reset()

@@ -168,3 +168,48 @@ def test_replaying_the_records_rebuilds_the_same_state():
         live.drop_backs,
     )
     assert replayed.final.to_dict() == live.final.to_dict()
+
+
+def planned(after: list[tuple[int, ...] | None], checks: tuple[int, ...]) -> Plan:
+    tasks = tuple(MicroTask(f"MT-{i + 1:03d}", i, i + 1, f"task {i + 1}", None, a) for i, a in enumerate(after))
+    return Plan("goal", tasks, checks)
+
+
+def blocked(state: LoopState) -> dict:
+    return rec(state, blocked=True, blocked_reason="the DB password")
+
+
+def test_a_failed_task_skips_what_needs_it_and_the_independent_ones_go_on():
+    s = LoopState(cfg(), planned([None, (), (1,), (0,)], (0, 1, 2, 3)), "base")
+    effects = s.apply(blocked(s))
+    assert [e.name for e in effects if e.kind == "event"] == ["micro_task_blocked", "micro_task_skipped"]
+    assert s.task.mt_id == "MT-002" and s.final is None and s.tasks[3].note == "it needs MT-001, which did not pass"
+    assert s.dead == {0, 3}
+    s.apply(rec(s, gate=True))
+    s.apply(rec(s, gate=True))
+    assert s.final is not None and s.final.type == cert.BLOCKED and s.final.mt == "MT-001"
+    assert [t.status for t in s.tasks] == ["blocked", "completed", "completed", "skipped"]
+    assert len(s.final.residual_history) == 3  # the whole run's, not just up to the failure
+
+
+def test_a_task_only_failed_tasks_checks_accept_is_skipped_and_so_is_what_needs_it():
+    s = LoopState(cfg(), planned([None, (), (1,)], (0,)), "base")
+    s.apply(blocked(s))
+    assert [t.status for t in s.tasks] == ["blocked", "skipped", "skipped"] and s.final.mt == "MT-001"
+    assert s.tasks[1].note.startswith("every check that accepts it") and s.tasks[2].note == (
+        "it needs MT-002, which did not pass"
+    )
+
+
+def test_replaying_the_records_reaches_the_same_state_after_a_failure():
+    p = planned([None, (), (0,)], (0, 1, 2))
+    live = LoopState(cfg(), p, "base")
+    records = [blocked(live)]
+    live.apply(records[0])
+    records.append(rec(live, gate=True))
+    live.apply(records[1])
+    again = LoopState(cfg(), p, "base")
+    for r in records:
+        again.apply(r)
+    assert [t.status for t in again.tasks] == [t.status for t in live.tasks] == ["blocked", "completed", "skipped"]
+    assert again.final.to_dict() == live.final.to_dict()
