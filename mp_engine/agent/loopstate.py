@@ -200,18 +200,22 @@ class LoopState:
         self.failures.append(self.end(type_, reason, detail))
         self.final = None
         effects: list[Effect] = []
-        failed = self.task
-        assert failed is not None
-        for j in range(self.mt_index + 1, len(self.tasks)):
-            gone = self.needs[j] & self.dead
-            if self.tasks[j].status == "pending" and gone:
-                names = ", ".join(self.tasks[d].mt_id for d in sorted(gone))
-                self._skip(j, f"it needs {names}, which did not pass", effects)
+        for j in range(self.mt_index + 1, len(self.tasks)):  # all of them now: the result lists them
+            self._skip_if_needs_failed(j, effects)
         return effects + self._advance()
 
     def _skip(self, j: int, why: str, effects: list[Effect]) -> None:
         self.tasks[j].status, self.tasks[j].note = "skipped", why
         effects.append(Effect("event", "micro_task_skipped", "FR-EVT-MT-016", {"mt": self.tasks[j].mt_id, "why": why}))
+
+    def _skip_if_needs_failed(self, j: int, effects: list[Effect]) -> bool:
+        """Skip pending task `j` when it needs one that did not pass (a task skipped just
+        now counts too); True when it did."""
+        gone = self.needs[j] & self.dead
+        if self.tasks[j].status != "pending" or not gone:
+            return False
+        self._skip(j, f"it needs {', '.join(self.tasks[d].mt_id for d in sorted(gone))}, which did not pass", effects)
+        return True
 
     def _advance(self) -> list[Effect]:
         """Go on with the first pending micro-task after the current one whose needs passed
@@ -220,12 +224,8 @@ class LoopState:
         effects: list[Effect] = []
         j = self.mt_index + 1
         while j < len(self.tasks):
-            if self.tasks[j].status == "pending":
-                gone = self.needs[j] & self.dead  # a task skipped just now counts too
-                if gone:
-                    names = ", ".join(self.tasks[d].mt_id for d in sorted(gone))
-                    self._skip(j, f"it needs {names}, which did not pass", effects)
-                elif self.verified and not self._checked(j):
+            if self.tasks[j].status == "pending" and not self._skip_if_needs_failed(j, effects):
+                if self.verified and not self._checked(j):
                     self._skip(j, "every check that accepts it belongs to a micro-task that did not pass", effects)
                 else:
                     break
