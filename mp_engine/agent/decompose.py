@@ -48,13 +48,14 @@ class Plan:
     tasks: tuple[MicroTask, ...]
     check_from: tuple[int, ...]  # per check (in order): index of the first MT it accepts
 
+    def accepting(self, mt_index: int, dead: frozenset[int] = frozenset()) -> list[int]:
+        """The indices of the checks that accept micro-task `mt_index`: those of it and of
+        earlier ones, except the checks of `dead` micro-tasks (failed or skipped: a task
+        that does not depend on them is not held to their checks)."""
+        return [i for i, first in enumerate(self.check_from) if first <= mt_index and first not in dead]
+
     def checks_for(self, mp: MicroProject, mt_index: int, dead: frozenset[int] = frozenset()) -> list[Block]:
-        """The checks that accept micro-task `mt_index`: those of it and of earlier ones,
-        except the checks of `dead` micro-tasks (failed or skipped: a task that does not
-        depend on them is not held to their checks)."""
-        return [
-            c for c, first in zip(mp.checks, self.check_from, strict=True) if first <= mt_index and first not in dead
-        ]
+        return [mp.checks[i] for i in self.accepting(mt_index, dead)]
 
     def needs(self, mt_index: int) -> set[int]:
         """The micro-tasks `mt_index` depends on: those its `(after ...)` names, or every

@@ -56,8 +56,7 @@ class LoopState:
     def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str):
         self.cfg = cfg
         self.chains = [chain_for(cfg, t.domain) for t in plan.tasks]  # each task's levels (routes)
-        self.needs = [plan.needs(t.index) for t in plan.tasks]  # what each task depends on
-        self.check_from = plan.check_from
+        self.plan = plan
         self.failures: list[cert.Certificate] = []  # tasks that did not pass; the first decides
         self.tasks = [TaskState(t.mt_id, t.title) for t in plan.tasks]
         self.verified = bool(plan.check_from)  # the MP has checks: EXACT is possible
@@ -211,7 +210,7 @@ class LoopState:
     def _skip_if_needs_failed(self, j: int, effects: list[Effect]) -> bool:
         """Skip pending task `j` when it needs one that did not pass (a task skipped just
         now counts too); True when it did."""
-        gone = self.needs[j] & self.dead
+        gone = self.plan.needs(j) & self.dead
         if self.tasks[j].status != "pending" or not gone:
             return False
         self._skip(j, f"it needs {', '.join(self.tasks[d].mt_id for d in sorted(gone))}, which did not pass", effects)
@@ -225,7 +224,7 @@ class LoopState:
         j = self.mt_index + 1
         while j < len(self.tasks):
             if self.tasks[j].status == "pending" and not self._skip_if_needs_failed(j, effects):
-                if self.verified and not self._checked(j):
+                if self.verified and not self.plan.accepting(j, self.dead):
                     self._skip(j, "every check that accepts it belongs to a micro-task that did not pass", effects)
                 else:
                     break
@@ -249,10 +248,6 @@ class LoopState:
             )
             self.level = 0
         return effects
-
-    def _checked(self, j: int) -> bool:
-        dead = self.dead
-        return any(first <= j and first not in dead for first in self.check_from)
 
     def _finish(self) -> None:
         if self.failures:
