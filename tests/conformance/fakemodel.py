@@ -99,6 +99,22 @@ def workdir_of(req: dict[str, Any]) -> str:
     return m.group(1)
 
 
+def parrot(then: Scenario) -> Scenario:
+    """A model that repeats its prompt for the whole first iteration (its protocol holds
+    example claims with the real nonce; aider may ask twice in one run), then answers as
+    `then`, counting its calls from its own first one."""
+    echoed = [0]
+
+    def scenario(req: dict[str, Any], count: int) -> Turn:
+        said = user_text(req)
+        if "## This iteration: 1 of" in said:
+            echoed[0] += 1
+            return text(said)
+        return then(req, count - echoed[0])
+
+    return scenario
+
+
 def status_block(nonce: str, status: str = "COMPLETE", summary: str = "did it", blocked: str | None = None) -> str:
     done = status == "COMPLETE"
     block = (

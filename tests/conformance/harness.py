@@ -9,8 +9,11 @@ from mp_engine.config import load_config
 from mp_engine.context import TickResult
 from mp_engine.engine import Engine
 from mp_engine.workspace import Workspace
-from tests.agentutil import configure
+from tests.agentutil import ONE, configure, only_run, records
 from tests.conftest import drop
+
+# A 200 KB MP: over what one argv argument may carry (the prompt must go on stdin or in a file).
+BULKY = ONE.replace("Keep it short.", "Keep it short.\n\n" + ("Background paragraph. " * 10_000))
 
 
 def run_mp(ws: Workspace, level: dict[str, Any], mp: str, *, git_repo: bool = True, **opts: Any) -> TickResult:
@@ -23,3 +26,10 @@ def run_mp(ws: Workspace, level: dict[str, Any], mp: str, *, git_repo: bool = Tr
         return engine.tick()
     finally:
         engine.shutdown()
+
+
+def first_call(ws: Workspace) -> dict[str, Any]:
+    """The classified agent call of the run's first iteration."""
+    recs = records(only_run(ws))
+    assert recs, "no iteration was recorded"
+    return recs[0]["call"]

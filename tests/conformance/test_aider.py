@@ -17,7 +17,7 @@ from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
 from tests.conformance.fakeopenai import FakeOpenAI, openai_error
-from tests.conformance.harness import run_mp
+from tests.conformance.harness import BULKY, first_call, run_mp
 from tests.conftest import read_state, result_field
 from tests.gitutil import git
 
@@ -148,12 +148,7 @@ def test_edits_without_claiming_are_not_done_until_it_claims(aider, ws):
 
 
 def test_an_answer_echoing_its_prompt_claims_nothing(aider, ws):
-    def parrot(req, count):
-        # aider may call the model twice in one run (it adds the files an answer mentions
-        # and asks again), so the parrot repeats for the whole first iteration.
-        return fm.text(fm.user_text(req)) if "## This iteration: 1 of" in fm.user_text(req) else honest(req, count)
-
-    result, _ = aider(parrot, max_iterations=3)
+    result, _ = aider(fm.parrot(honest), max_iterations=3)
     assert result.action == "completed", ws.result_file.read_text()
     first = records(only_run(ws))[0]
     assert first["claimed"] is False and not first.get("blocked")
@@ -187,13 +182,12 @@ def test_a_429_rate_limit_waits_a_minute(aider, ws):
 def test_a_hang_is_killed_by_the_idle_timeout(aider, ws):
     result, _ = aider(lambda req, count: fm.hang(60), level=aider_level(aider.exe, idle_timeout=5.0), max_iterations=1)
     assert result.action == "error"
-    call = records(only_run(ws))[0]["call"]
+    call = first_call(ws)
     assert call["kind"] == "timeout" and call["idle_timed_out"] is True
 
 
 def test_a_200_kb_prompt_goes_in_the_prompt_file(aider, ws):
-    bulky = ONE.replace("Keep it short.", "Keep it short.\n\n" + ("Background paragraph. " * 10_000))
-    result, api = aider(honest, mp=bulky)
+    result, api = aider(honest, mp=BULKY)
     assert len(fm.user_text(api.calls()[0])) > 200_000
     assert result.action == "completed", ws.result_file.read_text()
 

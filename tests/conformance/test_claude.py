@@ -16,7 +16,7 @@ import pytest
 from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
-from tests.conformance.harness import run_mp
+from tests.conformance.harness import BULKY, first_call, run_mp
 from tests.conftest import result_field
 
 pytestmark = pytest.mark.conformance
@@ -142,13 +142,12 @@ def test_a_hang_is_killed_by_the_idle_timeout(claude, ws):
         max_iterations=1,
     )
     assert result.action == "error"
-    recs = records(only_run(ws))
-    assert recs and recs[0]["call"]["kind"] == "timeout" and recs[0]["call"]["idle_timed_out"] is True
+    call = first_call(ws)
+    assert call["kind"] == "timeout" and call["idle_timed_out"] is True
 
 
 def test_a_200_kb_prompt_goes_on_stdin(claude, ws):
-    bulky = ONE.replace("Keep it short.", "Keep it short.\n\n" + ("Background paragraph. " * 10_000))
-    result, api = claude(honest, mp=bulky)
+    result, api = claude(honest, mp=BULKY)
     assert len(fm.user_text(api.messages()[0])) > 200_000
     assert result.action == "completed", ws.result_file.read_text()
 
@@ -245,13 +244,7 @@ def test_edits_without_claiming_are_not_done_until_it_claims(claude, ws):
 def test_an_answer_echoing_its_prompt_claims_nothing(claude, ws):
     """The model repeats the prompt, whose protocol holds example claims with the real
     nonce: neither BLOCKED nor complete; the next iteration's honest answer completes."""
-
-    def parrot(req, count):
-        if count == 0:
-            return fm.text(fm.user_text(req))
-        return honest(req, count - 1)
-
-    result, _ = claude(parrot, max_iterations=3)
+    result, _ = claude(fm.parrot(honest), max_iterations=3)
     assert result.action == "completed", ws.result_file.read_text()
     first = records(only_run(ws))[0]
     assert first["claimed"] is False and not first.get("blocked")

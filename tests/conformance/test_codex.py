@@ -18,7 +18,7 @@ from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
 from tests.conformance.fakeopenai import FakeOpenAI, command, openai_error
-from tests.conformance.harness import run_mp
+from tests.conformance.harness import BULKY, first_call, run_mp
 from tests.conftest import read_state, result_field
 
 pytestmark = pytest.mark.conformance
@@ -132,12 +132,7 @@ def test_an_answer_echoing_its_prompt_claims_nothing(codex, ws):
     """The model repeats the prompt (the protocol's example claims carry the real nonce):
     neither BLOCKED nor complete; the next iteration's honest answer completes."""
 
-    def parrot(req, count):
-        if count == 0:
-            return fm.text(fm.user_text(req))
-        return honest(req, count - 1)
-
-    result, _ = codex(parrot, max_iterations=3)
+    result, _ = codex(fm.parrot(honest), max_iterations=3)
     assert result.action == "completed", ws.result_file.read_text()
     first = records(only_run(ws))[0]
     assert first["claimed"] is False and not first.get("blocked")
@@ -204,13 +199,12 @@ def test_a_hang_is_killed_by_the_idle_timeout(codex, ws):
         lambda req, count: fm.hang(30), level=codex_level(codex.exe, codex.fmt, idle_timeout=3.0), max_iterations=1
     )
     assert result.action == "error"
-    call = records(only_run(ws))[0]["call"]
+    call = first_call(ws)
     assert call["kind"] == "timeout" and call["idle_timed_out"] is True
 
 
 def test_a_200_kb_prompt_goes_on_stdin(codex, ws):
-    bulky = ONE.replace("Keep it short.", "Keep it short.\n\n" + ("Background paragraph. " * 10_000))
-    result, api = codex(honest, mp=bulky)
+    result, api = codex(honest, mp=BULKY)
     assert len(fm.user_text(api.calls()[0])) > 200_000
     assert result.action == "completed", ws.result_file.read_text()
 
