@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import Row, Stat, agent_workspace, engine_env, engine_in_process, info_row
+from bench.common import Row, Stat, agent_workspace, engine_env, engine_in_process, executable, info_row
 
 EXTRA = 10
 LIMIT_MS = 20.0
@@ -70,12 +70,8 @@ def by_hand(agent: Path, prompt: Path, env: dict[str, str]) -> float:
 def measure(reps: int) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="mpe-bench-agent-") as tmp:
         base = Path(tmp)
-        home = base / "home"
-        home.mkdir()
-        env = engine_env(home, MP_ENGINE_ENGINE__SETTLE_SECONDS="0")
-        agent = base / "agent.sh"
-        agent.write_text(AGENT)
-        agent.chmod(0o755)
+        env = engine_env(base, MP_ENGINE_ENGINE__SETTLE_SECONDS="0")
+        agent = executable(base / "agent.sh", AGENT)
         ws = agent_workspace(base / "ws", env, agent_toml(agent))
         with engine_in_process(ws, env) as engine:
             run_mp(engine, ws, mp("MP-0.1", 1))  # warm-up: imports, first files

@@ -311,6 +311,13 @@ def init_workspace(path: Path, env: dict[str, str], *extra: str) -> Path:
     return path
 
 
+def executable(path: Path, text: str) -> Path:
+    """A script file the bench runs as a program."""
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
 def agent_workspace(path: Path, env: dict[str, str], agent_toml: str) -> Path:
     """A workspace whose `[agent]` section is `agent_toml`, a git repository with one commit
     (an agent MP works on a branch of its own)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from bench.common import Row, Stat, agent_workspace, engine_env, engine_in_process, info_row
+from bench.common import Row, Stat, agent_workspace, engine_env, engine_in_process, executable, info_row
 
 TARGET = 0.80
 TRIES = 3  # iterations per micro-task: two false claims, then the work
@@ -71,12 +71,8 @@ def measure_once(tasks: int = 3) -> tuple[list[float], list[int], list[str]]:
     """Shares (later iterations), sizes (every iteration) and a line per micro-task."""
     with tempfile.TemporaryDirectory(prefix="mpe-bench-prompts-") as tmp:
         base = Path(tmp)
-        home = base / "home"
-        home.mkdir()
-        env = engine_env(home, MP_ENGINE_ENGINE__SETTLE_SECONDS="0")
-        agent = base / "agent.sh"
-        agent.write_text(AGENT)
-        agent.chmod(0o755)
+        env = engine_env(base, MP_ENGINE_ENGINE__SETTLE_SECONDS="0")
+        agent = executable(base / "agent.sh", AGENT)
         ws = agent_workspace(
             base / "ws",
             env,

@@ -131,7 +131,6 @@ def test_edits_without_claiming_are_not_done_until_it_claims(codex, ws):
 def test_an_answer_echoing_its_prompt_claims_nothing(codex, ws):
     """The model repeats the prompt (the protocol's example claims carry the real nonce):
     neither BLOCKED nor complete; the next iteration's honest answer completes."""
-
     result, _ = codex(fm.parrot(honest), max_iterations=3)
     assert result.action == "completed", ws.result_file.read_text()
     first = records(only_run(ws))[0]
