@@ -1,8 +1,9 @@
-"""16. Context compilation's own time (issue #17): the repository map of a 2,000-file
-repository (Python modules of a few classes and functions each, in 40 packages, committed),
-built cold (every file parsed with tree-sitter), refreshed with nothing changed (the cache),
-and refreshed after 10 files changed; the compiled context of a task naming two files, and
-its size against `token_budget`.
+"""16. Context compilation's and the planner's own time (issue #17): the repository map of a
+2,000-file repository (Python modules of a few classes and functions each, in 40 packages,
+committed), built cold (every file parsed with tree-sitter), refreshed with nothing changed
+(the cache), and refreshed after 10 files changed; the compiled context of a task naming two
+files, and its size against `token_budget`; the planner's prompt for that repository (goal,
+checks, the map within `token_budget`) and its size; the validation of a 30-task plan.
 
 Baseline, in the same run: `git ls-files` of the repository (the listing the map starts
 from). Targets (issue #17): the cold map under 1 s; a refresh re-parses only changed files.
@@ -97,6 +98,8 @@ def run(reps: int) -> list[Row]:
             compile_context(task, m, BUDGET)
             compiled_warm.append((time.perf_counter() - t0) * 1000)
         parsed_for_prompt = len(m.files)
+        planner_ms, planner_tokens = planner_prompts(root, Path(tmp), reps)
+        validate_ms = [validation() for _ in range(reps * 20)]
     cold_s, base = Stat.of(cold), Stat.of(listing)
     rows = [
         Row(
@@ -136,5 +139,80 @@ def run(reps: int) -> list[Row]:
             unit="tokens",
             note="two named files, the files beside them with signatures, then paths",
         ),
+        Row(
+            f"16. planner prompt, {FILES} files (goal, checks, map within the budget), first iteration",
+            Stat.of(planner_ms),
+            "git ls-files",
+            base,
+            "report",
+            None,
+        ),
+        Row(
+            f"16. planner prompt vs token_budget {BUDGET}",
+            Stat(planner_tokens, planner_tokens, 1),
+            "-",
+            None,
+            f"<= {BUDGET} tokens",
+            planner_tokens <= BUDGET,
+            unit="tokens",
+        ),
+        Row(
+            f"16. plan validation, {PLAN_TASKS} tasks with dependencies (JSON, schema, order)",
+            Stat.of(validate_ms),
+            "git ls-files",
+            base,
+            "report",
+            None,
+        ),
     ]
     return rows
+
+
+PLAN_TASKS = 30
+MP = b"# MP-9.1 Bench plan\nExecutor: agent\nPlan: auto\n\nRefactor the services.\n\n## Validate\n\n" + b"".join(
+    b"```bash\ntest -f pkg%02d/mod%04d.py\n```\n\n" % (k, k) for k in range(3)
+)
+
+
+def planner_prompts(root: Path, tmp: Path, reps: int) -> tuple[list[float], int]:
+    """The planner's prompt as a run builds it, from a cold map cache each time."""
+    from mp_engine.agent import planning
+    from mp_engine.agent.repomap import RepoMap
+    from mp_engine.agent.workcontext import tokens
+    from mp_engine.inbox.mpfile import parse
+
+    mp = parse(MP)
+    times, size = [], 0
+    for rep in range(reps):
+        m = RepoMap(root, tmp / f"plan{rep}.json")
+        t0 = time.perf_counter()
+        text = planning.fitted(BUDGET, lambda m=m: m, mp=mp, goal=mp.title, nonce="0" * 32, round_=0, done=[])
+        times.append((time.perf_counter() - t0) * 1000)
+        size = tokens(text)
+    return times, size
+
+
+def validation() -> float:
+    import json
+
+    from mp_engine.agent import planning
+    from mp_engine.inbox.mpfile import parse
+
+    mp = parse(MP)
+    plan = {
+        "tasks": [
+            {
+                "id": f"t{k}",
+                "title": f"refactor service {k}",
+                "description": f"Split `pkg{k % 40:02d}/mod{k:04d}.py`.",
+                "depends_on": [f"t{j}" for j in range(max(0, k - 2), k)],
+                "files": [f"pkg{k % 40:02d}/mod{k:04d}.py"],
+                "checks": [f"check-{k % 3 + 1:03d}"],
+            }
+            for k in reversed(range(PLAN_TASKS))
+        ]
+    }
+    raw = json.dumps(plan)
+    t0 = time.perf_counter()
+    planning.validate(raw, mp, {}, 1)
+    return (time.perf_counter() - t0) * 1000

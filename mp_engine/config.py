@@ -192,6 +192,14 @@ class AgentConfig(_Section):
     rate_limit_wait: float = Field(
         60.0, gt=0, description="wait after a rate limit (429, per minute) without a parsable reset"
     )
+    plan: Literal["list", "auto"] = Field(
+        "list", description="`auto`: the planner level plans every agent MP (an MP's `Plan:` header overrides)"
+    )
+    planner: AgentLevel | None = Field(None, description="`[agent.planner]`: the level that answers with a plan")
+    reflector: AgentLevel | None = Field(
+        None, description="`[agent.reflector]`: the level asked at each drift check whether the work serves the goal"
+    )
+    max_replans: int = Field(2, ge=0, description="re-plans per MP after a task exhausts its chain or drift is found")
     land: Literal["merge", "branch"] = Field(
         "merge", description="an EXACT run's work branch: merged into the channel branch, or left for review"
     )
@@ -202,6 +210,10 @@ class AgentConfig(_Section):
         domains = [r.domain.lower() for r in self.routes]  # tags match without case
         if len(set(domains)) != len(domains):
             raise ValueError(f"route domains must be unique, got {domains}")
+        for role in ("planner", "reflector"):
+            lv = getattr(self, role)
+            if lv is not None and lv.hard_gate:
+                raise ValueError(f"[agent.{role}] must call an agent; a hard gate cannot plan or reflect")
         return self
 
 

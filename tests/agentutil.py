@@ -55,15 +55,26 @@ def level(name: str, script: str, *args: str, prompt: str = "file", **opts: Any)
 GATE = {"name": "gate", "hard_gate": True}
 
 
-def configure(ws: Workspace, levels: list[dict[str, Any]], *, git_repo: bool = True, **opts: Any) -> None:
-    """Replace the template's [agent] section with these settings and levels; make the
-    workspace a git repository with a first commit (an agent MP works on a branch) unless
-    it is one already or `git_repo` is false."""
+def configure(
+    ws: Workspace,
+    levels: list[dict[str, Any]],
+    *,
+    git_repo: bool = True,
+    planner: dict[str, Any] | None = None,
+    reflector: dict[str, Any] | None = None,
+    **opts: Any,
+) -> None:
+    """Replace the template's [agent] section with these settings and levels (and a
+    planner and reflector level); make the workspace a git repository with a first commit
+    (an agent MP works on a branch) unless it is one already or `git_repo` is false."""
     text = ws.config_file.read_text()
     text = text[: text.index("[agent]")] if "[agent]" in text else text
     lines = ["[agent]", *(f"{k} = {toml_value(v)}" for k, v in opts.items())]
     for lv in levels:
         lines += ["", "[[agent.levels]]", *(f"{k} = {toml_value(v)}" for k, v in lv.items())]
+    for role, lv in (("planner", planner), ("reflector", reflector)):
+        if lv is not None:
+            lines += ["", f"[agent.{role}]", *(f"{k} = {toml_value(v)}" for k, v in lv.items())]
     ws.config_file.write_text(text + "\n".join(lines) + "\n")
     if git_repo and not (ws.root / ".git").exists():
         for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "workspace"]):
@@ -77,6 +88,28 @@ def add_route(ws: Workspace, domain: str, *levels: dict[str, Any]) -> None:
         lines += ["", "[[agent.routes.levels]]", *(f"{k} = {toml_value(v)}" for k, v in lv.items())]
     with ws.config_file.open("a") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def planner(answers: Path, *plans: Any, **opts: Any) -> dict[str, Any]:
+    """A planner level (tests/fake_agents/planner.py) whose n-th answer is `plans[n-1]`
+    (a dict as JSON, or a string as written)."""
+    answers.mkdir(parents=True, exist_ok=True)
+    for n, plan in enumerate(plans, 1):
+        (answers / f"{n}.json").write_text(plan if isinstance(plan, str) else json.dumps(plan))
+    return level("planner", "planner.py", "--answers", str(answers), **opts)
+
+
+def task(ref: str, *writes: tuple[str, str], checks=("check-001",), after=(), **more: Any) -> dict[str, Any]:
+    """One task of a plan: its description holds the writes the fake workers understand."""
+    desc = " ".join(f'Write "{text}" to `{path}`.' for text, path in writes)
+    return {
+        "id": ref,
+        "title": f"task {ref}",
+        "description": desc,
+        "depends_on": list(after),
+        "checks": list(checks),
+        **more,
+    }
 
 
 def only_run(ws: Workspace) -> RunArchive:

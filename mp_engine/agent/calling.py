@@ -149,33 +149,44 @@ class CallMixin:
             prompt = None
         return echo.for_claims(out + "\n" + err, prompt)
 
-    def fatal(self, state: LoopState, step: LedgerStep, ev: IterationEvidence, call: Call, level: AgentLevel) -> None:
-        """The agent CLI cannot work (not installed, not logged in, provider down)."""
+    def fatal(
+        self,
+        state: LoopState,
+        step: LedgerStep,
+        ev: IterationEvidence,
+        call: Call,
+        level: AgentLevel,
+        who: str | None = None,
+        section: str = "[agent] levels",
+    ) -> None:
+        """The agent CLI cannot work (not installed, not logged in, provider down); `who`
+        names a planner or reflector and `section` its table (default: the current task's
+        level in the chain)."""
         task = state.task
-        assert task is not None
         cmd = level.argv[0] if level.argv else level.name
+        who = who or describe(state.levels, state.level)
         reason, detail, fix = {
             "not_found": (
                 "agent_not_found",
-                f"The agent CLI of {describe(state.levels, state.level)} could not run: {call.detail}.",
+                f"The agent CLI of {who} could not run: {call.detail}.",
                 f"Install `{cmd}` on the engine host (on the daemon's PATH) or correct the argv of level "
-                f"{level.name!r} in `[agent] levels`, then send the MP again with `Approves: {self.mp.mp_id}`.",
+                f"{level.name!r} in `{section}`, then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),
             "auth": (
                 "agent_auth",
-                f"The agent CLI of {describe(state.levels, state.level)} is not authenticated: {call.detail}.",
+                f"The agent CLI of {who} is not authenticated: {call.detail}.",
                 f"Log `{cmd}` in as the engine's user (or pass its API key variable through the level's "
                 f"`env_allow`), then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),
             "billing": (
                 "agent_billing",
-                f"The account of {describe(state.levels, state.level)} has no credit left: {call.detail}.",
+                f"The account of {who} has no credit left: {call.detail}.",
                 f"Add credits to the provider account that `{cmd}` uses (or give level {level.name!r} another "
                 f"account's key through `env_allow`), then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),
             "config": (
                 "agent_config",
-                f"The agent CLI of {describe(state.levels, state.level)} cannot be started this way: {call.detail}.",
+                f"The agent CLI of {who} cannot be started this way: {call.detail}.",
                 f"Pass the prompt on stdin (`stdin = true` in level {level.name!r}, without {{prompt}} in its argv) or "
                 f"as a file (`{{prompt_file}}`), then send the MP again with `Approves: {self.mp.mp_id}`.",
             ),
@@ -189,7 +200,7 @@ class CallMixin:
             "ok": False,
             "gate": False,
             "duration": call.duration,
-            "mt": task.mt_id,
+            "mt": task.mt_id if task else None,
             "iteration": state.next_iteration,
             "level": state.level,
             "call": call.to_dict(),

@@ -3,12 +3,15 @@
     EXACT         every micro-task passed the dual gate (claim + all its checks): COMPLETED
     TIMEOUT       the iteration or time budget is spent; carries the best iteration
     DIVERGED      the residual grew `divergence_window` times in a row, or a circuit
-                  breaker opened (the loop will not converge by itself)
-    BLOCKED       the agent said it is blocked, the hard gate was reached, or the agent CLI
-                  cannot work (auth, not installed, outage): a person must act
+                  breaker opened (the loop will not converge by itself), or a drift check
+                  found drift with no re-plan left
+    BLOCKED       the agent said it is blocked, the hard gate was reached, the planner gave
+                  no valid plan, or the agent CLI cannot work (auth, not installed,
+                  outage): a person must act
     BACKPRESSURE  a STOP file in SYSTEM/ (ends the MP); SIGTERM and usage limits are also
                   backpressure but only pause the loop, which resumes later
-    NEED_INFO     no checks while `[agent] require_checks`, or no agent chain configured
+    NEED_INFO     no checks while `[agent] require_checks`, no agent chain configured, or a
+                  plan asked for without `[agent.planner]`
     UNVERIFIED    every micro-task was claimed done, but the MP has no check at all
                   (`require_checks = false`): COMPLETED, but its work does not land
 
@@ -86,6 +89,14 @@ def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagn
             cert.detail + best_text,
             f"Read the learnings and the last evidence of {where}, make its instruction more precise, {resend}.",
         )
+    if t == DIVERGED and r == "drift":
+        return d(
+            "agent_drift",
+            "the work drifted from the goal" + (f" ({where})" if where else ""),
+            cert.detail,
+            f"Read the drift checks in the result, make the goal and its checks more precise (or raise "
+            f"`[agent] max_replans`), {resend}.",
+        )
     if t == DIVERGED:
         return d(
             "agent_diverged",
@@ -100,8 +111,18 @@ def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagn
             cert.detail + best_text,
             f"Finish {where} by hand (or add a stronger level before the hard gate), {resend}.",
         )
+    if t == BLOCKED and r == "invalid_plan":
+        return d(
+            "agent_invalid_plan",
+            "the planner gave no valid plan",
+            cert.detail,
+            "Use a stronger model as `[agent.planner]` (its answers are in the run's agent/PLAN-*/ evidence), or "
+            f"write the MP as a numbered list with `Plan: list`, {resend}.",
+        )
     if t == BLOCKED and r.startswith("agent_") and r != "agent_blocked":  # the CLI could not work
-        return d(r, f"agent CLI failed ({r.removeprefix('agent_')}) on {where}", cert.detail, fix or resend)
+        return d(
+            r, f"agent CLI failed ({r.removeprefix('agent_')}) on {where or 'the plan'}", cert.detail, fix or resend
+        )
     if t == BLOCKED:
         asked = cert.detail.split(": ", 1)[1] if ": " in cert.detail else ""
         give = f" ({asked[:300]})" if asked else ""
@@ -127,6 +148,14 @@ def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagn
             cert.detail,
             "Make the workspace a git repository with a first commit (`git init && git add -A && git commit -m "
             f"init` in it, or `mp-engine init --remote URL`), {resend}.",
+        )
+    if t == NEED_INFO and r == "no_planner":
+        return d(
+            "agent_need_info",
+            "a plan was asked for, but no planner is configured",
+            cert.detail,
+            "Add an `[agent.planner]` level to mp-engine.toml (docs/AGENT.md, Plans), or remove `Plan: auto` "
+            f"so the MP's list items are its micro-tasks, {resend}.",
         )
     if t == NEED_INFO and r == "no_levels":
         return d(

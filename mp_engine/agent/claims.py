@@ -15,6 +15,9 @@ previous run's transcript carries no or another nonce and is ignored):
     SUMMARY: <one line>
     ---END_LOOPR_STATUS---
 
+A reflector's verdict at a drift check (`parse_verdict`) and a planner's `<plan>` block
+(planning.py) carry the nonce the same way.
+
 A claim is only half of the exit gate: the engine runs the checks whatever is claimed.
 """
 
@@ -24,6 +27,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+VERDICT_RE = re.compile(r"<(aligned|drifted)\b([^>]*)>(.*?)</\1\s*>", re.S | re.I)  # the reflector's
 TAG_RE = re.compile(r"<(mt_complete|blocked)\b([^>]*)>(.*?)</\1\s*>", re.S | re.I)
 NONCE_ATTR_RE = re.compile(r"""nonce\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""", re.I)
 STATUS_RE = re.compile(r"---LOOPR_STATUS---[ \t]*\r?\n(.*?)\r?\n[ \t]*---END_LOOPR_STATUS---", re.S)
@@ -75,7 +79,7 @@ class Claims:
         return cls(**data)
 
 
-def _nonce_of(attrs: str) -> str | None:
+def nonce_of(attrs: str) -> str | None:
     m = NONCE_ATTR_RE.search(attrs)
     return next((g for g in m.groups() if g is not None), None) if m else None
 
@@ -114,7 +118,7 @@ def parse_claims(output: str, nonce: str) -> Claims:
     """Everything the output claims under `nonce`; the last valid block of a kind wins."""
     claims = Claims()
     for m in TAG_RE.finditer(output):
-        kind, found = m.group(1).lower(), _nonce_of(m.group(2))
+        kind, found = m.group(1).lower(), nonce_of(m.group(2))
         if found != nonce:
             claims.ignored.append(f"<{kind}> with {'no nonce' if found is None else 'another nonce'}")
             continue
@@ -142,3 +146,14 @@ def parse_claims(output: str, nonce: str) -> Claims:
         if claims.status.status == "BLOCKED" and not claims.blocked:
             claims.blocked, claims.blocked_reason = True, claims.status.summary or "(no reason given)"
     return claims
+
+
+def parse_verdict(output: str, nonce: str) -> dict[str, str]:
+    """The reflector's answer at a drift check: `<aligned nonce="N">why</aligned>` or
+    `<drifted nonce="N">why</drifted>` (the last one with the run's nonce); "none" when
+    it gave neither (no verdict is no evidence of drift)."""
+    verdict = {"verdict": "none", "why": "no <aligned> or <drifted> block with the run's nonce"}
+    for m in VERDICT_RE.finditer(output):
+        if nonce_of(m.group(2)) == nonce:
+            verdict = {"verdict": m.group(1).lower(), "why": m.group(3).strip()[:2000] or "(no reason given)"}
+    return verdict

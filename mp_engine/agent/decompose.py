@@ -33,6 +33,9 @@ class MicroTask:
     text: str
     domain: str | None = None  # `1. [docs] ...`: routed to `[[agent.routes]]` with that domain
     after: tuple[int, ...] | None = None  # `(after MT-001)`: the tasks it needs; None: every earlier one
+    checks: tuple[int, ...] | None = None  # a planned task: the checks that accept it (planning.py)
+    ref: str = ""  # a planned task: the planner's id for it
+    files: tuple[str, ...] = ()  # a planned task: the files it names (shown in its prompt)
 
     @property
     def title(self) -> str:
@@ -51,8 +54,28 @@ class Plan:
     def accepting(self, mt_index: int, dead: frozenset[int] = frozenset()) -> list[int]:
         """The indices of the checks that accept micro-task `mt_index`: those of it and of
         earlier ones, except the checks of `dead` micro-tasks (failed or skipped: a task
-        that does not depend on them is not held to their checks)."""
+        that does not depend on them is not held to their checks). A planned task: the
+        checks the plan gives it and those of every task it needs, directly or not (they
+        all passed, or it would have been skipped)."""
+        if self.tasks and self.tasks[mt_index].checks is not None:
+            seen, todo, out = set(), [mt_index], set()
+            while todo:
+                k = todo.pop()
+                if k not in seen:
+                    seen.add(k)
+                    out.update(self.tasks[k].checks or ())
+                    todo.extend(self.needs(k))
+            return sorted(out)
         return [i for i, first in enumerate(self.check_from) if first <= mt_index and first not in dead]
+
+    @property
+    def planned(self) -> bool:
+        """Planned by a planner level (`Plan: auto`), not decomposed from the list."""
+        return bool(self.tasks) and self.tasks[0].checks is not None
+
+    def extended(self, tasks: list[MicroTask]) -> Plan:
+        """This plan with a planner's tasks appended (the first plan, or a re-plan's)."""
+        return Plan(self.goal, self.tasks + tuple(tasks), self.check_from)
 
     def checks_for(self, mp: MicroProject, mt_index: int, dead: frozenset[int] = frozenset()) -> list[Block]:
         return [mp.checks[i] for i in self.accepting(mt_index, dead)]
@@ -71,6 +94,7 @@ class Plan:
                 "title": t.title,
                 "domain": t.domain,
                 "after": [self.tasks[i].mt_id for i in sorted(self.needs(t.index))],
+                **({"ref": t.ref, "files": list(t.files)} if t.checks is not None else {}),
                 "checks": [c.step_id for c in self.checks_for(mp, t.index)],
             }
             for t in self.tasks
@@ -104,6 +128,13 @@ def _after(mp: MicroProject, index: int, line: int, first_line: str) -> tuple[in
             )
         needs.append(k)
     return tuple(sorted(set(needs)))
+
+
+def goal_of(mp: MicroProject) -> Plan:
+    """A plan before the planner answers (`Plan: auto`): no task yet; the goal is the
+    title and the whole instruction text (list items included)."""
+    text = _strip([t for _n, t in mp.body])
+    return Plan("\n\n".join(p for p in (mp.title, text) if p), (), (0,) * len(mp.checks))
 
 
 def _strip(lines: list[str]) -> str:

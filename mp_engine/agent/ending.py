@@ -89,7 +89,16 @@ class EndMixin:
             "done_signals": {"streak": state.done_streak, "needed": self.cfg.done_signals},
         }
         self.progress.data["current_state"] = current
-        self.progress.data["micro_tasks"] = [t.to_dict() for t in state.tasks]
+        self.progress.data["micro_tasks"] = [
+            {**t.to_dict(), "commit": self.progress.data.get("commits", {}).get(t.mt_id)} for t in state.tasks
+        ]
+        self.progress.data["plan"] = self.plan.summary(self.mp)
+        self.progress.data["campaign"] = {
+            "planned": state.planned,
+            "pending": state.pending,
+            "replans": state.replans,
+            "drift_checks": state.drift_checks,
+        }
         self.progress.data["residual_history"] = state.history
         self.progress.save()
 
@@ -153,6 +162,9 @@ class EndMixin:
                 "escalations": state.escalations,
                 "drop_backs": state.drop_backs,
                 "micro_tasks": [{**t.to_dict(), "commit": commits.get(t.mt_id)} for t in state.tasks],
+                "planned": state.planned,
+                "replans": state.replans,
+                "drift_checks": state.drift_checks,
                 "progress": f"{self.run_rel}/agent/progress.json",
                 "learnings": f"{self.run_rel}/agent/learnings.md",
             },

@@ -24,31 +24,36 @@ from mp_engine.agent import certificate as cert
 from mp_engine.agent import learnings, prompt, workcontext
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.calling import CallMixin
+from mp_engine.agent.campaign import CampaignMixin
 from mp_engine.agent.chain import chain_for, runnable
 from mp_engine.agent.claims import parse_claims
-from mp_engine.agent.decompose import MicroTask, Plan, decompose
+from mp_engine.agent.decompose import MicroTask, Plan, decompose, goal_of
 from mp_engine.agent.ending import EndMixin, iso_utc
 from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.loopstate import Effect, LoopState
 from mp_engine.agent.progress import BASELINE_FILE, Progress
 from mp_engine.agent.recording import CheckRun, IterationCheck, RecordMixin, iter_check
 from mp_engine.agent.repomap import RepoMap
+from mp_engine.agent.resume import ResumeMixin
 from mp_engine.agent.workbranch import NoGit, WorkBranch
 from mp_engine.atomic import atomic_write_json, read_tail
 from mp_engine.config import AgentLevel
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import Budget, StepContext, run_block
-from mp_engine.record.ledger import LedgerStep, StepStatus, idempotency_key, read_artifact
+from mp_engine.record.ledger import LedgerStep, StepStatus, idempotency_key
 from mp_engine.workspace import Workspace
 
 
-class AgentRun(CallMixin, RecordMixin, EndMixin):
+class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
     """One MP's loop; rebuilt from the run archive on every (re-)entry."""
 
     def __init__(self, ctx: StepContext):
         self.cfg = ctx.config.agent
         self.mp = ctx.mp
-        self.plan: Plan = decompose(ctx.mp)
+        # `Plan: auto` (or `[agent] plan`): a planner level plans the tasks (campaign.py).
+        self.planned = (ctx.mp.headers.get("Plan") or self.cfg.plan) == "auto"
+        self.first_plan: Plan = goal_of(ctx.mp) if self.planned else decompose(ctx.mp)
+        self.state: LoopState | None = None
         if "Timeout" in ctx.mp.headers:
             total, source = float(ctx.mp.headers["Timeout"]), "the MP's `Timeout:`"
         else:
@@ -72,6 +77,11 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         self.last_checks: list[tuple[IterationCheck, LedgerStep | None]] = []
         self.fatal_fix: str | None = None  # the proposed fix when the agent CLI cannot work
 
+    @property
+    def plan(self) -> Plan:
+        """The plan as it stands: a planner's tasks join it (LoopState owns it)."""
+        return self.state.plan if self.state is not None else self.first_plan
+
     # -- events ------------------------------------------------------------------------
 
     def emit(self, name: str, event_id: str, **fields: Any) -> None:
@@ -84,6 +94,11 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
     # -- the loop ----------------------------------------------------------------------
 
     def run(self) -> ExecResult:
+        if self.planned and self.cfg.planner is None:
+            return self.need_info(
+                "no_planner",
+                "The MP asks for a plan (`Plan: auto`), but mp-engine.toml has no `[agent.planner]` level.",
+            )
         unrouted = [t.mt_id for t in self.plan.tasks if not runnable(chain_for(self.cfg, t.domain))]
         if unrouted or (not self.plan.tasks and not runnable(self.cfg.levels)):
             return self.need_info(
@@ -127,7 +142,8 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             base = Snapshot(raw["head"], raw["files"])
         self.progress = progress
         self.base = base
-        state = LoopState(self.cfg, self.plan, progress.data["base"]["digest"])
+        state = LoopState(self.cfg, self.plan, progress.data["base"]["digest"], self.planned)
+        self.state = state
         self.replay(state)
         if fresh:
             self.emit(
@@ -135,6 +151,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
                 "FR-EVT-MT-001",
                 **self.where(state),
                 micro_tasks=[t.mt_id for t in self.plan.tasks],
+                planned=self.planned,
                 levels=[lv.name for lv in self.cfg.levels],
                 **(
                     {"routes": {r.domain: [lv.name for lv in r.levels] for r in self.cfg.routes}}
@@ -158,53 +175,14 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             self.ctx.events.sync()
             self.ctx.ledger.save(durable=True)
 
-    def replay(self, state: LoopState) -> None:
-        """Rebuild the loop state from the iteration records in the ledger."""
-        for step in self.ctx.ledger.model.steps:
-            if state.final is not None:
-                return
-            if step.kind != "agent" or step.status not in (StepStatus.COMPLETED, StepStatus.FAILED):
-                continue
-            rec = read_artifact(self.ctx.run.steps_dir, step)
-            if rec is None or "mt" not in rec:
-                continue
-            if rec.get("fatal"):
-                state.end(cert.BLOCKED, rec["fatal"]["reason"], rec["fatal"]["detail"])
-                self.fatal_fix = rec["fatal"]["fix"]
-            else:
-                state.apply(rec)
-            self.remember_checks(rec)
-
-    def report_resume(self, state: LoopState) -> None:
-        """After a pause or a crash: say where the loop resumes (FR-EVT-MT-008, WF-RECOVERY)."""
-        pause = self.progress.resumed()
-        if pause is not None:
-            self.emit("micro_task_resumed", "FR-EVT-MT-008", **self.where(state), after=pause.get("kind"))
-        recoveries = self.ctx.ledger.model.recoveries
-        seen = self.progress.data.get("recoveries_seen", 0)
-        for rec in recoveries[seen:]:
-            self.emit(
-                "workflow_recovery",
-                "FR-EVT-WF-RECOVERY",
-                **self.where(state),
-                resume_point=self.step_id(state) if state.task else None,
-                steps_recovered=rec["steps_recovered"],
-                steps_to_retry=rec["steps_to_retry"],
-                reason=rec["reason"],
-            )
-        self.progress.data["recoveries_seen"] = len(recoveries)
-        for i, task in enumerate(state.tasks):  # a crash may have come between success and candidate
-            if task.status == "completed" and (task.final_level or 0) > 0:
-                self.distill(state, i, emit=False)
-        self.progress.save()
-
     def commit_task(self, state: LoopState, mt_id: str) -> None:
         """One commit per accepted micro-task on the work branch, pointing at its evidence."""
         task = next(t for t in self.plan.tasks if t.mt_id == mt_id)
         records = state.tasks[task.index].records
         evidence = f"{self.run_rel}/{records[-1]['evidence']}" if records else self.run_rel
-        self.work.commit(f"{self.mp.mp_id} {mt_id}: {task.title}", f"Evidence: {evidence}")
-        self.emit("micro_task_committed", "MPE-MT-COMMIT", mt=mt_id, branch=self.work.branch)
+        sha = self.work.commit(f"{self.mp.mp_id} {mt_id}: {task.title}", f"Evidence: {evidence}")
+        self.progress.data.setdefault("commits", {})[mt_id] = sha  # `status` shows it
+        self.emit("micro_task_committed", "MPE-MT-COMMIT", mt=mt_id, branch=self.work.branch, commit=sha)
 
     def step_id(self, state: LoopState) -> str:
         assert state.task is not None
@@ -217,6 +195,8 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         paused = self.guard(state)
         if paused is not None or state.final is not None:
             return paused
+        if state.pending is not None:  # a planning round or a drift check comes first
+            return self.campaign_step(state)
         task = self.plan.tasks[state.mt_index]
         level: AgentLevel = state.levels[state.level]
         iteration = state.next_iteration
@@ -247,7 +227,8 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         """Before an iteration: a stop pauses; SYSTEM/STOP, the budget and the iteration cap
         end the loop (`state.final`); the hourly call limit waits."""
         ctx, cfg = self.ctx, self.cfg
-        task = self.plan.tasks[state.mt_index]
+        what = state.task.mt_id if state.task and state.pending is None else "the plan"
+        when = f"{what} iteration {state.next_iteration}" if what != "the plan" else what
         if ctx.stop.is_set() or ctx.stop_now.is_set():
             return self.pause(
                 state, "stop", "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts"
@@ -256,20 +237,19 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
             state.end(
                 cert.BACKPRESSURE,
                 "stop_file",
-                f"{self.ws.rel(self.ws.stop_file)} was found before {task.mt_id} iteration {state.next_iteration}; "
-                "the loop stopped as asked.",
+                f"{self.ws.rel(self.ws.stop_file)} was found before {when}; the loop stopped as asked.",
             )
         elif self.budget.remaining() <= 0:
             state.end(
                 cert.TIMEOUT,
                 "wall_budget",
-                f"The {self.budget.total:g} s budget ({self.budget.source}) was spent before {task.mt_id} passed.",
+                f"The {self.budget.total:g} s budget ({self.budget.source}) was spent before {what} passed.",
             )
         elif state.total >= cfg.max_iterations:
             state.end(
                 cert.TIMEOUT,
                 "max_iterations",
-                f"All {cfg.max_iterations} iterations (`[agent] max_iterations`) were spent before {task.mt_id} passed.",
+                f"All {cfg.max_iterations} iterations (`[agent] max_iterations`) were spent before {what} passed.",
             )
         elif (slot := self.limiter.next_slot(time.time())) is not None:
             why = f"{cfg.calls_per_hour} agent calls in the last hour (`[agent] calls_per_hour`)"
@@ -360,9 +340,13 @@ class AgentRun(CallMixin, RecordMixin, EndMixin):
         left = self.cfg.token_budget - workcontext.tokens(bare)
         if self.cfg.token_budget == 0 or left <= 0:
             return bare
+        return build(context=workcontext.compile_context(task.text, self.worktree_map(), left))
+
+    def worktree_map(self) -> RepoMap:
+        """The work branch's repository map, cached for the run (refreshed at each use)."""
         if self.repomap is None or self.repomap.root != self.work_root:
             self.repomap = RepoMap(self.work_root, self.work.map_cache)
-        return build(context=workcontext.compile_context(task.text, self.repomap, left))
+        return self.repomap
 
     def checkpoint(self) -> None:
         """Make the finished iteration's ledger entry durable (one fsync, not one per file).

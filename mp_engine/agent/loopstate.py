@@ -9,51 +9,20 @@ through it to rebuild exactly the same state, so the ledger stays the only truth
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from mp_engine.agent import certificate as cert
 from mp_engine.agent.breakers import Breakers
+from mp_engine.agent.campaignstate import CampaignState, exhausted
 from mp_engine.agent.chain import chain_for
 from mp_engine.agent.decompose import Plan
+from mp_engine.agent.taskstate import Effect, TaskState
 from mp_engine.config import AgentConfig, AgentLevel
 
 
-@dataclass
-class Effect:
-    kind: str  # "event" or "distill"
-    name: str = ""  # event name
-    event_id: str = ""  # FR-EVT-MT-xxx
-    fields: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class TaskState:
-    mt_id: str
-    title: str
-    status: str = "pending"  # pending | active | completed | blocked | failed
-    iterations: int = 0
-    levels: list[int] = field(default_factory=list)
-    final_level: int | None = None
-    records: list[dict[str, Any]] = field(default_factory=list)
-    note: str = ""  # why it was skipped
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mt_id": self.mt_id,
-            "title": self.title,
-            "status": self.status,
-            "iterations": self.iterations,
-            "levels": self.levels,
-            "final_level": self.final_level,
-            "note": self.note,
-            "residuals": [r["residual"] for r in self.records],
-            "evidence": [r["evidence"] for r in self.records],
-        }
-
-
-class LoopState:
-    def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str):
+class LoopState(CampaignState):
+    def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str, planned: bool = False):
         self.cfg = cfg
         self.chains = [chain_for(cfg, t.domain) for t in plan.tasks]  # each task's levels (routes)
         self.plan = plan
@@ -77,6 +46,7 @@ class LoopState:
         self.done_streak = 0  # iterations in a row the agent claimed the current micro-task done
         self.last_summary: str | None = None  # the agent's last SUMMARY line
         self.last_trip: dict[str, Any] | None = None  # the last breaker or divergence that fired
+        self.init_campaign(planned)  # plans and drift checks (campaignstate.py)
 
     # -- views -----------------------------------------------------------------------
 
@@ -195,7 +165,13 @@ class LoopState:
     def _fail_task(self, type_: str, reason: str, detail: str) -> list[Effect]:
         """The current micro-task did not pass (its chain gave up, or the agent is blocked):
         the tasks that need it are SKIPPED, and the loop goes on with the next runnable one.
-        The first failure's certificate is the MP's, when no task is left."""
+        The first failure's certificate is the MP's, when no task is left. In a planned MP,
+        a task whose chain gave up asks for a re-plan instead, while re-plans are left."""
+        if exhausted(type_, reason) and self.can_replan():
+            task = self.task
+            assert task is not None
+            task.status, task.note = "failed", f"its chain gave up ({reason}); re-planned"
+            return self.request_replan("failed", task.mt_id, reason, detail)
         self.failures.append(self.end(type_, reason, detail))
         self.final = None
         effects: list[Effect] = []
@@ -250,6 +226,8 @@ class LoopState:
         return effects
 
     def _finish(self) -> None:
+        if not self.failures and self.verify_at_end():
+            return
         if self.failures:
             first = self.failures[0]
             self.final = replace(first, residual_history=list(self.history))
@@ -298,7 +276,9 @@ class LoopState:
             effects.append(Effect("event", "micro_task_complete", "FR-EVT-MT-004", {**rec_progress}))
             if rec["level"] > 0:
                 effects.append(Effect("distill", fields={"mt_index": self.mt_index}))
-            return effects + self._advance()
+            effects += self._advance()
+            self.drift_due()
+            return effects
 
         if rec["blocked"]:
             effects.append(

@@ -103,8 +103,34 @@ def load_report(run_dir: Path) -> dict[str, Any] | None:
         "current": d.get("current_state") or {},
         "waiting": d.get("waiting"),
         "micro_tasks": len(d.get("plan") or []),
+        "tasks": d.get("micro_tasks") or [],
+        "campaign": d.get("campaign") or {},
         "updated_at": d.get("updated_at"),
     }
+
+
+SHOWN = {"active": "running", "completed": "done", "blocked": "failed"}  # the issue's task states
+
+
+def plan_line(agent: dict[str, Any]) -> str | None:
+    """`plan: MT-001 done (3f2a…), MT-002 running, ...  [planned; 1 re-plan; drift checks: ...]`"""
+    tasks, camp = agent.get("tasks") or [], agent.get("campaign") or {}
+    if not tasks and not camp.get("planned"):
+        return None
+    shown = [
+        f"{t['mt_id']} {SHOWN.get(t['status'], t['status'])}" + (f" ({t['commit'][:12]})" if t.get("commit") else "")
+        for t in tasks
+    ]
+    notes = ["planned"] if camp.get("planned") else []
+    if camp.get("pending") == "plan":
+        notes.append("planning now")
+    if camp.get("replans"):
+        notes.append(f"{len(camp['replans'])} re-plan(s)")
+    drift = camp.get("drift_checks") or []
+    if drift:
+        last = drift[-1]
+        notes.append(f"{len(drift)} drift check(s), last at {last['at']} %: {'DRIFT' if last['drift'] else 'no drift'}")
+    return f"  plan:            {', '.join(shown) or '(no task yet)'}" + (f"  [{'; '.join(notes)}]" if notes else "")
 
 
 def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -> list[str]:
@@ -122,6 +148,9 @@ def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -
             f"  agent budget:    {c.get('iterations_left')} iterations and {c.get('budget_seconds_left')} s left; "
             f"{c.get('calls_last_hour')}/{c.get('calls_per_hour')} agent calls in the last hour"
         )
+        line = plan_line(agent)
+        if line:
+            lines.append(line)
         if c.get("last_summary"):
             lines.append(f"  agent summary:   {str(c['last_summary'])[:200]}")
         trip = c.get("last_trip")

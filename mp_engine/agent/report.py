@@ -17,6 +17,29 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def plan_lines(state: LoopState) -> list[str]:
+    """The plan's story: who planned, each task's needs, re-plans and drift checks."""
+    lines = []
+    if state.planned:
+        lines.append("- Planned by `[agent.planner]` (its answers: `agent/PLAN-<n>/`)")
+        for t, ts in zip(state.plan.tasks, state.tasks, strict=True):
+            after = ", ".join(state.tasks[i].mt_id for i in sorted(state.plan.needs(t.index))) or "none"
+            files = f"; files: {', '.join(t.files)}" if t.files else ""
+            route = f"; domain: {t.domain}" if t.domain else ""
+            lines.append(f"  - {ts.mt_id} ({_cell(t.ref)}): after {after}{route}{files}")
+    for r in state.replans:
+        made = ", ".join(r.get("tasks") or []) or "(no plan yet)"
+        on = f" on {r['mt']}" if r["mt"] else ""
+        lines.append(f"- Re-plan {r['round']} ({r['cause']}{on}): {_cell(r['detail'])} New tasks: {made}")
+    for d in state.drift_checks:
+        verdict = f"; reflector: {d['reflector']} ({_cell(d['why'])})" if d["reflector"] else ""
+        checks = f"{len(d['checks'])} check(s) re-run" + (
+            f", regressed: {', '.join(d['regressed'])}" if d["regressed"] else ""
+        )
+        lines.append(f"- Drift check at {d['at']} %: {'DRIFT' if d['drift'] else 'no drift'}; {checks}{verdict}")
+    return lines
+
+
 def sections(
     c: Certificate,
     state: LoopState | None,
@@ -58,6 +81,8 @@ def sections(
             f"{', '.join(map(str, t.levels)) or '-'} | {f'`{commit[:12]}`' if commit else '-'} | {evidence} |"
         )
     out.append({"title": "Micro-tasks", "body": "\n".join(rows)})
+    if state.planned or state.replans or state.drift_checks:
+        out.append({"title": "Plan", "body": "\n".join(plan_lines(state))})
     if state.history:
         hist = ["| MT | Iteration | Level | Residual |", "|---|---|---|---|"]
         hist += [f"| {h['mt']} | {h['iteration']} | {h['level']} | {h['residual']} |" for h in state.history]

@@ -86,14 +86,16 @@ class WorkBranch:
         self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), "HEAD")
         return self.path
 
-    def commit(self, message: str, trailer: str | None = None) -> None:
+    def commit(self, message: str, trailer: str | None = None) -> str:
         """Commit everything the agent changed in the worktree but the engine's files;
-        an empty commit when it changed nothing (one commit per accepted micro-task)."""
+        an empty commit when it changed nothing (one commit per accepted micro-task).
+        Returns the commit."""
         self._git("add", "-A", "--", *WORK_PATHSPEC, cwd=self.path, env=MAGIC)
         full = message + (f"\n\n{trailer}" if trailer else "")
         # Quiet: no summary diffstat to compute; no auto-gc check on the agent's clock.
         ident = self._identity()
         self._git(*ident, "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
+        return self._git("rev-parse", "HEAD", cwd=self.path).out.strip()
 
     def task_commits(self) -> dict[str, str]:
         """{MT id: commit} of this run's micro-task commits: those on the work branch that

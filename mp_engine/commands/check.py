@@ -24,7 +24,8 @@ def check(
             require_executable(mp)
         else:
             AgentExecutor().validate(mp)
-            micro_tasks = decompose(mp).summary(mp)
+            if mp.headers.get("Plan") != "auto":  # a planned MP's tasks come from the planner at run time
+                micro_tasks = decompose(mp).summary(mp)
     except InvalidMPError as e:
         if as_json:  # a program asked for JSON: it gets JSON, valid or not
             echo(json.dumps({"valid": False, "file": str(file), "reason": e.reason, "fix": e.fix, "line": e.line}))
@@ -51,7 +52,9 @@ def render(mp: MicroProject, summary: dict, micro_tasks: list[dict]) -> list[str
     lines += [f"  {s['id']}  line {s['line']:<4} {s['what']}" for s in summary["steps"]]
     lines.append(f"checks ({len(mp.checks)}):")
     lines += [f"  {c['id']}  line {c['line']:<4} {c['what']}" for c in summary["checks"]]
-    if mp.executor == "agent":  # the decomposition rule: docs/AGENT.md
+    if mp.executor == "agent" and mp.headers.get("Plan") == "auto":
+        lines.append("micro-tasks: planned at run time by `[agent.planner]` (docs/AGENT.md, Plans)")
+    elif mp.executor == "agent":  # the decomposition rule: docs/AGENT.md
         lines.append(f"micro-tasks ({len(micro_tasks)}), each accepted by its checks:")
         for t in micro_tasks:
             route = f"  (route: {t['domain']})" if t.get("domain") else ""

@@ -47,12 +47,20 @@ def _executor(value: str) -> str:
     return value
 
 
+def _plan(value: str) -> str:
+    value = value.strip().lower()
+    if value not in ("auto", "list"):
+        raise ValueError("must be `auto` (a planner level plans the work) or `list` (one micro-task per list item)")
+    return value
+
+
 # Canonical header keys: parser and one-line help. Matching is case-insensitive.
 HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Timeout": (_positive_seconds, "whole-MP timeout in seconds"),
     "Step-Timeout": (_positive_seconds, "per-step timeout in seconds"),
     "Approves": (_mp_ref, "id of the failed MP this one approves, lifting the halt"),
     "Executor": (_executor, "`shell` (default) or `agent`"),
+    "Plan": (_plan, "agent MPs: `auto` (the planner level plans) or `list` (one micro-task per list item)"),
 }
 _KEY_LOOKUP = {k.lower(): k for k in HEADER_KEYS}
 

@@ -85,6 +85,8 @@ def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
         "commit_subject": o.commit_summary,
         "work": o.extra.get("work"),
         "micro_tasks": (o.extra.get("agent") or {}).get("micro_tasks"),
+        "replans": (o.extra.get("agent") or {}).get("replans"),
+        "drift_checks": (o.extra.get("agent") or {}).get("drift_checks"),
         "notes": o.notes,
     }
 

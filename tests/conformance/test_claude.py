@@ -10,6 +10,7 @@ it lies (never EXACT); 401 (BLOCKED with the fix); 429 (waits a minute); 529 ove
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -18,6 +19,7 @@ from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
 from tests.conformance.harness import BULKY, first_call, run_mp
 from tests.conftest import result_field
+from tests.gitutil import git
 
 pytestmark = pytest.mark.conformance
 
@@ -300,3 +302,78 @@ def test_no_credit_left_ends_blocked_with_the_fix(claude, ws):
     assert result.action == "error" and result_field(ws, "Error-Kind") == "agent_billing", ws.result_file.read_text()
     assert result_field(ws, "Certificate") == "BLOCKED" and "Add credits" in ws.result_file.read_text()
     assert len(api.messages()) == 1
+
+
+PLANNED = """# MP-7.1 Two greetings, planned
+Executor: agent
+Plan: auto
+
+Create the two greeting files the checks ask for.
+
+## Validate
+
+```bash
+grep -qx hello out/a.txt
+```
+
+```bash
+grep -qx bye out/b.txt
+```
+"""
+
+# The plan the fake model answers: listed out of order, b after a.
+TWO_TASKS = {
+    "tasks": [
+        {
+            "id": "b",
+            "title": "Write the farewell",
+            "description": 'Write "bye" to `out/b.txt`.',
+            "depends_on": ["a"],
+            "files": ["out/b.txt"],
+            "checks": ["check-002"],
+        },
+        {
+            "id": "a",
+            "title": "Write the greeting",
+            "description": 'Write "hello" to `out/a.txt`.',
+            "checks": ["check-001"],
+        },
+    ]
+}
+
+
+def planner_then_worker(req, count):
+    """As the planner (the engine's planning prompt): the plan, under the prompt's nonce. As
+    a worker: write the file its task names with the Write tool, then claim."""
+    said = fm.user_text(req)
+    asked = re.search(r'^<plan nonce="([0-9a-f]+)">', said, re.M)
+    if "# Planning for mp-engine" in said and asked:
+        return fm.text(f'Here is the plan.\n<plan nonce="{asked.group(1)}">\n{json.dumps(TWO_TASKS)}\n</plan>')
+    last = req["messages"][-1]["content"]
+    if isinstance(last, list) and any(b.get("type") == "tool_result" for b in last):
+        return fm.text("Done.\n\n" + fm.status_block(fm.nonce_of(req)))
+    task = re.search(r"^## Your micro-task now: MT-\d+\n(.*?)^## ", said, re.M | re.S)
+    assert task, "a worker's prompt names its micro-task"
+    content, path = re.search(r'Write "([^"]*)" to `([^`]+)`', task.group(1)).groups()
+    return fm.tool("Write", file_path=f"{fm.workdir_of(req)}/{path}", content=content + "\n")
+
+
+def test_a_planned_two_task_mp_runs_with_claude_as_planner_and_worker(claude, ws):
+    """issue #17: the documented `[agent.planner]` (claude in plan mode) plans; the documented
+    worker level carries out each task in dependency order, one commit each."""
+    planner = claude_level(claude.exe, claude.fmt, name="planner")
+    planner["argv"] = [str(claude.exe), "-p", "--permission-mode", "plan", "--output-format", claude.fmt]
+    result, api = claude(planner_then_worker, PLANNED, planner=planner)
+    assert result.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "EXACT"
+    assert (ws.root / "out/a.txt").read_text() == "hello\n" and (ws.root / "out/b.txt").read_text() == "bye\n"
+    subjects = git(ws.root, "log", "--format=%s", "-2").split("\n")[:2]
+    assert subjects == ["MP-7.1 MT-002: Write the farewell", "MP-7.1 MT-001: Write the greeting"]
+    planning = fm.user_text(api.messages()[0])
+    assert "Create the two greeting files" in planning and "check-002:" in planning
+    result_json = json.loads((ws.system_dir / "RESULT_last.json").read_text())
+    assert [(t["mt_id"], t["status"]) for t in result_json["micro_tasks"]] == [
+        ("MT-001", "completed"),
+        ("MT-002", "completed"),
+    ]
+    assert [d["at"] for d in result_json["drift_checks"]] == [50, 100]

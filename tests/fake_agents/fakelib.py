@@ -43,7 +43,9 @@ def prompt(opts: argparse.Namespace) -> str:
 
 
 def nonce(text: str) -> str | None:
-    m = re.search(r"^NONCE: (\S+)", text, re.M)
+    """The run's nonce: the status block's NONCE line (a worker's prompt), or the nonce of
+    the answer block a planner's or reflector's prompt shows."""
+    m = re.search(r"^NONCE: (\S+)", text, re.M) or re.search(r'^<\w+ nonce="([^"]+)">', text, re.M)
     return m.group(1) if m else None
 
 

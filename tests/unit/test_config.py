@@ -100,3 +100,19 @@ def test_this_repositorys_own_workspace_runs_with_git_off():
 
     config = load_config(REPO_ROOT)
     assert config.git.enabled is False and config.execution.executor == "shell"
+
+
+def test_the_planner_and_the_reflector_are_levels_that_call_an_agent(tmp_path):
+    (tmp_path / "mp-engine.toml").write_text(
+        '[agent]\nplan = "auto"\nmax_replans = 1\n[agent.planner]\nname = "p"\nargv = ["p", "{prompt_file}"]\n'
+    )
+    cfg = load_config(tmp_path).agent
+    assert cfg.plan == "auto" and cfg.max_replans == 1 and cfg.planner.name == "p" and cfg.reflector is None
+    for text, message in [
+        ('[agent.planner]\nname = "p"\nhard_gate = true\n', r"\[agent.planner\] must call an agent"),
+        ('[agent.reflector]\nname = "r"\nargv = ["r"]\n', "never passes the prompt"),
+        ('plan = "sometimes"\n', "plan"),
+    ]:
+        (tmp_path / "mp-engine.toml").write_text("[agent]\n" + text)
+        with pytest.raises(ConfigError, match=message):
+            load_config(tmp_path)

@@ -15,6 +15,8 @@ from tests.conftest import REPO_ROOT
 PACKAGE = REPO_ROOT / "mp_engine"
 # Modules whose behaviour is tested through another module's tests, and why.
 TESTED_ELSEWHERE = {
+    "agent/resume": "tests/unit/agent/test_loop.py (pauses and restarts) and test_campaign.py (a pause after planning)",
+    "agent/taskstate": "tests/unit/agent/test_loopstate.py, test_campaignstate.py",
     "__main__": "tests/unit/test_cli.py runs `python -m mp_engine`",
     "cli": "tests/unit/test_cli.py",
     "context": "two dataclasses, used by every engine test",

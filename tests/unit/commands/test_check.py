@@ -79,3 +79,12 @@ def test_a_domain_tag_shows_the_route_the_micro_task_takes(tmp_path):
     assert rc == ExitCode.OK and first.endswith("(route: api)")
     rc, o = run(tmp_path, tagged, as_json=True)
     assert json.loads(o.out[0])["micro_tasks"][0]["domain"] == "api"
+
+
+def test_a_planned_mp_says_its_micro_tasks_come_from_the_planner(tmp_path):
+    rc, o = run(tmp_path, AGENT_MP.replace("Executor: agent\n", "Executor: agent\nPlan: auto\n"))
+    text = "\n".join(o.out)
+    assert rc == ExitCode.OK and "Plan: auto" in text
+    assert "micro-tasks: planned at run time by `[agent.planner]`" in text and "MT-001" not in text
+    rc, o = run(tmp_path, AGENT_MP.replace("Executor: agent\n", "Executor: agent\nPlan: later\n"))
+    assert rc == ExitCode.MP_ERROR and "must be `auto`" in "\n".join(o.err)

@@ -1,0 +1,244 @@
+"""Plans from a planner level (issue #17): the prompt it gets, the answer block it must
+print, and the validation that turns that answer into micro-tasks.
+
+The planner answers with one block, under the run's nonce like every claim:
+
+    <plan nonce="N">
+    {"tasks": [{"id": "model", "title": "...", "description": "...", "depends_on": [],
+                "files": ["app/model.py"], "domain": "api", "checks": ["check-001"]}]}
+    </plan>
+
+The engine validates it (the schema below, unique ids, known dependencies, no cycle,
+every check exists, every task accepted by at least one check) and orders it: the tasks
+run in dependency order (the planner's order where it does not matter) as MT-001, MT-002,
+... (numbering goes on after a re-plan). An invalid answer goes back to the planner once,
+with what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mp_engine.agent import workcontext
+from mp_engine.agent.claims import nonce_of
+from mp_engine.agent.decompose import MicroTask
+from mp_engine.agent.repomap import RepoMap
+from mp_engine.inbox.mpfile import MicroProject
+from mp_engine.record.outcome import fenced
+
+PLAN_RE = re.compile(r"<plan\b([^>]*)>(.*?)</plan\s*>", re.S | re.I)
+FENCE_RE = re.compile(r"^\s*```[\w-]*\s*\n(.*?)\n\s*```\s*$", re.S)
+MAX_TASKS = 50
+
+
+class PlannedTask(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # a model's extra commentary is not an error
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][\w.-]{0,39}$")
+    title: str = Field(min_length=1, max_length=200)
+    description: str = Field("", max_length=8000)
+    depends_on: list[str] = []
+    files: list[str] = Field([], max_length=50)
+    domain: str | None = Field(None, pattern=r"^[A-Za-z][\w-]*$")
+    checks: list[str] = []
+
+
+class PlanAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    tasks: list[PlannedTask] = Field(min_length=1, max_length=MAX_TASKS)
+
+
+class PlanInvalid(ValueError):
+    """The planner's answer is not a usable plan; the message says what to correct."""
+
+
+def extract(output: str, nonce: str) -> str:
+    """The JSON inside the last `<plan>` block carrying the run's nonce."""
+    found = None
+    for m in PLAN_RE.finditer(output):
+        if nonce_of(m.group(1)) == nonce:
+            found = m.group(2).strip()
+    if found is None:
+        raise PlanInvalid(f'no <plan nonce="{nonce}"> ... </plan> block in the answer')
+    fence = FENCE_RE.match(found)
+    return fence.group(1) if fence else found
+
+
+def _error_list(e: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, err['loc'])) or 'plan'}: {err['msg']}" for err in e.errors()[:10])
+
+
+def validate(raw: str, mp: MicroProject, done: dict[str, int], first_number: int) -> list[dict[str, Any]]:
+    """The plan as micro-task records in run order, or `PlanInvalid`.
+
+    `done`: the ids a task may depend on beyond the plan's own (the MT ids, and planner
+    ids, of micro-tasks completed before a re-plan) with their indices. New tasks get the
+    ids MT-<first_number>, MT-<first_number + 1>, ... and indices after those."""
+    try:
+        answer = PlanAnswer.model_validate(json.loads(raw))
+    except json.JSONDecodeError as e:
+        raise PlanInvalid(f"the plan is not JSON: {e}") from None
+    except ValidationError as e:
+        raise PlanInvalid(f"the plan does not match the schema: {_error_list(e)}") from None
+    checks = [c.step_id for c in mp.checks]
+    ids = [t.id for t in answer.tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise PlanInvalid(f"task ids must be unique: {', '.join(dupes)} appear more than once")
+    for t in answer.tasks:
+        unknown = [d for d in t.depends_on if d not in ids and d not in done]
+        if unknown:
+            raise PlanInvalid(f"task {t.id!r} depends on {', '.join(map(repr, unknown))}, which is no task of the plan")
+        bad = [c for c in t.checks if c not in checks]
+        if bad:
+            raise PlanInvalid(
+                f"task {t.id!r} names check(s) {', '.join(map(repr, bad))}; the MP's checks are "
+                f"{', '.join(checks) or 'none'}"
+            )
+        if checks and not t.checks:
+            raise PlanInvalid(f"task {t.id!r} lists no check; every task must be accepted by at least one check")
+        for f in t.files:
+            if f.startswith("/") or ".." in f.split("/"):
+                raise PlanInvalid(f"task {t.id!r} names file {f!r}; files are paths inside the repository")
+    order = _topological(answer.tasks)
+    base = first_number - 1
+    index = {t.id: base + k for k, t in enumerate(order)}
+    return [
+        {
+            "mt_id": f"MT-{base + k + 1:03d}",
+            "ref": t.id,
+            "title": t.title,
+            "description": t.description,
+            "after": sorted({index[d] if d in index else done[d] for d in t.depends_on}),
+            "files": t.files,
+            "domain": t.domain.lower() if t.domain else None,
+            "checks": sorted({checks.index(c) for c in t.checks}),
+        }
+        for k, t in enumerate(order)
+    ]
+
+
+def _topological(tasks: list[PlannedTask]) -> list[PlannedTask]:
+    """Dependency order, stable: the first task (in the planner's order) whose dependencies
+    are placed comes next. A cycle is named."""
+    placed: list[PlannedTask] = []
+    left = list(tasks)
+    local = {t.id for t in tasks}
+    while left:
+        names = {p.id for p in placed}
+        ready = next((t for t in left if all(d in names or d not in local for d in t.depends_on)), None)
+        if ready is None:
+            raise PlanInvalid(f"the dependencies form a cycle among {', '.join(t.id for t in left)}")
+        placed.append(ready)
+        left.remove(ready)
+    return placed
+
+
+def task_text(rec: dict[str, Any]) -> str:
+    """A planned task as the worker sees it (its files in backticks: the context compiler
+    shows them)."""
+    out = [rec["title"]]
+    if rec["description"]:
+        out += ["", rec["description"]]
+    if rec["files"]:
+        out += ["", "Files: " + ", ".join(f"`{f}`" for f in rec["files"])]
+    return "\n".join(out)
+
+
+def schema_text(nonce: str) -> str:
+    return f"""## Your answer (required)
+
+Answer with exactly one plan block; nothing else you print is read:
+
+<plan nonce="{nonce}">
+{{"tasks": [
+  {{"id": "short-id", "title": "one line", "description": "what to do, precisely",
+    "depends_on": ["ids of tasks that must be done first"], "files": ["paths/in/the/repo"],
+    "domain": "optional routing tag, e.g. docs", "checks": ["check-001"]}}
+]}}
+</plan>
+
+Rules: ids are unique (letters, digits, `.`, `_`, `-`); no dependency cycle; each task
+lists the acceptance checks (by id, from the list above) that prove it done, at least one;
+small tasks, each one commit; at most {MAX_TASKS} tasks. Blocks without this exact nonce
+are ignored.
+"""
+
+
+def fitted(token_budget: int, repomap: Callable[[], RepoMap], **parts: Any) -> str:
+    """The planner's prompt with as much repository map as `token_budget` leaves (none when
+    it is 0 or spent); `repomap` gives the (cached) map only when there is room for it."""
+    bare = prompt(repo_map="", **parts)
+    left = token_budget - workcontext.tokens(bare)
+    if token_budget == 0 or left <= 0:
+        return bare
+    return prompt(repo_map=workcontext.compile_context("", repomap(), left), **parts)
+
+
+def prompt(
+    *,
+    mp: MicroProject,
+    goal: str,
+    nonce: str,
+    repo_map: str,
+    round_: int,
+    done: list[dict[str, Any]],
+    failure: str = "",
+    previous_error: str = "",
+) -> str:
+    """The planner's prompt: the goal, the MP's checks, the repository map; on a re-plan,
+    what is done and why the last plan failed (the failed checks' tails, the diff so far,
+    the learnings, gathered by the caller into `failure`)."""
+    out = [
+        f"# Planning for mp-engine: {mp.mp_id}" + (f" (re-plan {round_})" if round_ else ""),
+        "",
+        "You plan; you do not change files. Split the goal into small tasks that coding agents",
+        "carry out one at a time, each in a fresh session that sees only its task, its files",
+        "and a repository map. The engine runs the acceptance checks itself to accept a task.",
+        "",
+        "## Goal",
+        "",
+        goal,
+        "",
+        "## Acceptance checks (run by the engine with bash in the repository root; exit 0 = pass)",
+        "",
+    ]
+    for c in mp.checks:
+        out += [f"{c.step_id}:", fenced(c.body, "bash"), ""]
+    if not mp.checks:
+        out += ["(none)", ""]
+    if done:
+        out += ["## Already done (do not plan these again; new tasks may depend on their ids)", ""]
+        out += [f"- {d['mt_id']} ({d['ref']}): {d['title']}" for d in done] + [""]
+    if failure:
+        out += ["## Why the last plan must change", "", failure.rstrip(), ""]
+    if repo_map:
+        out += [repo_map.rstrip(), ""]
+    out += [schema_text(nonce)]
+    if previous_error:
+        out += ["## Your previous answer was refused", "", previous_error, "", "Answer again with a valid plan.", ""]
+    return "\n".join(out)
+
+
+def micro_tasks(records: list[dict[str, Any]], line: int = 0) -> list[MicroTask]:
+    """The validated plan's records as micro-tasks."""
+    return [
+        MicroTask(
+            r["mt_id"],
+            int(r["mt_id"][3:]) - 1,
+            line,
+            task_text(r),
+            r["domain"],
+            tuple(r["after"]),
+            tuple(r["checks"]),
+            r["ref"],
+            tuple(r["files"]),
+        )
+        for r in records
+    ]
