@@ -64,7 +64,8 @@ class CampaignMixin:
             raw = planning.extract(self.read_output(ev), self.progress.nonce)
             rec["tasks"] = planning.validate(raw, self.mp, state.completed_ids(), len(state.tasks) + 1)
         except planning.PlanInvalid as e:
-            rec["invalid"] = str(e)
+            ended = f" (the planner's call ended `{call.kind}`: {call.detail})" if call.kind != "ok" else ""
+            rec["invalid"] = str(e) + ended
         self.finish_step(step, ev, rec, call, ok="invalid" not in rec)
         self.act(state, state.apply_plan(rec))
         return None

@@ -33,6 +33,7 @@ from mp_engine.record.outcome import fenced
 
 PLAN_RE = re.compile(r"<plan\b([^>]*)>(.*?)</plan\s*>", re.S | re.I)
 FENCE_RE = re.compile(r"^\s*```[\w-]*\s*\n(.*?)\n\s*```\s*$", re.S)
+CHECK_RE = re.compile(r"^check[-_ ]?0*(\d+)$", re.I)
 MAX_TASKS = 50
 
 
@@ -67,7 +68,11 @@ def extract(output: str, nonce: str) -> str:
     if found is None:
         raise PlanInvalid(f'no <plan nonce="{nonce}"> ... </plan> block in the answer')
     fence = FENCE_RE.match(found)
-    return fence.group(1) if fence else found
+    if fence:
+        return fence.group(1)
+    if not found.startswith("{") and "{" in found:  # "Here it is: {...}": the object in the prose
+        return found[found.index("{") : found.rindex("}") + 1]
+    return found
 
 
 def _error_list(e: ValidationError) -> str:
@@ -87,6 +92,8 @@ def validate(raw: str, mp: MicroProject, done: dict[str, int], first_number: int
     except ValidationError as e:
         raise PlanInvalid(f"the plan does not match the schema: {_error_list(e)}") from None
     checks = [c.step_id for c in mp.checks]
+    for t in answer.tasks:  # `check-1`, `Check-01`: the id the prompt shows
+        t.checks = [_check_id(c) for c in t.checks]
     ids = [t.id for t in answer.tasks]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -122,6 +129,11 @@ def validate(raw: str, mp: MicroProject, done: dict[str, int], first_number: int
         }
         for k, t in enumerate(order)
     ]
+
+
+def _check_id(name: str) -> str:
+    m = CHECK_RE.match(name.strip())
+    return f"check-{int(m.group(1)):03d}" if m else name
 
 
 def _topological(tasks: list[PlannedTask]) -> list[PlannedTask]:

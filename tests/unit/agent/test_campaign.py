@@ -319,3 +319,13 @@ def test_a_planner_that_cannot_run_ends_blocked_naming_the_planner(start, ws):
     text = ws.result_file.read_text()
     assert "The agent CLI of the planner (planner) could not run" in text
     assert "correct the argv of level 'planner' in `[agent.planner]`" in text
+
+
+def test_a_planner_that_hangs_is_cut_off_and_the_refusal_says_so(start, ws, tmp_path):
+    hung = level("planner", "hang.py", "--flag", str(tmp_path / "flag"), "--pids", str(tmp_path / "pids"))
+    engine = start(planner={**hung, "idle_timeout": 0.5})
+    assert run_mp(engine, ws, PLANNED).action == "error"
+    first, second = names(ws, "campaign_plan_invalid", "error")
+    assert first.startswith('no <plan nonce="') and "(the planner's call ended `" in first
+    assert "ended" not in second  # the second call ended normally, without a plan
+    assert result_field(ws, "Error-Kind") == "agent_invalid_plan"

@@ -104,3 +104,11 @@ def test_the_prompt_carries_goal_checks_map_schema_and_on_a_re_plan_what_failed(
         "the plan is not JSON",
     ):
         assert part in text, part
+
+
+def test_a_real_model_s_habits_are_read_leniently():
+    """Prose around the object inside the block, and checks named `check-1` or `Check 02`."""
+    raw = planning.extract('<plan nonce="N">Here it is: {"tasks": [{"id": "a"}]} Hope it helps.</plan>', "N")
+    assert raw == '{"tasks": [{"id": "a"}]}'
+    (a, b) = valid(t("a", checks=("check-1",)), t("b", checks=("Check 02",)))
+    assert a["checks"] == [0] and b["checks"] == [1]
