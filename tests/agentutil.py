@@ -45,6 +45,24 @@ grep -qx hello out/a.txt
 ```
 """
 
+# A planned agent MP (issue #17): the planner level plans its tasks.
+PLANNED = """# MP-4.1 Greeting files, planned
+Executor: agent
+Plan: auto
+
+Create the greeting files the checks ask for.
+
+## Validate
+
+```bash
+grep -qx hello out/a.txt
+```
+
+```bash
+grep -qx bye out/b.txt
+```
+"""
+
 
 def level(name: str, script: str, *args: str, prompt: str = "file", **opts: Any) -> dict[str, Any]:
     """A chain level running tests/fake_agents/<script> with the prompt as a file or text."""

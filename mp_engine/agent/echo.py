@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-CLAIM_LINE_RE = re.compile(r"<(mt_complete|blocked)\b[^>]*>.*</\1\s*>", re.I)
+CLAIM_LINE_RE = re.compile(r"<(mt_complete|blocked|aligned|drifted)\b[^>]*>.*</\1\s*>", re.I)  # claims, verdicts
 
 
 def _cut_copies(text: str, prompt: str) -> str:

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from tests.agentutil import GREET, configure, level, planner, task
+from tests.agentutil import GREET, PLANNED, configure, level, planner, task
 from tests.conftest import read_state, wait_for
 from tests.e2e.cmd_send.test_send import GIT_ENV, finish, send
 from tests.gitutil import engine_workspace, git, make_remote, remote_file, remote_log
@@ -75,27 +75,9 @@ def test_failed_agent_work_never_reaches_main_and_its_branch_is_pushed(tmp_path,
         d.wait()
 
 
-PLANNED = """# MP-3.4 Greetings, planned
-Executor: agent
-Plan: auto
-
-Create the greeting files the checks ask for.
-
-## Validate
-
-```bash
-grep -qx hello out/a.txt
-```
-
-```bash
-grep -qx bye out/b.txt
-```
-"""
-
-
 def test_a_planned_mp_over_git_lands_on_its_branch_for_review(tmp_path, daemon_factory):
     """issue #17 through the daemon and a real remote: the planner's tasks run in dependency
-    order, one commit each on mp/MP-3.4, which is pushed and named (`land = "branch"`); main
+    order, one commit each on mp/MP-4.1, which is pushed and named (`land = "branch"`); main
     gets the result, whose JSON carries the plan's tasks and drift checks."""
     bare = make_remote(tmp_path)
     url = f"file://{bare}"
@@ -110,11 +92,11 @@ def test_a_planned_mp_over_git_lands_on_its_branch_for_review(tmp_path, daemon_f
         code, out, err = finish(send(tmp_path, PLANNED, url))
         assert code == 0 and "Certificate: EXACT" in out, err + d.output()
         assert remote_file(bare, "out/a.txt") is None  # main: the result only
-        assert remote_file(bare, "out/b.txt", ref="mp/MP-3.4") == "bye\n"
-        subjects = git(bare, "log", "--format=%s", "-2", "mp/MP-3.4").split("\n")[:2]
-        assert subjects == ["MP-3.4 MT-002: task b", "MP-3.4 MT-001: task a"]
+        assert remote_file(bare, "out/b.txt", ref="mp/MP-4.1") == "bye\n"
+        subjects = git(bare, "log", "--format=%s", "-2", "mp/MP-4.1").split("\n")[:2]
+        assert subjects == ["MP-4.1 MT-002: task b", "MP-4.1 MT-001: task a"]
         last = json.loads(remote_file(bare, "SYSTEM/RESULT_last.json"))
-        assert last["work"]["branch"] == "mp/MP-3.4" and last["work"]["how"] == "branch"
+        assert last["work"]["branch"] == "mp/MP-4.1" and last["work"]["how"] == "branch"
         assert [t["mt_id"] for t in last["micro_tasks"]] == ["MT-001", "MT-002"]
         assert [(c["at"], c["drift"]) for c in last["drift_checks"]] == [(50, False), (100, False)]
         assert "## Plan" in remote_file(bare, "SYSTEM/RESULT_last.md")

@@ -11,30 +11,25 @@ from mp_engine.agent.progress import load_report, render_lines
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
 from mp_engine.workspace import Workspace
-from tests.agentutil import GATE, GREET, add_route, calls, configure, level, only_run, planner, progress, task
+from tests.agentutil import (
+    GATE,
+    GREET,
+    add_route,
+    calls,
+    configure,
+    level,
+    only_run,
+    planner,
+    progress,
+    task,
+)
+from tests.agentutil import (
+    PLANNED as TWO,
+)
 from tests.conftest import drop, events, read_state, result_field, wait_for
 from tests.gitutil import git
 
-PLANNED = """# MP-4.1 Greeting files, planned
-Executor: agent
-Plan: auto
-
-Create the greeting files the checks ask for.
-
-## Validate
-
-```bash
-grep -qx hello out/a.txt
-```
-
-```bash
-grep -qx bye out/b.txt
-```
-
-```bash
-grep -qx ciao out/c.txt
-```
-"""
+PLANNED = TWO + "\n```bash\ngrep -qx ciao out/c.txt\n```\n"  # three checks
 
 A = task("a", ("hello", "out/a.txt"))
 B = task("b", ("bye", "out/b.txt"), checks=["check-002"])
@@ -209,9 +204,8 @@ def test_drift_found_by_a_regressed_check_leads_to_a_re_plan(start, ws, tmp_path
     answers = tmp_path / "plans"
     breaker = task("b", ("oops", "out/a.txt"), ("bye", "out/b.txt"), checks=["check-002"])
     repair = task("fix", ("hello", "out/a.txt"), after=["a"])
-    mp = PLANNED.replace("```bash\ngrep -qx ciao out/c.txt\n```\n", "")
     engine = start(planner=planner(answers, {"tasks": [A, breaker]}, {"tasks": [repair]}))
-    assert run_mp(engine, ws, mp).action == "completed", ws.result_file.read_text()
+    assert run_mp(engine, ws, TWO).action == "completed", ws.result_file.read_text()
     checks = result_json(ws)["drift_checks"]
     assert [(d["at"], d["regressed"], d["drift"]) for d in checks] == [
         (50, [], False),
@@ -226,9 +220,8 @@ def test_drift_found_by_a_regressed_check_leads_to_a_re_plan(start, ws, tmp_path
 
 def test_drift_with_no_re_plan_left_is_diverged(start, ws, tmp_path):
     breaker = task("b", ("oops", "out/a.txt"), ("bye", "out/b.txt"), checks=["check-002"])
-    mp = PLANNED.replace("```bash\ngrep -qx ciao out/c.txt\n```\n", "")
     engine = start(max_replans=0, planner=planner(tmp_path / "plans", {"tasks": [A, breaker]}))
-    assert run_mp(engine, ws, mp).action == "error"
+    assert run_mp(engine, ws, TWO).action == "error"
     assert result_field(ws, "Certificate") == "DIVERGED" and result_field(ws, "Error-Kind") == "agent_drift"
     assert "Drift at 100 %: check-001 regressed" in ws.result_file.read_text()
     assert not (ws.root / "out").exists()  # not EXACT: nothing lands
@@ -237,9 +230,8 @@ def test_drift_with_no_re_plan_left_is_diverged(start, ws, tmp_path):
 def test_the_reflector_s_drifted_verdict_re_plans_and_aligned_goes_on(start, ws, tmp_path):
     answers, seen = tmp_path / "plans", tmp_path / "reflections"
     reflector = level("critic", "reflector.py", "--verdicts", "drifted,aligned", "--save", str(seen))
-    mp = PLANNED.replace("```bash\ngrep -qx ciao out/c.txt\n```\n", "")
     engine = start(planner=planner(answers, {"tasks": [A, B]}, {"tasks": [B]}), reflector=reflector)
-    assert run_mp(engine, ws, mp).action == "completed", ws.result_file.read_text()
+    assert run_mp(engine, ws, TWO).action == "completed", ws.result_file.read_text()
     checks = result_json(ws)["drift_checks"]
     assert [(d["at"], d["reflector"], d["drift"]) for d in checks] == [(50, "drifted", True), (100, None, False)]
     assert checks[0]["why"] == "the reflector's reason 1"

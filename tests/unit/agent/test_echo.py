@@ -37,3 +37,17 @@ def test_limits_are_read_only_from_what_the_cli_itself_printed():
     text = for_limits(said, PROMPT)
     assert "429" not in text and "rate limit" not in text and "401 Unauthorized" in text
     assert for_limits("anything", None) == "anything" and for_claims("x", "") == "x"
+
+
+def test_an_echoed_drift_question_gives_no_verdict():
+    """The reflector's prompt shows both verdicts with the nonce (`<drifted>` last): a CLI
+    that echoes it, even reflowed, must not be read as finding drift."""
+    from mp_engine.agent.claims import parse_verdict
+
+    question = f'Does it serve the goal?\n<aligned nonce="{NONCE}">why</aligned>\nor:\n<drifted nonce="{NONCE}">how</drifted>\n'
+    wrapped = "> " + question.replace("\n", "\n> ")
+    assert parse_verdict(question, NONCE)["verdict"] == "drifted"  # read raw, the echo is drift
+    for echoed in ("user\n" + question, wrapped.replace("> <", "<")):
+        assert parse_verdict(for_claims(echoed, question), NONCE)["verdict"] == "none"
+    answer = f'<aligned nonce="{NONCE}">it adds the retries the goal asks for</aligned>'
+    assert parse_verdict(for_claims("user\n" + question + answer, question), NONCE)["verdict"] == "aligned"
