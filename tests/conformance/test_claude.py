@@ -326,14 +326,19 @@ TWO_TASKS = {
 
 
 def planner_then_worker(req, count):
-    """As the planner (the engine's planning prompt): the plan, under the prompt's nonce. As
-    a worker: write the file its task names with the Write tool, then claim."""
+    """As the planner (the engine's planning prompt): first try to write a file (the
+    documented planner level must refuse: it plans, it does not edit), then answer with the
+    plan under the prompt's nonce. As a worker: write the file its task names with the
+    Write tool, then claim."""
     said = fm.user_text(req)
     asked = re.search(r'^<plan nonce="([0-9a-f]+)">', said, re.M)
-    if "# Planning for mp-engine" in said and asked:
-        return fm.text(f'Here is the plan.\n<plan nonce="{asked.group(1)}">\n{json.dumps(TWO_TASKS)}\n</plan>')
     last = req["messages"][-1]["content"]
-    if isinstance(last, list) and any(b.get("type") == "tool_result" for b in last):
+    answered_tool = isinstance(last, list) and any(b.get("type") == "tool_result" for b in last)
+    if "# Planning for mp-engine" in said and asked:
+        if not answered_tool:
+            return fm.tool("Write", file_path=f"{fm.workdir_of(req)}/planner-was-here.txt", content="x\n")
+        return fm.text(f'Here is the plan.\n<plan nonce="{asked.group(1)}">\n{json.dumps(TWO_TASKS)}\n</plan>')
+    if answered_tool:
         return fm.text("Done.\n\n" + fm.status_block(fm.nonce_of(req)))
     task = re.search(r"^## Your micro-task now: MT-\d+\n(.*?)^## ", said, re.M | re.S)
     assert task, "a worker's prompt names its micro-task"
@@ -342,16 +347,27 @@ def planner_then_worker(req, count):
 
 
 def test_a_planned_two_task_mp_runs_with_claude_as_planner_and_worker(claude, ws):
-    """issue #17: the documented `[agent.planner]` (claude in plan mode) plans; the documented
-    worker level carries out each task in dependency order, one commit each."""
+    """issue #17: the documented `[agent.planner]` (claude without edit permissions) plans,
+    and its attempt to write a file is refused; the documented worker level carries out each
+    task in dependency order, one commit each."""
     planner = claude_level(claude.exe, claude.fmt, name="planner")
-    planner["argv"] = [str(claude.exe), "-p", "--permission-mode", "plan", "--output-format", claude.fmt]
+    planner["argv"] = [str(claude.exe), "-p", "--output-format", claude.fmt]
     result, api = claude(planner_then_worker, PLANNED, planner=planner)
     assert result.action == "completed", ws.result_file.read_text()
     assert result_field(ws, "Certificate") == "EXACT"
     assert (ws.root / "out/a.txt").read_text() == "hello\n" and (ws.root / "out/b.txt").read_text() == "bye\n"
+    assert "planner-was-here.txt" not in git(ws.root, "log", "--all", "--name-only", "--format=")
+    assert not list(ws.root.rglob("planner-was-here.txt")) and not list(ws.local_dir.rglob("planner-was-here.txt"))
     subjects = git(ws.root, "log", "--format=%s", "-2").split("\n")[:2]
     assert subjects == ["MP-4.1 MT-002: Write the farewell", "MP-4.1 MT-001: Write the greeting"]
+    refused = [
+        b
+        for m in api.messages()[1]["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert refused and refused[-1].get("is_error"), refused  # the CLI refused the planner's Write
     planning = fm.user_text(api.messages()[0])
     assert "Create the greeting files the checks ask for" in planning and "check-002:" in planning
     result_json = json.loads((ws.system_dir / "RESULT_last.json").read_text())
