@@ -33,12 +33,13 @@ from mp_engine.record.outcome import fenced
 
 PLAN_RE = re.compile(r"<plan\b([^>]*)>(.*?)</plan\s*>", re.S | re.I)
 FENCE_RE = re.compile(r"^\s*```[\w-]*\s*\n(.*?)\n\s*```\s*$", re.S)
-CHECK_RE = re.compile(r"^check[-_ ]?0*(\d+)$", re.I)
+CHECK_RE = re.compile(r"^(?:check[-_ ]?)?0*(\d+)$", re.I)
 MAX_TASKS = 50
 
 
 class PlannedTask(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # a model's extra commentary is not an error
+    # A model's extra commentary is not an error, and ids may come as numbers (`"id": 1`).
+    model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True)
 
     id: str = Field(pattern=r"^[A-Za-z0-9][\w.-]{0,39}$")
     title: str = Field(min_length=1, max_length=200)
@@ -92,7 +93,7 @@ def validate(raw: str, mp: MicroProject, done: dict[str, int], first_number: int
     except ValidationError as e:
         raise PlanInvalid(f"the plan does not match the schema: {_error_list(e)}") from None
     checks = [c.step_id for c in mp.checks]
-    for t in answer.tasks:  # `check-1`, `Check-01`: the id the prompt shows
+    for t in answer.tasks:  # `check-1`, `Check 02`, `3`: the id the prompt shows
         t.checks = [_check_id(c) for c in t.checks]
     ids = [t.id for t in answer.tasks]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

@@ -107,8 +107,23 @@ def test_the_prompt_carries_goal_checks_map_schema_and_on_a_re_plan_what_failed(
 
 
 def test_a_real_model_s_habits_are_read_leniently():
-    """Prose around the object inside the block, and checks named `check-1` or `Check 02`."""
+    """Prose around the object inside the block, checks named `check-1`, `Check 02` or 2,
+    and numbers as ids."""
     raw = planning.extract('<plan nonce="N">Here it is: {"tasks": [{"id": "a"}]} Hope it helps.</plan>', "N")
     assert raw == '{"tasks": [{"id": "a"}]}'
     (a, b) = valid(t("a", checks=("check-1",)), t("b", checks=("Check 02",)))
     assert a["checks"] == [0] and b["checks"] == [1]
+    numbered = planning.validate(
+        json.dumps(
+            {
+                "tasks": [
+                    {"id": 1, "title": "x", "checks": [2]},
+                    {"id": 2, "title": "y", "depends_on": [1], "checks": ["1"]},
+                ]
+            }
+        ),
+        MP,
+        {},
+        1,
+    )
+    assert [(r["ref"], r["after"], r["checks"]) for r in numbered] == [("1", [], [1]), ("2", [0], [0])]
