@@ -45,13 +45,7 @@ class CampaignMixin:
         name, attempt = f"PLAN-{state.plan_round + 1}", state.plan_attempt + 1
         ev = IterationEvidence(self.run_dir, name, attempt)
         step_id = f"{name}_iter-{attempt:03d}"
-        prompt_path = ev.path("prompt.md")
-        if self.ctx.ledger.step(step_id) is not None and prompt_path.exists():  # a retry: the same prompt
-            text = prompt_path.read_text(encoding="utf-8")
-            ev.add(prompt_path, text.encode("utf-8"))
-        else:
-            text = self.planner_prompt(state)
-            ev.write("prompt.md", text)
+        text = self.prompt_once(ev, step_id, lambda: self.planner_prompt(state))
         step = self.start_step(step_id, "plan", name, str(attempt), hashlib.sha256(text.encode()).hexdigest())
         self.publish(state, live=True)
         self.emit("campaign_planning", "MPE-PLAN-START", round=state.plan_round, attempt=attempt, agent=level.name)
@@ -196,6 +190,8 @@ class CampaignMixin:
     # -- shared ------------------------------------------------------------------------
 
     def start_step(self, step_id: str, kind: str, *key_parts: str) -> LedgerStep:
+        """Start ledger step `step_id`, keyed by the SHA-256 of `key_parts` (an iteration's:
+        MT id, iteration, level, prompt hash)."""
         key = idempotency_key(*key_parts)
         step = self.ctx.ledger.ensure_step(step_id, kind, key)
         step.idempotency_key = key

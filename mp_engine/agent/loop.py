@@ -15,6 +15,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -40,7 +41,7 @@ from mp_engine.atomic import atomic_write_json, read_tail
 from mp_engine.config import AgentLevel
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import Budget, StepContext, run_block
-from mp_engine.record.ledger import LedgerStep, StepStatus, idempotency_key
+from mp_engine.record.ledger import LedgerStep, StepStatus
 from mp_engine.workspace import Workspace
 
 
@@ -259,21 +260,12 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
     def prepare(self, state: LoopState, task: MicroTask, level: AgentLevel) -> tuple[LedgerStep, IterationEvidence]:
         """The iteration's prompt (the same one again on a retry), its ledger step keyed by
         the prompt's hash, and FR-EVT-MT-002."""
-        ctx = self.ctx
         iteration = state.next_iteration
         step_id = self.step_id(state)
         ev = IterationEvidence(self.run_dir, task.mt_id, iteration)
-        prompt_path = ev.path("prompt.md")
-        if ctx.ledger.step(step_id) is not None and prompt_path.exists():  # a retry: the same prompt, the same key
-            text = prompt_path.read_text(encoding="utf-8")
-            ev.add(prompt_path, text.encode("utf-8"))
-        else:
-            text = self.build_prompt(state, task.index, iteration, level)
-            ev.write("prompt.md", text)
-        key = idempotency_key(task.mt_id, str(iteration), str(state.level), hashlib.sha256(text.encode()).hexdigest())
-        step = ctx.ledger.ensure_step(step_id, "agent", key)
-        step.idempotency_key = key
-        ctx.ledger.start(step)
+        text = self.prompt_once(ev, step_id, lambda: self.build_prompt(state, task.index, iteration, level))
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        step = self.start_step(step_id, "agent", task.mt_id, str(iteration), str(state.level), sha)
         self.publish(state, live=True)
         self.emit(
             "micro_task_iteration_started",
@@ -284,6 +276,18 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
             agent=level.name,
         )
         return step, ev
+
+    def prompt_once(self, ev: IterationEvidence, step_id: str, build: Callable[[], str]) -> str:
+        """The step's prompt: built and kept in its evidence the first time, the kept one on
+        a retry (the same prompt, so the same idempotency key)."""
+        path = ev.path("prompt.md")
+        if self.ctx.ledger.step(step_id) is not None and path.exists():
+            text = path.read_text(encoding="utf-8")
+            ev.add(path, text.encode("utf-8"))
+            return text
+        text = build()
+        ev.write("prompt.md", text)
+        return text
 
     def run_checks(self, mt_index: int, step_id: str, dead: frozenset[int] = frozenset()) -> list[CheckRun] | None:
         """The engine's own verdict: every check of the micro-task, run by the engine.
