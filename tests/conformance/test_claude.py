@@ -350,6 +350,15 @@ def test_a_planned_two_task_mp_runs_with_claude_as_planner_and_worker(claude, ws
     """issue #17: the documented `[agent.planner]` (claude without edit permissions) plans,
     and its attempt to write a file is refused; the documented worker level carries out each
     task in dependency order, one commit each."""
+    import tomllib
+
+    from tests.conformance.clis import REPO_ROOT
+
+    docs = (REPO_ROOT / "docs" / "AGENT.md").read_text()
+    documented = [
+        tomllib.loads(b).get("agent", {}).get("planner") for b in re.findall(r"```toml\n(.*?)```", docs, re.S)
+    ]
+    assert ["claude", "-p", "--output-format", "json"] in [p["argv"] for p in documented if p]
     planner = claude_level(claude.exe, claude.fmt, name="planner")
     planner["argv"] = [str(claude.exe), "-p", "--output-format", claude.fmt]
     result, api = claude(planner_then_worker, PLANNED, planner=planner)

@@ -283,3 +283,71 @@ def test_the_rows_run_the_level_docs_agent_md_gives():
 
 def _resume(waiting: dict) -> datetime:
     return datetime.fromisoformat(waiting["resume_at"].replace("Z", "+00:00"))
+
+
+# A planner level of codex (docs/AGENT.md, Plans): read-only sandbox, the rest as documented.
+PLANNER_ARGV = [arg if arg != "workspace-write" else "read-only" for arg in DOCUMENTED_ARGV]
+
+TWO_TASKS = {
+    "tasks": [
+        {
+            "id": "b",
+            "title": "Write the farewell",
+            "description": "Write bye to out/b.txt.",
+            "depends_on": ["a"],
+            "checks": ["check-002"],
+        },
+        {"id": "a", "title": "Write the greeting", "description": "Write hello to out/a.txt.", "checks": ["check-001"]},
+    ]
+}
+
+
+def planner_then_worker(req, count):
+    """As the planner: try to write a file (the read-only sandbox must refuse), then answer
+    with the plan under the prompt's nonce. As a worker: write what the task says, claim."""
+    import json
+    import re
+
+    said = fm.user_text(req)
+    ran = any(i.get("type") == "function_call_output" for i in req.get("input") or [])
+    asked = re.search(r'^<plan nonce="([0-9a-f]+)">', said, re.M)
+    if "# Planning for mp-engine" in said and asked:
+        if not ran:
+            return command("printf x > planner-was-here.txt && echo WROTE || echo REFUSED")
+        return fm.text(f'The plan:\n<plan nonce="{asked.group(1)}">\n{json.dumps(TWO_TASKS)}\n</plan>')
+    if ran:
+        return fm.text("Done.\n\n" + fm.status_block(fm.nonce_of(req)))
+    word, path = re.search(r"^Write (\w+) to (\S+)\.$", said, re.M).groups()
+    return command(f"mkdir -p out && printf '{word}\\n' > {path}")
+
+
+def test_a_planned_two_task_mp_runs_with_codex_as_planner_and_worker(codex, ws):
+    """issue #17 with codex: the documented planner level (read-only sandbox) cannot write,
+    and plans; the documented worker level carries out the tasks in dependency order."""
+    import re
+    import tomllib
+
+    from tests.agentutil import PLANNED
+    from tests.conformance.clis import REPO_ROOT
+    from tests.gitutil import git
+
+    docs = (REPO_ROOT / "docs" / "AGENT.md").read_text()
+    documented = [
+        tomllib.loads(b).get("agent", {}).get("planner") for b in re.findall(r"```toml\n(.*?)```", docs, re.S)
+    ]
+    assert PLANNER_ARGV in [p["argv"] for p in documented if p]
+
+    planner = codex_level(codex.exe, codex.fmt, name="planner")
+    planner["argv"] = [str(codex.exe), *PLANNER_ARGV[1:]]
+    if codex.fmt == "text":
+        planner["argv"].remove("--json")
+    result, api = codex(planner_then_worker, PLANNED, planner=planner)
+    assert result.action == "completed", ws.result_file.read_text()
+    refused = fm.user_text(api.calls()[1])
+    assert "REFUSED" in refused and "WROTE" not in refused, refused[-2000:]
+    assert "planner-was-here.txt" not in git(ws.root, "log", "--all", "--name-only", "--format=")
+    assert (ws.root / "out/a.txt").read_text() == "hello\n" and (ws.root / "out/b.txt").read_text() == "bye\n"
+    assert git(ws.root, "log", "--format=%s", "-2").split("\n")[:2] == [
+        "MP-4.1 MT-002: Write the farewell",
+        "MP-4.1 MT-001: Write the greeting",
+    ]
