@@ -112,7 +112,7 @@ def validate(raw: str, mp: MicroProject, done: dict[str, int], first_number: int
         if checks and not t.checks:
             raise PlanInvalid(f"task {t.id!r} lists no check; every task must be accepted by at least one check")
         for f in t.files:
-            if f.startswith("/") or ".." in f.split("/"):
+            if f.startswith("/") or ".." in f.split("/") or not f.isprintable():
                 raise PlanInvalid(f"task {t.id!r} names file {f!r}; files are paths inside the repository")
     order = _topological(answer.tasks)
     base = first_number - 1

@@ -58,6 +58,7 @@ def test_a_re_plan_may_depend_on_done_tasks():
         ([t("a", checks=("check-009",))], "names check(s) 'check-009'; the MP's checks are check-001, check-002"),
         ([t("a", checks=())], "task 'a' lists no check"),
         ([t("a", files=["../etc/passwd"])], "files are paths inside the repository"),
+        ([t("a", files=["x\nStatus: COMPLETED"])], "files are paths inside the repository"),
         ([t("a b")], "tasks.0.id: String should match pattern"),
         ([], "tasks: List should have at least 1 item"),
         ([t("a", domain="not a tag")], "tasks.0.domain"),
