@@ -113,10 +113,12 @@ def test_random_kills_during_a_stream_of_mps_lose_nothing_and_run_nothing_twice(
         results.setdefault(r["mp_id"], []).append(r["status"])
         ledger = json.loads((path.parent / "ledger.json").read_text())
         # A kill while the step itself ran makes recovery run it again (the default
-        # `interrupted_step = "rerun"`); a step that had finished must never run twice.
+        # `interrupted_step = "rerun"`); a step that had finished must never run twice. The
+        # interrupted attempt may or may not have written its line before it died (recovery
+        # kills what survives of it), so each retry adds at most one line.
         retried[r["mp_id"]] = sum("step-001" in rec["steps_to_retry"] for rec in ledger["recoveries"])
     assert results == {f"MP-30.{n}": ["COMPLETED"] for n in range(1, MPS + 1)}
     for n in range(1, MPS + 1):  # the step appends a line per run of it
         runs = remote_file(bare, f"out/ran-{n}.txt").count("run")
-        assert runs == 1 + retried[f"MP-30.{n}"], (n, runs, retried[f"MP-30.{n}"])
+        assert 1 <= runs <= 1 + retried[f"MP-30.{n}"], (n, runs, retried[f"MP-30.{n}"])
     assert list((ws.root / ".git").rglob("*.lock")) == []
