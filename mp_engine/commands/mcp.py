@@ -36,8 +36,11 @@ You drive mp-engine, a daemon that runs micro-projects (MPs) on a remote host an
 through a git repository. An MP is Markdown: the first line `# MP-<major>.<minor> Title`,
 optional header lines directly under it (`Timeout: 600`, `Approves: MP-1.3`,
 `Executor: agent`), then fenced ```bash blocks run in order (```file <path> writes a
-file), and an optional `## Validate` section whose ```bash blocks are checks. Use a new
-id for every MP. Send with send_mp, then call wait_result with the MP id until done is
+file), and an optional `## Validate` section whose ```bash blocks are checks. An
+`Executor: agent` MP is natural-language work for the engine's coding agents instead: a
+numbered list of tasks (an item may say `(after MT-001)`), or, with the header `Plan: auto`,
+a goal the engine's planner splits into tasks; its `## Validate` checks alone decide that
+it is done, so give it checks. Use a new id for every MP. Send with send_mp, then call wait_result with the MP id until done is
 true (each call waits at most 25 s). A failed MP halts the engine: read the result's
 diagnosis and its one fix, then send the corrected MP with approve (it adds
 `Approves: <failed id>`). get_status tells whether the engine is up, running or halted.

@@ -56,6 +56,8 @@ def test_a_model_drives_the_engine_over_stdio(engine, tmp_path):
         async with Client(params) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) == TOOLS
+            # The server tells the model how to write MPs, agent MPs and plans included.
+            assert "`Executor: agent`" in client.instructions and "`Plan: auto`" in client.instructions
             assert tools["get_status"].annotations.read_only_hint is True
             assert tools["approve"].annotations.destructive_hint and tools["cancel"].annotations.destructive_hint
             assert "text" in tools["send_mp"].input_schema["properties"]
