@@ -68,11 +68,6 @@ class Plan:
             return sorted(out)
         return [i for i, first in enumerate(self.check_from) if first <= mt_index and first not in dead]
 
-    @property
-    def planned(self) -> bool:
-        """Planned by a planner level (`Plan: auto`), not decomposed from the list."""
-        return bool(self.tasks) and self.tasks[0].checks is not None
-
     def extended(self, tasks: list[MicroTask]) -> Plan:
         """This plan with a planner's tasks appended (the first plan, or a re-plan's)."""
         return Plan(self.goal, self.tasks + tuple(tasks), self.check_from)

@@ -78,7 +78,7 @@ def test_an_answer_that_is_not_json_is_invalid():
 def test_a_planned_task_is_accepted_by_its_checks_and_those_of_what_it_needs():
     recs = valid(t("a"), t("b", "a", checks=("check-002",)), t("c", checks=("check-002",)))
     plan = Plan("goal", (), (0, 0)).extended(planning.micro_tasks(recs))
-    assert plan.planned and plan.accepting(0) == [0] and plan.accepting(1) == [0, 1] and plan.accepting(2) == [1]
+    assert plan.accepting(0) == [0] and plan.accepting(1) == [0, 1] and plan.accepting(2) == [1]
     assert "`src/x.py`" in planning.task_text({**recs[0], "files": ["src/x.py"], "description": "d"})
 
 
