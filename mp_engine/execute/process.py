@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,17 +76,23 @@ def kill_stale_group(pgid: int, started: int | None) -> list[int]:
     if started is None or not Path("/proc/self/stat").exists():
         return []
     killed = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        info = proc_stat(int(name))
-        if info and info[0] == pgid and info[1] >= started:
+    for pid, start in _members(pgid):
+        if start >= started:
             try:
-                os.kill(int(name), signal.SIGKILL)
-                killed.append(int(name))
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
             except ProcessLookupError:
                 pass
     return killed
+
+
+def _members(pgid: int) -> Iterator[tuple[int, int]]:
+    """(pid, start time) of every process in group `pgid`, read from /proc (Linux)."""
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            info = proc_stat(int(name))
+            if info and info[0] == pgid:
+                yield int(name), info[1]
 
 
 def kill_marked_groups(markers: Sequence[str]) -> list[int]:
@@ -185,16 +191,9 @@ def _group_alive(pgid: int) -> bool:
     would otherwise keep the group looking alive for the whole grace period."""
     if not _signal_group(pgid, 0):
         return False
-    try:
-        names = os.listdir("/proc")
-    except OSError:
+    if not Path("/proc/self/stat").exists():
         return True  # no /proc: trust the signal
-    for name in names:
-        if name.isdigit():
-            info = proc_stat(int(name))
-            if info and info[0] == pgid and not is_zombie(int(name)):
-                return True
-    return False
+    return any(not is_zombie(pid) for pid, _start in _members(pgid))
 
 
 def _reap_group(pgid: int) -> None:
