@@ -178,7 +178,7 @@ def planner_prompts(root: Path, tmp: Path, reps: int) -> tuple[list[float], int]
     """The planner's prompt as a run builds it, from a cold map cache each time."""
     from mp_engine.agent import planning
     from mp_engine.agent.repomap import RepoMap
-    from mp_engine.agent.workcontext import tokens
+    from mp_engine.agent.workcontext import fill, tokens
     from mp_engine.inbox.mpfile import parse
 
     mp = parse(MP)
@@ -186,7 +186,12 @@ def planner_prompts(root: Path, tmp: Path, reps: int) -> tuple[list[float], int]
     for rep in range(reps):
         m = RepoMap(root, tmp / f"plan{rep}.json")
         t0 = time.perf_counter()
-        text = planning.fitted(BUDGET, lambda m=m: m, mp=mp, goal=mp.title, nonce="0" * 32, round_=0, done=[])
+        text = fill(
+            BUDGET,
+            lambda context: planning.prompt(mp=mp, goal=mp.title, nonce="0" * 32, round_=0, done=[], repo_map=context),
+            "",
+            lambda m=m: m,
+        )
         times.append((time.perf_counter() - t0) * 1000)
         size = tokens(text)
     return times, size

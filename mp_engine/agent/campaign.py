@@ -13,17 +13,17 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from mp_engine.agent import learnings, planning
+from mp_engine.agent import learnings, planning, workcontext
 from mp_engine.agent.claims import parse_verdict
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.loopstate import LoopState
 from mp_engine.agent.recording import iter_check
-from mp_engine.atomic import read_tail
 from mp_engine.config import AgentLevel
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import run_block
 from mp_engine.record.ledger import LedgerStep, idempotency_key, write_artifact
+from mp_engine.record.outcome import fenced
 
 FATAL = ("auth", "billing", "not_found", "transient", "config")
 
@@ -70,16 +70,17 @@ class CampaignMixin:
             for i, t in enumerate(state.tasks)
             if t.status == "completed"
         ]
-        return planning.fitted(
-            self.cfg.token_budget,
-            self.worktree_map,
-            mp=self.mp,
-            goal=state.plan.goal,
-            nonce=self.progress.nonce,
-            round_=state.plan_round,
-            done=done,
-            failure=self.replan_failure(state),
-            previous_error=state.plan_error,
+        parts = {
+            "mp": self.mp,
+            "goal": state.plan.goal,
+            "nonce": self.progress.nonce,
+            "round_": state.plan_round,
+            "done": done,
+            "failure": self.replan_failure(state),
+            "previous_error": state.plan_error,
+        }
+        return workcontext.fill(
+            self.cfg.token_budget, lambda context: planning.prompt(repo_map=context, **parts), "", self.worktree_map
         )
 
     def replan_failure(self, state: LoopState) -> str:
@@ -90,19 +91,14 @@ class CampaignMixin:
             return ""
         out = [f"{cause['mt'] or 'The plan'}: {cause['detail']}"]
         failed = next((t for t in state.tasks if t.mt_id == cause["mt"]), None)
-        cap = self.cfg.output_tail_bytes
         if failed is not None and failed.records:
-            for c in failed.records[-1]["checks"]:
-                if not c["ok"]:
-                    tail = "\n".join(
-                        read_tail(self.ctx.run.steps_dir / f"{c['step']}.{s}", cap) for s in ("stdout", "stderr")
-                    ).strip()[-cap:]
-                    out += ["", f"{c['id']} failed; the end of its output:", "```", tail or "(no output)", "```"]
-        out += ["", "The diff so far:", "```", self.worktree.diffstat(self.base, self.worktree.snapshot()).rstrip()]
-        out += ["```"]
+            for check_id, tail in self.failing_tails(failed.records[-1]).items():
+                out += ["", f"{check_id} failed; the end of its output:", fenced(tail or "(no output)")]
+        diff = self.worktree.diffstat(self.base, self.worktree.snapshot()).rstrip()
+        out += ["", "The diff so far:", fenced(diff)]
         notes = learnings.read(self.learnings_path).strip()
         if notes:
-            out += ["", "The learnings so far (the end):", "", notes[-4 * cap :]]
+            out += ["", "The learnings so far (the end):", "", notes[-4 * self.cfg.output_tail_bytes :]]
         return "\n".join(out)
 
     # -- drift -------------------------------------------------------------------------
@@ -170,9 +166,7 @@ class CampaignMixin:
                 "",
                 "## What changed so far",
                 "",
-                "```",
-                self.worktree.diffstat(self.base, snap).rstrip(),
-                "```",
+                fenced(self.worktree.diffstat(self.base, snap).rstrip()),
                 "",
                 "Checks that regressed: " + (", ".join(regressed) or "none"),
                 "",

@@ -228,8 +228,9 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
         """Before an iteration: a stop pauses; SYSTEM/STOP, the budget and the iteration cap
         end the loop (`state.final`); the hourly call limit waits."""
         ctx, cfg = self.ctx, self.cfg
-        what = state.task.mt_id if state.task and state.pending is None else "the plan"
-        when = f"{what} iteration {state.next_iteration}" if what != "the plan" else what
+        task = state.task if state.pending is None else None  # None: a planning round or a drift check
+        what = task.mt_id if task else "the plan"
+        when = f"{what} iteration {state.next_iteration}" if task else what
         if ctx.stop.is_set() or ctx.stop_now.is_set():
             return self.pause(
                 state, "stop", "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts"
@@ -306,16 +307,7 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
         checks = self.plan.checks_for(self.mp, mt_index, state.dead)
         ts = state.tasks[mt_index]
         previous = ts.records[-1] if ts.records else None
-        tails: dict[str, str] = {}
-        if previous is not None:
-            cap = self.cfg.output_tail_bytes
-            for c in previous["checks"]:
-                if not c["ok"]:
-                    parts = []
-                    for suffix in ("stdout", "stderr"):
-                        path = self.ctx.run.steps_dir / f"{c['step']}.{suffix}"
-                        parts.append(read_tail(path, cap))
-                    tails[c["id"]] = "\n".join(p for p in parts if p)[-cap:]
+        tails = self.failing_tails(previous) if previous is not None else {}
         last = state.level + 1 >= len(state.levels)  # nowhere to escalate to
         build = partial(
             prompt.build,
@@ -340,11 +332,22 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
                 fails_before_escalation=None if last else self.cfg.fail_threshold - state.fails_at_level,
             ),
         )
-        bare = build()
-        left = self.cfg.token_budget - workcontext.tokens(bare)
-        if self.cfg.token_budget == 0 or left <= 0:
-            return bare
-        return build(context=workcontext.compile_context(task.text, self.worktree_map(), left))
+        return workcontext.fill(
+            self.cfg.token_budget, lambda context: build(context=context), task.text, self.worktree_map
+        )
+
+    def failing_tails(self, record: dict[str, Any]) -> dict[str, str]:
+        """{check id: the end of its stdout and stderr} for each check an iteration failed,
+        at most `[agent] output_tail_bytes` each."""
+        cap = self.cfg.output_tail_bytes
+        tails = {}
+        for c in record["checks"]:
+            if not c["ok"]:
+                parts = [
+                    read_tail(self.ctx.run.steps_dir / f"{c['step']}.{suffix}", cap) for suffix in ("stdout", "stderr")
+                ]
+                tails[c["id"]] = "\n".join(p for p in parts if p)[-cap:]
+        return tails
 
     def worktree_map(self) -> RepoMap:
         """The work branch's repository map, cached for the run (refreshed at each use)."""

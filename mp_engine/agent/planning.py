@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mp_engine.agent import workcontext
 from mp_engine.agent.claims import nonce_of
 from mp_engine.agent.decompose import MicroTask
-from mp_engine.agent.repomap import RepoMap
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.outcome import fenced
 
@@ -182,16 +179,6 @@ lists the acceptance checks (by id, from the list above) that prove it done, at 
 small tasks, each one commit; at most {MAX_TASKS} tasks. Blocks without this exact nonce
 are ignored.
 """
-
-
-def fitted(token_budget: int, repomap: Callable[[], RepoMap], **parts: Any) -> str:
-    """The planner's prompt with as much repository map as `token_budget` leaves (none when
-    it is 0 or spent); `repomap` gives the (cached) map only when there is room for it."""
-    bare = prompt(repo_map="", **parts)
-    left = token_budget - workcontext.tokens(bare)
-    if token_budget == 0 or left <= 0:
-        return bare
-    return prompt(repo_map=workcontext.compile_context("", repomap(), left), **parts)
 
 
 def prompt(

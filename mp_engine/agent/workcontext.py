@@ -17,6 +17,7 @@ large repository costs a listing, not a parse of every file.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from mp_engine.agent.repomap import RepoMap
@@ -39,6 +40,17 @@ def named_files(text: str, root: Path, known: set[str]) -> list[str]:
         if rel in known and rel not in out and (root / rel).is_file():
             out.append(rel)
     return out
+
+
+def fill(token_budget: int, build: Callable[[str], str], task_text: str, repomap: Callable[[], RepoMap]) -> str:
+    """`build(context)` with as much context as `token_budget` leaves once the rest of the
+    prompt is counted (none when the budget is 0 or spent); `repomap` gives the (cached)
+    map only when there is room for it. Worker and planner prompts are both made this way."""
+    bare = build("")
+    left = token_budget - tokens(bare)
+    if token_budget == 0 or left <= 0:
+        return bare
+    return build(compile_context(task_text, repomap(), left))
 
 
 def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
