@@ -75,7 +75,6 @@ class EngineSide:
 
         from mp_engine.config import load_config
         from mp_engine.engine import Engine
-        from mp_engine.sync.channel import GitChannel
         from mp_engine.sync.redact import Redactor
 
         self.root = base / name
@@ -89,9 +88,7 @@ class EngineSide:
         os.environ.update({k: v for k, v in env.items() if k.startswith("GIT_")})
         config = load_config(self.root)
         redact = Redactor.from_config(config)
-        self.engine = Engine(
-            self.root_ws(), config, redact=redact, sync=GitChannel(self.root_ws(), config.git, redact=redact)
-        )
+        self.engine = Engine(self.root_ws(), config, redact=redact, git=True)
         self.engine.start(daemon=False)
         if event_log_mb:  # weeks of events: the host's log near its rotation bound
             line = json.dumps({"ts": "2026-01-01T00:00:00.000Z", "event": "step_finished", "mp": "MP-0.0"}) + "\n"

@@ -7,7 +7,6 @@ from mp_engine.atomic import sha256_file
 from mp_engine.context import EngineContext
 from mp_engine.errors import InvalidMPError
 from mp_engine.execute.process import kill_marked_groups, kill_stale_group
-from mp_engine.finalize import record_error_run
 from mp_engine.inbox.header import parse_header_line, sha256_hex
 from mp_engine.inbox.intake import Entry, EntryKind
 from mp_engine.inbox.mpfile import MicroProject, parse
@@ -15,6 +14,7 @@ from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive, fill_run, reserve_run
 from mp_engine.record.ledger import Ledger
 from mp_engine.record.state import Status
+from mp_engine.record.unrun import error_run
 from mp_engine.workspace import EVENTS_FILE
 
 
@@ -64,8 +64,9 @@ def reject(ctx: EngineContext, entry: Entry, data: bytes | None, err: InvalidMPE
         sha = sha256_hex(data)
     else:
         sha = sha256_file(entry.path) if entry.kind is EntryKind.FILE else ""
-    run, ledger = record_error_run(
-        ctx,
+    run, ledger = error_run(
+        ctx.ws,
+        ctx.events,
         mp_id=mp_id,
         diagnosis=diag.invalid_mp(err.reason, err.fix, err.line),
         data=data,

@@ -202,7 +202,7 @@ def doctor(root: Path) -> int:
     Example:
       mp-engine doctor --root ~/mp-workspace
     """
-    from mp_engine.commands.doctor import doctor as cmd  # lazy: see the module docstring
+    from mp_engine.commands.doctor.run import doctor as cmd  # lazy: see the module docstring
 
     style = (lambda line, fg: click.style(line, fg=fg)) if sys.stdout.isatty() else None
     return cmd(root, click.echo, style)

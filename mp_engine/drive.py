@@ -2,7 +2,7 @@
 
 An executor returns completed, failed, interrupted (a stop signal: the run stays open
 and resumes on the next start), waiting (an agent run waits out a usage limit) or
-cancelled. A `CancelWatch` (inbox/cancel.py) looks for a cancel request while the
+cancelled. A `CancelWatch` (inbox/cancel_request.py) looks for a cancel request while the
 executor runs; a run it stopped ends CANCELLED, without a halt."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import structlog
 
 from mp_engine import disk
 from mp_engine.clock import now_iso, parse_iso, seconds_until
-from mp_engine.context import EngineContext, TickResult
-from mp_engine.execute import ExecResult, Executor
+from mp_engine.context import Action, EngineContext, TickResult
+from mp_engine.execute.base import ExecResult, Executor
 from mp_engine.execute.steps import Budget, StepContext
 from mp_engine.finalize import finalize
-from mp_engine.inbox.cancel import CancelRequest, CancelWatch, consume, consumed
+from mp_engine.inbox.cancel_request import CancelRequest, CancelWatch, consume, consumed
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive
@@ -81,7 +81,7 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
     if res.status == "interrupted":
         resume_point = next((s.step_id for s in ledger.model.steps if s.status.value != "completed"), None)
         ctx.events.emit("mp_checkpointed", mp=mp.mp_id, run=run.run_id, resume_point=resume_point)
-        return TickResult("interrupted", mp_id=mp.mp_id, run_id=run.run_id)
+        return TickResult(Action.INTERRUPTED, mp_id=mp.mp_id, run_id=run.run_id)
     outcome = ended(ledger, run, mp, executor.name, res, COMPLETED if res.status == "completed" else ERROR)
     outcome.diagnosis, outcome.error_output, outcome.error_output_ref = (
         res.diagnosis,

@@ -20,32 +20,35 @@ from collections.abc import Callable
 
 import structlog
 
-from mp_engine import __version__
+from mp_engine import __version__, synced
+from mp_engine.admit import Ended, Held, Refused, admit
 from mp_engine.agent.executor import AgentExecutor
 from mp_engine.atomic import sweep_temp_files
-from mp_engine.cancel import cancel_before_start
-from mp_engine.cancel import settle as settle_cancels
+from mp_engine.cancel_waiting import settle as settle_cancels
 from mp_engine.claim import claim, reject, reopen
 from mp_engine.clock import now_iso, seconds_until
 from mp_engine.config import Config
-from mp_engine.context import EngineContext, TickResult
+from mp_engine.context import Action, EngineContext, TickResult
 from mp_engine.disk import Reserve
 from mp_engine.drive import drive
 from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
-from mp_engine.execute import Executor, ShellExecutor
-from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_run
-from mp_engine.inbox.cancel import requested as cancel_requested
+from mp_engine.execute.base import Executor
+from mp_engine.execute.shell import ShellExecutor
+from mp_engine.finalize import finalize
+from mp_engine.inbox.cancel_request import requested as cancel_requested
 from mp_engine.inbox.intake import Entry, Inbox
-from mp_engine.inbox.mpfile import MicroProject, parse
+from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.inbox.queue import SEEN
 from mp_engine.lock import WorkspaceLock
 from mp_engine.pids import pid_alive
 from mp_engine.queued import take_queued
 from mp_engine.record import diagnosis as diag
-from mp_engine.record.archive import RunArchive, open_runs, runs_of, sweep_incomplete_runs, sweep_unfilled_runs
+from mp_engine.record.archive import RunArchive, open_runs, sweep_incomplete_runs, sweep_unfilled_runs
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import IDLE, SessionState, StateStore, Status
-from mp_engine.sync import Channel, LocalChannel, channel_for
+from mp_engine.record.unrun import error_run
+from mp_engine.sync.channel import Channel, GitChannel
+from mp_engine.sync.local import LocalChannel
 from mp_engine.sync.redact import Redactor
 from mp_engine.workspace import EVENTS_FILE, Workspace, move_legacy_event_log
 
@@ -60,19 +63,22 @@ class Engine:
         *,
         stop: threading.Event | None = None,
         stop_now: threading.Event | None = None,
-        redact: Callable[[str], str] | None = None,
-        sync: Channel | None = None,
+        redact: Redactor | None = None,
+        git: bool = False,
     ):
+        """`git`: talk to the remote `[git]` names (`build` sets it from the configuration);
+        otherwise the no-op `LocalChannel`."""
         self.ws = ws
         self.config = config
         self.stop = stop or threading.Event()
         self.stop_now = stop_now or threading.Event()
-        self.redact = redact or (lambda text: text)
+        self.redact: Callable[[str], str] = redact or (lambda text: text)
         self.events = EventLog(ws.events_file, redact=self.redact)
-        self.sync: Channel = sync if sync is not None else LocalChannel()
         self.state = StateStore(ws.state_file, self.events)
         self.inbox = Inbox(ws, config.engine.settle_seconds, max_bytes=config.engine.max_mp_bytes)
-        self.sync.bind(self.events, self.inbox)
+        self.sync: Channel = (
+            GitChannel(ws, config.git, events=self.events, inbox=self.inbox, redact=redact) if git else LocalChannel()
+        )
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
         self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor()}
         self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
@@ -94,8 +100,7 @@ class Engine:
     @classmethod
     def build(cls, ws: Workspace, config: Config) -> Engine:
         """An engine with the redactor and the channel `[git]` asks for (docs/GIT.md)."""
-        redact = Redactor.from_config(config)
-        return cls(ws, config, redact=redact, sync=channel_for(ws, config, redact))
+        return cls(ws, config, redact=Redactor.from_config(config), git=config.git.enabled)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -156,9 +161,9 @@ class Engine:
         if self.sync.due():
             try:
                 with self.lock.hold("git sync"):
-                    failed = after_sync(self.ctx, self.sync.poll())
+                    failed = synced.after_sync(self.ctx, self.sync.poll())
             except LockTimeout as e:
-                return TickResult("busy", detail=str(e))
+                return TickResult(Action.BUSY, detail=str(e))
             if failed is not None:
                 return failed
         scan = self.inbox.scan()
@@ -169,13 +174,16 @@ class Engine:
             and self.state.read().run_id is None
             and not cancel_requested(self.ws)
         ):
-            return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
+            return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=scan.wait_until)
         try:
             with self.lock.hold("tick"):
-                result = self._tick_locked()
+                finalized = self.ctx.finalized
+                result = synced.settle(self.ctx, self._tick_locked())
+                if self.ctx.finalized != finalized:  # a run ended: retention may prune
+                    result = synced.prune_runs(self.ctx) or result
         except LockTimeout as e:
-            return TickResult("busy", detail=str(e))
-        if result.action in ("completed", "error"):
+            return TickResult(Action.BUSY, detail=str(e))
+        if result.action in (Action.COMPLETED, Action.ERROR):
             self.reserve.ensure()  # refilled once a full disk has room again
         return result
 
@@ -191,7 +199,7 @@ class Engine:
         ):
             # An agent run waits out a rate or usage limit (docs/AGENT.md); it stays open.
             return TickResult(
-                "waiting",
+                Action.WAITING,
                 mp_id=state.current,
                 run_id=state.run_id,
                 wait_until=time.monotonic() + left,
@@ -202,7 +210,8 @@ class Engine:
                 return self._resume(run)
         if state.run_id:  # points at a closed or missing run: nothing left to do for it
             state = self.state.update(run_id=None, reason="stale run pointer cleared")
-        settle_cancels(self.ctx)
+        if (answered := settle_cancels(self.ctx)) is not None and (failed := synced.after_sync(self.ctx, answered)):
+            return failed
         return self._take_from_inbox(state)
 
     def _open_runs(self, state: SessionState) -> list[RunArchive]:
@@ -219,54 +228,27 @@ class Engine:
             return taken
         scan = self.inbox.scan()
         if not scan.ready or scan.entry is None:
-            return TickResult("waiting" if scan.entry else "idle", wait_until=scan.wait_until)
+            return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=scan.wait_until)
         entry = scan.entry
         data: bytes | None = None
+        unreadable: InvalidMPError | None = None
         try:
             data = self.inbox.read(entry, self.config.engine.max_mp_bytes)
             if data is None:
-                return TickResult("waiting", detail="the inbox file changed while being read")
-            refusal = self.sync.refusal_for(data)
-            if refusal is not None:  # a signature verdict: refused whatever the halt says
-                return finalize(self.ctx, *reject(self.ctx, entry, data, refusal))
-            mp = parse(data, max_bytes=self.config.engine.max_mp_bytes)
-            executor = self._executor_for(mp)
-            executor.validate(mp)
-        except InvalidMPError as e:
-            if state.halt:
-                return self._hold(state, entry, f"invalid MP ({e.reason})")
-            return finalize(self.ctx, *reject(self.ctx, entry, data, e))
-        if (earlier := self._ran_already(mp, data)) is not None:
-            return self._drop_duplicate(mp, earlier)
-        if (cancelled := cancel_before_start(self.ctx, mp, data)) is not None:
-            return cancelled
-        if state.halt:
-            if mp.approves and mp.approves in (state.halt.mp_id, state.halt.run_id):
-                self.state.update(halt=None, reason=f"approved by {mp.mp_id}")
-                self.events.emit("approved", via="mp", approved=state.halt.mp_id, by=mp.mp_id)
-            else:
-                why = f"its `Approves:` names {mp.approves}" if mp.approves else "it has no `Approves:` header"
+                return TickResult(Action.WAITING, detail="the inbox file changed while being read")
+        except InvalidMPError as e:  # not a regular file, or over the size cap
+            unreadable = e
+        verdict = admit(self.ctx, state, data, self._executor_for, parsed=unreadable)
+        if isinstance(verdict, Refused):
+            return finalize(self.ctx, *reject(self.ctx, entry, data, verdict.error))
+        if isinstance(verdict, Held):
+            if verdict.mp is not None:
                 self.inbox.queue.add(data, SEEN)  # replaced while held, it still gets a result
-                return self._hold(state, entry, f"{mp.mp_id} waits: {why}")
-        run, ledger = claim(self.ctx, mp, data, executor.name)
-        return drive(self.ctx, run, ledger, mp, executor)
-
-    def _ran_already(self, mp: MicroProject, data: bytes) -> RunArchive | None:
-        """The run that already took this very arrival of the MP, if git put it back.
-        Without git every drop is a new arrival, so the run archive is not even listed;
-        with git, no git is asked unless an earlier run had exactly these bytes."""
-        if not self.sync.enabled:
-            return None
-        return next((r for r in runs_of(self.ws, mp.mp_id, mp.sha256) if self.sync.same_arrival(r.run_id, data)), None)
-
-    def _drop_duplicate(self, mp: MicroProject, earlier: RunArchive) -> TickResult:
-        """Remove the copy git put back, and commit that removal, instead of running the MP
-        a second time."""
-        clear_inbox(self.ctx, earlier, earlier.ledger())
-        detail = f"{mp.mp_id} already ran as {earlier.run_id}; the copy a git operation put back is removed"
-        self.events.emit("inbox_duplicate_dropped", mp=mp.mp_id, run=earlier.run_id)
-        after_sync(self.ctx, self.sync.publish(f"{mp.mp_id}: already ran as {earlier.run_id}", None))
-        return TickResult("idle", mp_id=mp.mp_id, run_id=earlier.run_id, detail=detail)
+            return self._hold(state, entry, verdict.why)
+        if isinstance(verdict, Ended):
+            return verdict.result
+        run, ledger = claim(self.ctx, verdict.mp, data, verdict.executor.name)
+        return drive(self.ctx, run, ledger, verdict.mp, verdict.executor)
 
     def _executor_for(self, mp: MicroProject) -> Executor:
         name = mp.executor or self.config.execution.executor
@@ -286,7 +268,7 @@ class Engine:
         if notice != self._held_notice:
             self._held_notice = notice
             self.events.emit("mp_held", halted_on=state.halt.mp_id, reason=why)
-        return TickResult("halted", mp_id=state.halt.mp_id, detail=why)
+        return TickResult(Action.HALTED, mp_id=state.halt.mp_id, detail=why)
 
     def _resume(self, run: RunArchive) -> TickResult:
         """Finish or resume a run that a crash or a stop left open (FR-EVT-WF-RECOVERY)."""
@@ -309,7 +291,9 @@ class Engine:
                 raise mp
             executor = self._executor_for(mp)
         except (OSError, InvalidMPError) as e:
-            _, failed = record_error_run(self.ctx, mp_id=ledger.model.mp_id, diagnosis=diag.engine_error(e), into=run)
+            _, failed = error_run(
+                self.ws, self.events, mp_id=ledger.model.mp_id, diagnosis=diag.engine_error(e), into=run
+            )
             return finalize(self.ctx, run, failed)
         cleared = {"waiting": None} if self.state.read().waiting else {}
         self.inbox.run_started(mp.sha256, from_slot=run.ledger().model.source is None)

@@ -249,7 +249,3 @@ def failure(r: GitResult) -> SyncError:
             "Results stay committed locally and are pushed when it is back; check the URL and the network."
         )
     return GitFailed(r)
-
-
-def is_work_tree(path: Path) -> bool:
-    return git(path, "rev-parse", "--is-inside-work-tree", check=False, timeout=10).out.strip() == "true"

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
-from mp_engine.sync.channel import GitChannel
 from mp_engine.sync.redact import Redactor
 from mp_engine.sync.setup import enable_git_config, setup_remote
 from mp_engine.workspace import Workspace
@@ -85,7 +84,7 @@ def toml_value(v: object) -> str:
 def make_engine(ws: Workspace) -> Engine:
     config = load_config(ws.root)
     redact = Redactor.from_config(config)
-    engine = Engine(ws, config, redact=redact, sync=GitChannel(ws, config.git, redact=redact))
+    engine = Engine(ws, config, redact=redact, git=True)
     engine.start(daemon=False)
     return engine
 

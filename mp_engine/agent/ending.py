@@ -25,7 +25,7 @@ class EndMixin:
     """Part of `AgentRun` (loop.py)."""
 
     def pause(self, state: LoopState, kind: str, reason: str) -> ExecResult:
-        if self.ctx.cancelled.is_set():  # not a pause: the MP was cancelled (inbox/cancel.py)
+        if self.ctx.cancelled.is_set():  # not a pause: the MP was cancelled (inbox/cancel_request.py)
             return self.cancelled(state)
         self.progress.pause(kind, reason)
         self.emit("micro_task_pause_requested", "FR-EVT-MT-007", **self.where(state), kind=kind, reason=reason)

@@ -17,7 +17,6 @@ from mp_engine.atomic import atomic_write
 ENTRY = "<!-- entry: {key} -->"
 ENTRY_RE = re.compile(r"^<!-- entry: (\S+) -->$", re.M)
 COMPACTED_HEADING = "## Compacted earlier iterations"
-MARKER_RE = re.compile(r"^<!-- \[COMPACTION\].*-->$", re.M)
 KEEP_WHOLE = 3
 MAX_COMPACTED_LINES = 60
 

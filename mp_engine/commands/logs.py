@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,11 +159,6 @@ def _replaced(path: Path, f: Any) -> bool:
     except FileNotFoundError:
         return False  # between the rename and the next append: keep draining the old one
     return st.st_ino != os.fstat(f.fileno()).st_ino
-
-
-def iter_readable(lines: list[str]) -> Iterator[str]:
-    for line in lines:
-        yield render_event(line)
 
 
 def logs(root: Path, lines: int, follow_: bool, raw: bool, echo: Callable[[str], None]) -> ExitCode:

@@ -9,22 +9,23 @@ from pathlib import Path
 
 from mp_engine import secretenv
 from mp_engine.commands import load
+from mp_engine.context import Action
 from mp_engine.daemon.signals import install_signal_handlers, join
 from mp_engine.engine import Engine
 from mp_engine.exitcodes import ExitCode
 from mp_engine.pids import become_subreaper
 
-ONCE_EXIT = {
-    "completed": ExitCode.OK,
-    "superseded": ExitCode.OK,
-    "cancelled": ExitCode.OK,
-    "idle": ExitCode.OK,
-    "waiting": ExitCode.OK,
-    "error": ExitCode.MP_ERROR,
-    "halted": ExitCode.HALTED,
-    "busy": ExitCode.BUSY,
-    "interrupted": ExitCode.INTERRUPTED,
-    "failed": ExitCode.MP_ERROR,
+ONCE_EXIT: dict[Action, ExitCode] = {
+    Action.COMPLETED: ExitCode.OK,
+    Action.SUPERSEDED: ExitCode.OK,
+    Action.CANCELLED: ExitCode.OK,
+    Action.IDLE: ExitCode.OK,
+    Action.WAITING: ExitCode.OK,
+    Action.ERROR: ExitCode.MP_ERROR,
+    Action.HALTED: ExitCode.HALTED,
+    Action.BUSY: ExitCode.BUSY,
+    Action.INTERRUPTED: ExitCode.INTERRUPTED,
+    Action.FAILED: ExitCode.MP_ERROR,
 }
 
 
@@ -43,10 +44,10 @@ def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
         # A SUPERSEDED result (an MP replaced before it ran) is bookkeeping: the pass goes
         # on to the MP that replaced it.
         while not engine.stop.is_set() and (
-            result.action == "superseded"
-            or (result.action == "waiting" and result.wait_until is not None and result.run_id is None)
+            result.action == Action.SUPERSEDED
+            or (result.action == Action.WAITING and result.wait_until is not None and result.run_id is None)
         ):
-            if result.action == "waiting" and result.wait_until is not None:
+            if result.action == Action.WAITING and result.wait_until is not None:
                 engine.stop.wait(max(0.0, result.wait_until - time.monotonic()))
             result = engine.tick()
     finally:

@@ -24,13 +24,13 @@ from pathlib import Path
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
+import mp_engine.sync.heartbeat as heartbeat
 from mp_engine.errors import InvalidMPError, SyncError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.gitcmd import git
-from mp_engine.inbox.cancel import CANCEL_PATH
+from mp_engine.inbox.cancel_request import CANCEL_PATH
 from mp_engine.inbox.header import MP_ID_RE, header_summary
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
-from mp_engine.sync import heartbeat
 from mp_engine.sync.heartbeat import HEARTBEAT_BRANCH, verdict
 from mp_engine.sync.push import PushRejected, push_checked
 from mp_engine.sync.session import GitSession

@@ -10,13 +10,15 @@ import time
 
 import structlog
 
-from mp_engine.context import TickResult
+from mp_engine.context import Action, TickResult
 from mp_engine.daemon.signals import install_signal_handlers
 from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.engine import Engine
 from mp_engine.errors import MpEngineError
 from mp_engine.execute.process import reap_orphans
-from mp_engine.inbox.watchers import ObserverWatcher, WatchTarget, make_watcher
+from mp_engine.inbox.watchers.auto import make_watcher
+from mp_engine.inbox.watchers.base import ObserverWatcher
+from mp_engine.inbox.watchers.events import WatchTarget
 
 log = structlog.get_logger("mp_engine.daemon")
 
@@ -77,7 +79,7 @@ class Daemon:
         if result.wait_until is not None:
             timeout = min(timeout, max(0.0, result.wait_until - now))
         timeout = min(timeout, max(0.0, self.engine.sync.next_poll_at() - now))  # [git] poll_interval
-        if result.action == "busy":
+        if result.action == Action.BUSY:
             timeout = max(timeout, 0.5)
         if self.supervisor is not None:  # wake in time for the next watchdog ping
             timeout = min(timeout, self.supervisor.max_wait())
@@ -91,12 +93,12 @@ class Daemon:
             result = engine.tick()
         except MpEngineError as e:
             self._failed(str(e))
-            return TickResult("failed", detail=str(e), wait_until=retry_at)
+            return TickResult(Action.FAILED, detail=str(e), wait_until=retry_at)
         except Exception as e:
             log.exception("tick crashed")
             self._failed(f"{type(e).__name__}: {e}")
-            return TickResult("failed", detail=str(e), wait_until=retry_at)
-        if result.action in ("completed", "error"):
+            return TickResult(Action.FAILED, detail=str(e), wait_until=retry_at)
+        if result.action in (Action.COMPLETED, Action.ERROR):
             self.trim_heap()
         return result
 

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import mp_engine.execute.diagnosis as diag
 from mp_engine.atomic import atomic_write
 from mp_engine.config import Config
 from mp_engine.errors import ConfinementError, ProcessError
-from mp_engine.execute import diagnosis as diag
 from mp_engine.execute.errtrap import TRAP_SUFFIX, bash_argv, read_failed_at
 from mp_engine.execute.process import run_process, scrub_env
 from mp_engine.inbox.mpfile import Block, MicroProject

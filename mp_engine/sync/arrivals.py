@@ -42,9 +42,9 @@ def incoming_versions(s: GitSession, head: str, tip: str) -> list[tuple[str, boo
     return versions
 
 
-def queue_arrivals(c: SyncContext, s: GitSession, head: str, versions: list[tuple[str, bool]]) -> list[str]:
+def queue_arrivals(sync: SyncContext, s: GitSession, head: str, versions: list[tuple[str, bool]]) -> list[str]:
     """Queue what the slot is about to lose (see the module docstring); the ids queued."""
-    inbox = c.inbox
+    inbox = sync.inbox
     if inbox is None or not versions:
         return []
     queue, added = inbox.queue, []
@@ -59,5 +59,5 @@ def queue_arrivals(c: SyncContext, s: GitSession, head: str, versions: list[tupl
         if data is not None and (q := queue.add(data, GIT, commit=commit)) is not None:
             added.append(q.id)
     if added:
-        c.events.emit("inbox_queued", entries=added, pending=len(queue))
+        sync.events.emit("inbox_queued", entries=added, pending=len(queue))
     return added

@@ -17,7 +17,7 @@ from typing import Any
 
 from mp_engine.clock import parse_iso
 from mp_engine.config import CONFIG_FILE
-from mp_engine.inbox.cancel import CANCEL_PATH
+from mp_engine.inbox.cancel_request import CANCEL_PATH
 from mp_engine.record.archive import RunArchive
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH

@@ -17,15 +17,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import mp_engine.sync.attribution as attribution
+import mp_engine.sync.commit as commit
+import mp_engine.sync.locks as locks
+import mp_engine.sync.pull as pull
+import mp_engine.sync.push as push
+import mp_engine.sync.recovery as recovery
 from mp_engine.config import GitConfig
 from mp_engine.errors import GitConfigChanged, InvalidMPError, RemoteUnreachable, SyncError
 from mp_engine.gitcmd import config_problem, protect_config
-from mp_engine.inbox.cancel import CANCEL_PATH
+from mp_engine.inbox.cancel_request import CANCEL_PATH
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
-from mp_engine.sync import attribution, commit, locks, pull, push, recovery
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.heartbeat import Heartbeat
+from mp_engine.sync.local import LocalChannel
 from mp_engine.sync.peek import RemotePeek
 from mp_engine.sync.platform import platform_signers
 from mp_engine.sync.pull import SyncOutcome
@@ -40,8 +46,18 @@ class GitChannel:
 
     enabled = True
 
-    def __init__(self, ws: Workspace, cfg: GitConfig, *, redact: Redactor | None = None):
-        self.c = SyncContext(ws, cfg, redact=redact)
+    def __init__(
+        self,
+        ws: Workspace,
+        cfg: GitConfig,
+        *,
+        events: EventLog | None = None,
+        inbox: Inbox | None = None,
+        redact: Redactor | None = None,
+    ):
+        """`events`: the engine's event log (one writer, one redactor); `inbox`: the
+        engine's, whose queue a pull fills with the MPs the slot would lose (arrivals.py)."""
+        self.sync = SyncContext(ws, cfg, events=events, inbox=inbox, redact=redact)
         self.cfg = cfg
         self.ws = ws
         self._next_poll = 0.0
@@ -49,24 +65,18 @@ class GitChannel:
         self._remote_checked = False
         self.allowed_signers = checked_signers_file(ws.root, cfg)
         if cfg.require_signed:
-            self.c.platform = platform_signers(ws.root, cfg)
-        self._peek = RemotePeek(self.c, self.allowed_signers)
-        self.heartbeat = Heartbeat(self.c, cfg.heartbeat_interval)
+            self.sync.platform = platform_signers(ws.root, cfg)
+        self._peek = RemotePeek(self.sync, self.allowed_signers)
+        self.heartbeat = Heartbeat(self.sync, cfg.heartbeat_interval)
         # Every engine git call in this repository checks .git/config against the copy the
         # engine accepted (gitcmd.protect_config; issue #20).
         protect_config(ws.root, ws.local_dir / GIT_CONFIG_COPY)
         self.peek_interval = cfg.poll_interval
 
-    def bind(self, events: EventLog, inbox: Inbox | None = None) -> None:
-        """Share the engine's event log (one writer, one redactor) and its inbox, whose
-        queue a pull fills with the MPs the slot would lose (arrivals.py)."""
-        self.c.events = events
-        self.c.inbox = inbox
-
     @property
     def unreachable(self) -> str | None:
         """Why the remote could not be reached at the last attempt, or None."""
-        return self.c.unreachable
+        return self.sync.unreachable
 
     @contextmanager
     def session(self) -> Iterator[GitSession]:
@@ -91,7 +101,7 @@ class GitChannel:
     def startup(self) -> None:
         """Check the repository, undo what a crash left half-done, and commit leftovers."""
         with self.session() as s:
-            recovery.startup(self.c, s)
+            recovery.startup(self.sync, s)
 
     def next_poll_at(self) -> float:
         """Monotonic time at which the next poll is due."""
@@ -106,14 +116,14 @@ class GitChannel:
         out = SyncOutcome()
         with self._sync_point("poll") as s:
             if not self._remote_checked:  # re-read the remotes only after a failure
-                recovery.ensure_remote(self.c, s)
+                recovery.ensure_remote(self.sync, s)
                 self._remote_checked = True
-            commit.commit_unpublished(self.c, s)
-            remote_sha = pull.ls_remote(self.c, s)
+            commit.commit_unpublished(self.sync, s)
+            remote_sha = pull.ls_remote(self.sync, s)
             if remote_sha is not None:
-                out = pull.integrate(self.c, s, remote_sha, self.allowed_signers)
+                out = pull.integrate(self.sync, s, remote_sha, self.allowed_signers)
             if out.problem is None:
-                push.push(self.c, s, out, self.allowed_signers)
+                push.push(self.sync, s, out, self.allowed_signers)
         self.heartbeat.beat()
         return out
 
@@ -123,15 +133,15 @@ class GitChannel:
         The RUNNING commit holds named paths only (the state and the new run archive)."""
         out = SyncOutcome()
         with self._sync_point("running") as s:
-            data = self.c.store.load()
+            data = self.sync.store.load()
             if run_id not in data["baselines"]:
                 data["baselines"][run_id] = attribution.new_baseline(self.ws.local_dir, data.get("dirty", {}))
-                self.c.store.save(data, durable=False)
+                self.sync.store.save(data, durable=False)
             if self.cfg.commit_running:
                 paths = [p for p in (STATE_FILE, f"{attribution.RUNS_PREFIX}{run_id}") if (self.ws.root / p).exists()]
                 foreign = commit.foreign_staged(s, paths)
-                if commit.commit_paths(self.c, s, f"{mp_id}: RUNNING", paths, foreign_staged=bool(foreign)):
-                    push.push(self.c, s, out, self.allowed_signers)
+                if commit.commit_paths(self.sync, s, f"{mp_id}: RUNNING", paths, foreign_staged=bool(foreign)):
+                    push.push(self.sync, s, out, self.allowed_signers)
         return out
 
     def publish(self, message: str, run_id: str | None) -> SyncOutcome:
@@ -140,14 +150,14 @@ class GitChannel:
         commit that fails (or a kill before it) is made by the next poll or start; a push
         that fails leaves the commit for the next poll."""
         out = SyncOutcome()
-        data = self.c.store.load()
+        data = self.sync.store.load()
         data.setdefault("unpublished", []).append({"run_id": run_id, "message": message})
-        self.c.store.save(data, durable=False)
+        self.sync.store.save(data, durable=False)
         with self._sync_point("publish") as s:
-            commit.commit_unpublished(self.c, s)
-            push.push(self.c, s, out, self.allowed_signers)
-            if (self.c.store.blocked() or {}).get("kind") in ("conflict", "unsigned"):
-                push.push_side_branch(self.c, s)  # the orchestrator can read the result there
+            commit.commit_unpublished(self.sync, s)
+            push.push(self.sync, s, out, self.allowed_signers)
+            if (self.sync.store.blocked() or {}).get("kind") in ("conflict", "unsigned"):
+                push.push_side_branch(self.sync, s)  # the orchestrator can read the result there
         return out
 
     def peek_cancel(self) -> bytes | None:
@@ -166,18 +176,18 @@ class GitChannel:
         if not self.cfg.push:
             return
         with self._sync_point("work branch") as s:
-            s.run("push", "--force", "--quiet", self.c.remote_name, f"refs/heads/{branch}:refs/heads/{branch}")
-            self.c.events.emit("sync_pushed", branch=branch)
+            s.run("push", "--force", "--quiet", self.sync.remote_name, f"refs/heads/{branch}:refs/heads/{branch}")
+            self.sync.events.emit("sync_pushed", branch=branch)
 
     def commit_state(self, message: str) -> SyncOutcome:
         """Commit SESSION_STATE.json alone and push it (a halt lifted on the host must
         reach the remote, or the orchestrator still reads ERROR)."""
         out = SyncOutcome()
         with self._sync_point("state") as s:
-            recovery.ensure_remote(self.c, s)
+            recovery.ensure_remote(self.sync, s)
             foreign = commit.foreign_staged(s, [STATE_FILE])
-            if commit.commit_paths(self.c, s, message, [STATE_FILE], foreign_staged=bool(foreign)):
-                push.push(self.c, s, out, self.allowed_signers)
+            if commit.commit_paths(self.sync, s, message, [STATE_FILE], foreign_staged=bool(foreign)):
+                push.push(self.sync, s, out, self.allowed_signers)
         return out
 
     @contextmanager
@@ -187,38 +197,38 @@ class GitChannel:
         pushed later); any other failure is `sync_failed`, and the remotes are read again
         at the next poll. A lock left by a killed git blocks every later command, so it is
         removed at once, and the next sync point (which retries what failed) can succeed."""
-        if (self.c.store.blocked() or {}).get("kind") == "git_config" and config_problem(self.ws.root) is None:
-            self.c.store.save({**self.c.store.load(), "blocked": None})  # restored: git may run again
-            self.c.events.emit("git_config_restored", stage=stage)
+        if (self.sync.store.blocked() or {}).get("kind") == "git_config" and config_problem(self.ws.root) is None:
+            self.sync.store.save({**self.sync.store.load(), "blocked": None})  # restored: git may run again
+            self.sync.events.emit("git_config_restored", stage=stage)
         try:
             with self.session() as s:
                 yield s
         except RemoteUnreachable as e:
             self._remote_checked = False
-            self.c.mark_unreachable(str(e))
+            self.sync.mark_unreachable(str(e))
         except GitConfigChanged as e:
             self._git_stopped(str(e))
         except SyncError as e:
             self._remote_checked = False
-            self.c.events.emit("sync_failed", stage=stage, error=str(e))
+            self.sync.events.emit("sync_failed", stage=stage, error=str(e))
             if locks.is_lock_error(str(e)):
                 self._remove_stale_locks()
 
     def _git_stopped(self, why: str) -> None:
         """.git/config changed under the engine: record it once (status, doctor and every
         result show it), and keep the commits local until it is resolved."""
-        data = self.c.store.load()
+        data = self.sync.store.load()
         if (data.get("blocked") or {}).get("message") != why:
             data["blocked"] = {"kind": "git_config", "message": why}
-            self.c.store.save(data)
-            self.c.events.emit("git_config_changed", error=why)
+            self.sync.store.save(data)
+            self.sync.events.emit("git_config_changed", error=why)
 
     def _remove_stale_locks(self) -> None:
         try:
             with self.session() as s:
-                locks.remove_stale_locks(self.c, recovery.git_dirs(s))
+                locks.remove_stale_locks(self.sync, recovery.git_dirs(s))
         except SyncError as again:
-            self.c.events.emit("sync_failed", stage="lock recovery", error=str(again))
+            self.sync.events.emit("sync_failed", stage="lock recovery", error=str(again))
 
     def same_arrival(self, run_id: str, data: bytes) -> bool:
         """True when the inbox file holding `data` is the one run `run_id` already took: the
@@ -240,11 +250,11 @@ class GitChannel:
         """The signature refusal recorded for this exact MP, if any (consumed). Since a
         range with an unsigned commit is refused as a whole (pull.refuse_unsigned), no
         refused MP reaches the slot; this consumes what an earlier version recorded."""
-        state = self.c.store.load()
+        state = self.sync.store.load()
         reason = state["refusals"].pop(hashlib.sha256(data).hexdigest(), None)
         if reason is None:
             return None
-        self.c.store.save(state)
+        self.sync.store.save(state)
         return InvalidMPError(
             f"it arrived in commits the engine does not accept (git.require_signed): {reason}",
             "Send it again from a commit signed with a key listed in the engine's allowed-signers file "
@@ -257,18 +267,22 @@ class GitChannel:
         git stopped because .git/config changed (known before any git call trips on it)."""
         if (problem := config_problem(self.ws.root)) is not None:
             return f"git is stopped: {problem}"
-        return push.refusal_notice(self.c.store.blocked())
+        return push.refusal_notice(self.sync.store.blocked())
 
     def report(self) -> dict[str, Any]:
         """Remote, branch, unpushed commit count and any block, for `mp-engine status`."""
         info: dict[str, Any] = {"remote": self.cfg.remote, "branch": self.cfg.branch}
         try:
             with self.session() as s:
-                info["unpushed"] = push.unpushed(self.c, s)
+                info["unpushed"] = push.unpushed(self.sync, s)
                 info["head"] = (s.rev("HEAD") or "")[:12] or None
         except SyncError as e:
             info["error"] = str(e)
-        blocked = self.c.store.blocked()
+        blocked = self.sync.store.blocked()
         if blocked:
             info["blocked"] = blocked
         return info
+
+
+Channel = GitChannel | LocalChannel
+# what the engine talks to: `Engine` builds one whole, per `[git] enabled`

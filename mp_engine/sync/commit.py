@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import mp_engine.sync.attribution as attribution
+import mp_engine.sync.size_cap as size_cap
 from mp_engine.atomic import atomic_write
 from mp_engine.errors import SyncError
-from mp_engine.sync import attribution, size_cap
 from mp_engine.sync.attribution import RUNS_PREFIX, Change
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.redact import redact_file
@@ -17,7 +18,7 @@ PATHS_ON_COMMAND_LINE = 16 * 1024  # bytes of paths passed as arguments (ARG_MAX
 
 
 def commit_run(
-    c: SyncContext,
+    sync: SyncContext,
     s: GitSession,
     message: str,
     run_id: str | None,
@@ -30,27 +31,27 @@ def commit_run(
     `finished`: the run is over, so its baseline is dropped once the commit is made;
     `published`: this is the first unpublished result, whose entry goes in the same write."""
     if found is None:
-        found = attribution.changes(s, c.ws.root)
-    data = c.store.load()
+        found = attribution.changes(s, sync.ws.root)
+    data = sync.store.load()
     baseline = data["baselines"].get(run_id) if run_id else None
     if run_id and baseline is None:
         # The engine died between RUNNING and recording the baseline (issue #19): the run's
         # ledger says when it was claimed, which is all attribution needs. A run whose
         # result is already in HEAD had its baseline and dropped it after that commit.
-        derived = attribution.derived_baseline(c.ws, run_id, data.get("dirty", {}))
+        derived = attribution.derived_baseline(sync.ws, run_id, data.get("dirty", {}))
         if derived is not None and not _result_committed(s, run_id):
             baseline = derived
-            c.events.emit("git_recovered", what="baseline derived from the run's ledger", run=run_id)
-    paths, left = attribution.select(c.ws.root, found, baseline)
-    paths, held = size_cap.hold_back(c, data, paths, run_id)
+            sync.events.emit("git_recovered", what="baseline derived from the run's ledger", run=run_id)
+    paths, left = attribution.select(sync.ws.root, found, baseline)
+    paths, held = size_cap.hold_back(sync, data, paths, run_id)
     foreign = [p for p, ch in found.items() if ch.code[0] not in " ?" and p not in paths]
     # A deletion already in the index (a crash between `git add` and `git commit`) is
     # committed as it is: `git add -- PATH` of a path gone from index and tree fails.
     staged_deletions = {p for p, ch in found.items() if ch.code[0] == "D"}
     head = commit_paths(
-        c, s, message, paths, foreign_staged=bool(foreign), already_staged=staged_deletions, unstage=held
+        sync, s, message, paths, foreign_staged=bool(foreign), already_staged=staged_deletions, unstage=held
     )
-    remember(c, data, left, forget=run_id if finished else None, published=published)
+    remember(sync, data, left, forget=run_id if finished else None, published=published)
     return head
 
 
@@ -58,18 +59,18 @@ def _result_committed(s: GitSession, run_id: str) -> bool:
     return s.status("cat-file", "-e", f"HEAD:{RUNS_PREFIX}{run_id}/RESULT.md")[0] == 0
 
 
-def commit_unpublished(c: SyncContext, s: GitSession) -> None:
+def commit_unpublished(sync: SyncContext, s: GitSession) -> None:
     """Commit the results whose commit has not been made yet: the MP that just ended, or
     one whose commit failed (a stale git lock, a full disk, a kill between `git add` and
     `git commit`), retried at startup and at every poll until it succeeds. An entry goes
     only after its commit, so a result is never lost and committed once."""
-    while pending := c.store.load().get("unpublished"):
+    while pending := sync.store.load().get("unpublished"):
         entry = pending[0]
-        commit_run(c, s, entry["message"], entry["run_id"], finished=True, published=True)
+        commit_run(sync, s, entry["message"], entry["run_id"], finished=True, published=True)
 
 
 def remember(
-    c: SyncContext, data: dict[str, Any], left: dict[str, str], *, forget: str | None = None, published: bool = False
+    sync: SyncContext, data: dict[str, Any], left: dict[str, str], *, forget: str | None = None, published: bool = False
 ) -> None:
     """Store the dirty set that stays local, drop run `forget`'s baseline and, once its
     commit is made, the first unpublished result: one write."""
@@ -81,7 +82,7 @@ def remember(
         data["unpublished"] = data.get("unpublished", [])[1:]
         changed = True
     if changed:
-        c.store.save(data, durable=False)
+        sync.store.save(data, durable=False)
 
 
 def foreign_staged(s: GitSession, paths: list[str]) -> list[str]:
@@ -90,7 +91,7 @@ def foreign_staged(s: GitSession, paths: list[str]) -> list[str]:
 
 
 def commit_paths(
-    c: SyncContext,
+    sync: SyncContext,
     s: GitSession,
     message: str,
     paths: list[str],
@@ -107,16 +108,16 @@ def commit_paths(
     large tree."""
     if not paths:
         return None
-    _redact_archives(c, paths, skip=set(unstage or ()))
+    _redact_archives(sync, paths, skip=set(unstage or ()))
     # `--literal-pathspecs`: these are file names, never patterns or `:(magic)`. A short
     # list goes on the command line (no file to create); a long one through a file.
-    spec = _pathspec(c, paths, "gitsync.pathspec")
+    spec = _pathspec(sync, paths, "gitsync.pathspec")
     to_add = [p for p in paths if p not in already_staged]
     if to_add:
-        add_spec = spec if len(to_add) == len(paths) else _pathspec(c, to_add, "gitsync.addspec")
+        add_spec = spec if len(to_add) == len(paths) else _pathspec(sync, to_add, "gitsync.addspec")
         s.run("--literal-pathspecs", "add", "--all", *add_spec)
     if unstage:
-        s.run("--literal-pathspecs", "reset", "-q", *_pathspec(c, unstage, "gitsync.unstage"))
+        s.run("--literal-pathspecs", "reset", "-q", *_pathspec(sync, unstage, "gitsync.unstage"))
     only = spec if foreign_staged else []
     code, out, err = s.status(
         "--literal-pathspecs", *s.identity(), "commit", "--quiet", "--no-verify", "-m", message, *only
@@ -126,29 +127,29 @@ def commit_paths(
             return None
         raise SyncError(f"`git commit` failed ({code}): {(err or out).strip()}")
     head = s.rev("HEAD")
-    c.events.emit("sync_committed", message=message, files=len(paths), head=head[:12] if head else None)
+    sync.events.emit("sync_committed", message=message, files=len(paths), head=head[:12] if head else None)
     return head
 
 
-def _pathspec(c: SyncContext, paths: list[str], name: str) -> list[str]:
+def _pathspec(sync: SyncContext, paths: list[str], name: str) -> list[str]:
     """`-- PATHS` on the command line, or a NUL-separated pathspec file past 16 KiB."""
     if sum(len(p) + 1 for p in paths) <= PATHS_ON_COMMAND_LINE:
         return ["--", *paths]
-    spec_file = c.ws.local_dir / name
+    spec_file = sync.ws.local_dir / name
     atomic_write(spec_file, "\0".join(paths) + "\0", durable=False)
     return [f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"]
 
 
-def _redact_archives(c: SyncContext, paths: list[str], skip: set[str]) -> None:
+def _redact_archives(sync: SyncContext, paths: list[str], skip: set[str]) -> None:
     """The run archive holds raw step output: mask it before it travels. The MP as
     received stays byte-exact (its SHA-256 is its identity); files held back on the host
     (`skip`, over `max_file_bytes`) never travel, so they are not read."""
-    if c.redact is None:
+    if sync.redact is None:
         return
     for path in paths:
         if path.startswith(RUNS_PREFIX) and not path.endswith("/" + INBOX_FILE):
-            target = c.ws.root / path
+            target = sync.ws.root / path
             files = [target] if not target.is_dir() else [f for f in target.rglob("*") if f.is_file()]
             for f in files:
-                if f.name != INBOX_FILE and f.relative_to(c.ws.root).as_posix() not in skip:
-                    redact_file(f, c.redact)
+                if f.name != INBOX_FILE and f.relative_to(sync.ws.root).as_posix() not in skip:
+                    redact_file(f, sync.redact)

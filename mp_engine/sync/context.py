@@ -16,15 +16,23 @@ BLOCKED_BRANCH = "mp-engine/blocked/{branch}"
 
 
 class SyncContext:
-    def __init__(self, ws: Workspace, cfg: GitConfig, *, redact: Redactor | None = None):
+    def __init__(
+        self,
+        ws: Workspace,
+        cfg: GitConfig,
+        *,
+        events: EventLog | None = None,
+        inbox: Inbox | None = None,
+        redact: Redactor | None = None,
+    ):
         self.ws = ws
         self.cfg = cfg
         self.redact = redact
-        self.events = EventLog(ws.events_file, redact=redact)
+        self.events = events if events is not None else EventLog(ws.events_file, redact=redact)
         self.store = SyncStore(ws.local_dir / "gitsync.json")
         self.remote_name = cfg.remote
         self.unreachable: str | None = None  # why the remote could not be reached, or None
-        self.inbox: Inbox | None = None  # the engine's, once bound: its queue takes arrivals
+        self.inbox = inbox  # the engine's: its queue takes arrivals (None: a channel only read, as status does)
         self.platform: PlatformSigners | None = None  # trusted forge signers (sync/platform.py), set by the channel
 
     @property

@@ -39,8 +39,8 @@ GRACE = 60.0  # at most this is added to twice the interval before a beat counts
 
 
 class Heartbeat:
-    def __init__(self, c: SyncContext, interval: float):
-        self.c = c
+    def __init__(self, sync: SyncContext, interval: float):
+        self.sync = sync
         self.interval = interval
         self._next = 0.0
         self._lock = threading.Lock()  # the main loop and the cancel watch's thread both beat
@@ -51,11 +51,11 @@ class Heartbeat:
         self.progress: Callable[[str], dict[str, Any] | None] | None = None
 
     def due(self) -> bool:
-        return self.interval > 0 and self.c.cfg.push and time.monotonic() >= self._next
+        return self.interval > 0 and self.sync.cfg.push and time.monotonic() >= self._next
 
     def _document(self, status: str | None) -> dict[str, Any]:
         try:
-            state = json.loads(self.c.ws.state_file.read_text(encoding="utf-8"))
+            state = json.loads(self.sync.ws.state_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             state = {}
         doc = {
@@ -69,16 +69,16 @@ class Heartbeat:
             "pid": os.getpid(),
         }
         # What the remote cannot show by itself: commits held back, and why.
-        blocked = self.c.store.blocked()
+        blocked = self.sync.store.blocked()
         if blocked:
             doc["blocked"] = {"kind": blocked.get("kind"), "message": str(blocked.get("message", ""))[:300]}
         ahead = git(
-            self.c.ws.root,
+            self.sync.ws.root,
             "rev-list",
             "--count",
-            f"refs/remotes/{self.c.remote_name}/{self.c.cfg.branch}..HEAD",
+            f"refs/remotes/{self.sync.remote_name}/{self.sync.cfg.branch}..HEAD",
             check=False,
-            timeout=self.c.cfg.timeout,
+            timeout=self.sync.cfg.timeout,
         )
         if ahead.ok and ahead.out.strip().isdigit():
             doc["unpushed"] = int(ahead.out.strip())
@@ -98,14 +98,14 @@ class Heartbeat:
         except SyncError as e:  # a changed .git/config stops git: no beat, so the remote sees silence
             self._next = time.monotonic() + self.interval
             if not self._failing:
-                self.c.events.emit("heartbeat_failed", error=str(e)[:600], branch=HEARTBEAT_BRANCH)
+                self.sync.events.emit("heartbeat_failed", error=str(e)[:600], branch=HEARTBEAT_BRANCH)
             self._failing = True
             return False
 
     def _beat(self, stopped: bool) -> bool:
         with self._lock:
             self._next = time.monotonic() + self.interval
-            root, t = self.c.ws.root, self.c.cfg.timeout
+            root, t = self.sync.ws.root, self.sync.cfg.timeout
             doc = json.dumps(self._document("stopped" if stopped else None), sort_keys=True)
             ident = ["-c", "user.name=mp-engine", "-c", "user.email=mp-engine@localhost"]
             tree = git(root, "mktree", input="", check=False, timeout=t)
@@ -115,7 +115,7 @@ class Heartbeat:
                 "push",
                 "--force",
                 "--quiet",
-                self.c.remote_name,
+                self.sync.remote_name,
                 f"{commit.out.strip()}:refs/heads/{HEARTBEAT_BRANCH}",
                 check=False,
                 timeout=t,
@@ -126,7 +126,7 @@ class Heartbeat:
                 return True
             if not self._failing:
                 why = (pushed.err if pushed else commit.err or tree.err).strip()[:600]
-                self.c.events.emit("heartbeat_failed", error=why, branch=HEARTBEAT_BRANCH)
+                self.sync.events.emit("heartbeat_failed", error=why, branch=HEARTBEAT_BRANCH)
             self._failing = True
             return False
 

@@ -9,17 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from mp_engine.errors import InvalidMPError
-from mp_engine.inbox.intake import Inbox
-from mp_engine.record.events import EventLog
 from mp_engine.sync.pull import SyncOutcome
 
 
 class LocalChannel:
     enabled = False
     unreachable: str | None = None
-
-    def bind(self, events: EventLog, inbox: Inbox | None = None) -> None:
-        pass
 
     def startup(self) -> None:
         pass

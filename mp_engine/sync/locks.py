@@ -58,7 +58,7 @@ def stale_locks(git_dirs: Iterable[Path]) -> list[Path]:
     return sorted(p for p in candidates if str(p) not in held)
 
 
-def remove_stale_locks(c: SyncContext, git_dirs: Iterable[Path]) -> list[str]:
+def remove_stale_locks(sync: SyncContext, git_dirs: Iterable[Path]) -> list[str]:
     """Remove the stale locks; one `git_recovered` event each. Returns what was removed."""
     removed = []
     for lock in stale_locks(git_dirs):
@@ -66,7 +66,7 @@ def remove_stale_locks(c: SyncContext, git_dirs: Iterable[Path]) -> list[str]:
             lock.unlink()
         except FileNotFoundError:  # its git finished meanwhile
             continue
-        rel = os.path.relpath(lock, c.ws.root)
+        rel = os.path.relpath(lock, sync.ws.root)
         removed.append(rel)
-        c.events.emit("git_recovered", what="stale lock removed", path=rel)
+        sync.events.emit("git_recovered", what="stale lock removed", path=rel)
     return removed

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import mp_engine.sync.arrivals as arrivals
 from mp_engine.errors import SyncConflict, SyncError
 from mp_engine.inbox.header import header_summary
 from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
-from mp_engine.sync import arrivals
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.replay import replay
 from mp_engine.sync.session import GitSession
@@ -29,11 +29,11 @@ class SyncOutcome:
     problem_mp: str | None = None
 
 
-def ls_remote(c: SyncContext, s: GitSession) -> str | None:
+def ls_remote(sync: SyncContext, s: GitSession) -> str | None:
     """The remote branch's tip (one `git ls-remote`), or None if it does not exist."""
-    ref = f"refs/heads/{c.cfg.branch}"
-    out = s.run("ls-remote", "--heads", c.remote_name, ref)
-    c.mark_reachable()
+    ref = f"refs/heads/{sync.cfg.branch}"
+    out = s.run("ls-remote", "--heads", sync.remote_name, ref)
+    sync.mark_reachable()
     return tip_in(out, ref)
 
 
@@ -46,76 +46,76 @@ def tip_in(ls_remote_output: str, ref: str) -> str | None:
     return None
 
 
-def fetch(c: SyncContext, s: GitSession) -> tuple[str | None, bool]:
+def fetch(sync: SyncContext, s: GitSession) -> tuple[str | None, bool]:
     """Fetch the branch into the tracking ref: (its new tip, whether the update was a
     fast-forward). Without `+` first, so git itself refuses a rewritten tip and a
     success proves the old tip is an ancestor of the new one; then forced."""
-    spec = f"refs/heads/{c.cfg.branch}:{c.tracking}"
-    if s.rev(c.tracking) is not None:
-        if s.status("fetch", "--no-tags", "--quiet", c.remote_name, spec)[0] == 0:
-            c.mark_reachable()
-            return s.rev(c.tracking), True
-    s.run("fetch", "--no-tags", "--quiet", c.remote_name, f"+{spec}")
-    c.mark_reachable()
-    return s.rev(c.tracking), False
+    spec = f"refs/heads/{sync.cfg.branch}:{sync.tracking}"
+    if s.rev(sync.tracking) is not None:
+        if s.status("fetch", "--no-tags", "--quiet", sync.remote_name, spec)[0] == 0:
+            sync.mark_reachable()
+            return s.rev(sync.tracking), True
+    s.run("fetch", "--no-tags", "--quiet", sync.remote_name, f"+{spec}")
+    sync.mark_reachable()
+    return s.rev(sync.tracking), False
 
 
-def integrate(c: SyncContext, s: GitSession, remote_sha: str, allowed_signers: str) -> SyncOutcome:
+def integrate(sync: SyncContext, s: GitSession, remote_sha: str, allowed_signers: str) -> SyncOutcome:
     """Bring `remote_sha` into the working tree: verify, then ff-only or rebase."""
     head = s.rev("HEAD")
-    tracking = s.rev(c.tracking)
+    tracking = s.rev(sync.tracking)
     if head is not None and (remote_sha == head or (tracking == remote_sha and s.is_ancestor(remote_sha, head))):
         return SyncOutcome()
-    data = c.store.load()
+    data = sync.store.load()
     blocked = data["blocked"]
     if blocked and blocked.get("remote") == remote_sha:
         return SyncOutcome()  # already reported; wait until the remote moves again
     fast_forward = False
     if tracking != remote_sha:
-        fetched, fast_forward = fetch(c, s)
+        fetched, fast_forward = fetch(sync, s)
         remote_sha = fetched or remote_sha
     if head is None:  # an unborn branch (fresh `git init`): adopt the remote as it is
         s.run("reset", "-q", remote_sha)
         s.update_refs({PROCESSED_REF: remote_sha})
-        c.events.emit("sync_pulled", to=remote_sha[:12], how="adopted")
+        sync.events.emit("sync_pulled", to=remote_sha[:12], how="adopted")
         return SyncOutcome(integrated=True)
     processed = s.rev(PROCESSED_REF)
     # A fast-forward fetch from the processed tip has already proved it an ancestor.
     proven = fast_forward and processed == tracking
     if processed and not proven and not s.is_ancestor(processed, remote_sha):
-        return refuse_rewrite(c, data, processed, remote_sha)
+        return refuse_rewrite(sync, data, processed, remote_sha)
     versions = arrivals.incoming_versions(s, head, remote_sha)
-    if c.cfg.require_signed:
+    if sync.cfg.require_signed:
         known = [head] + ([processed] if processed else [])
         verdict = check_range(
-            s.run, remote_sha, known, allowed_signers, c.cfg.allowed_gpg_keys, platform=c.platform, root=s.root
+            s.run, remote_sha, known, allowed_signers, sync.cfg.allowed_gpg_keys, platform=sync.platform, root=s.root
         )
         if not verdict.ok:  # nothing of the range reaches the workspace (issue #20)
-            return refuse_unsigned(c, s, data, remote_sha, verdict.reason, versions)
-    queued = arrivals.queue_arrivals(c, s, head, versions)
+            return refuse_unsigned(sync, s, data, remote_sha, verdict.reason, versions)
+    queued = arrivals.queue_arrivals(sync, s, head, versions)
     # processed == head is the common case (nothing local since the last push), and then
     # the rewrite check above already proved head is an ancestor of the remote.
     if head == processed or s.is_ancestor(head, remote_sha):
         _fast_forward(s, remote_sha)
         how = "fast-forward"
     else:
-        conflict = rebase(c, s, remote_sha)
+        conflict = rebase(sync, s, remote_sha)
         if conflict is not None:
-            if c.inbox is not None:
-                c.inbox.queue.rollback(queued)  # not integrated: the slot still holds its MP
-            return block_on_conflict(c, s, data, remote_sha, conflict)
+            if sync.inbox is not None:
+                sync.inbox.queue.rollback(queued)  # not integrated: the slot still holds its MP
+            return block_on_conflict(sync, s, data, remote_sha, conflict)
         how = "rebase"
     s.update_refs({PROCESSED_REF: remote_sha})
     if data["blocked"]:
         data["blocked"] = None
-        c.store.save(data)
-        c.events.emit("sync_unblocked", remote=remote_sha[:12])
-    c.events.emit("sync_pulled", **{"from": head[:12], "to": remote_sha[:12], "how": how})
+        sync.store.save(data)
+        sync.events.emit("sync_unblocked", remote=remote_sha[:12])
+    sync.events.emit("sync_pulled", **{"from": head[:12], "to": remote_sha[:12], "how": how})
     return SyncOutcome(integrated=True)
 
 
 def refuse_unsigned(
-    c: SyncContext, s: GitSession, data: dict, remote_sha: str, reason: str, versions: list[tuple[str, bool]]
+    sync: SyncContext, s: GitSession, data: dict, remote_sha: str, reason: str, versions: list[tuple[str, bool]]
 ) -> SyncOutcome:
     """Refuse the whole range up to `remote_sha`, as a rewrite is refused: with
     `require_signed`, one commit not signed by an allowed signer keeps every commit after
@@ -125,10 +125,10 @@ def refuse_unsigned(
         header_summary(b) for commit, present in versions if present and (b := s.blob(commit, INBOX_PATH)) is not None
     ]
     data["blocked"] = {"kind": "unsigned", "remote": remote_sha, "reason": reason}
-    c.store.save(data)
-    c.events.emit("sync_refused", to=remote_sha[:12], reason=reason, mps=mps)
+    sync.store.save(data)
+    sync.events.emit("sync_refused", to=remote_sha[:12], reason=reason, mps=mps)
     processed = s.rev(PROCESSED_REF) or s.rev("HEAD") or "the last commit the engine processed"
-    branch = c.cfg.branch
+    branch = sync.cfg.branch
     carried = f" It carried {', '.join(mps)}, which did not run." if mps else ""
     return SyncOutcome(
         problem=Diagnosis(
@@ -155,14 +155,14 @@ def _fast_forward(s: GitSession, remote_sha: str) -> None:
         s.run("merge", "--ff-only", "--autostash", "--quiet", remote_sha)
 
 
-def rebase(c: SyncContext, s: GitSession, onto: str) -> SyncConflict | None:
+def rebase(sync: SyncContext, s: GitSession, onto: str) -> SyncConflict | None:
     """Put unpushed local commits onto `onto`, without rewriting the engine's files in the
     working tree (replay.py); when that path cannot be taken, `git rebase --autostash`.
     On a conflict nothing is changed and the conflict is returned."""
     done = replay(s, onto)
     if done is not False:
         return done
-    c.events.emit("sync_rebase_fallback", onto=onto[:12])
+    sync.events.emit("sync_rebase_fallback", onto=onto[:12])
     code, _out, err = s.status("rebase", "--autostash", "--quiet", onto)
     if code == 0:
         return None
@@ -170,20 +170,20 @@ def rebase(c: SyncContext, s: GitSession, onto: str) -> SyncConflict | None:
     s.status("rebase", "--abort")
     dirty = s.status("status", "--porcelain", "--untracked-files=no")[1].strip()
     if dirty:  # the abort must leave the tree as it was; say so loudly if it did not
-        c.events.emit("sync_failed", stage="rebase --abort", error=f"tree not clean after abort: {dirty}")
+        sync.events.emit("sync_failed", stage="rebase --abort", error=f"tree not clean after abort: {dirty}")
     return SyncConflict(err.strip(), paths or ["(git did not name them)"])
 
 
 def block_on_conflict(
-    c: SyncContext, s: GitSession, data: dict, remote_sha: str, conflict: SyncConflict
+    sync: SyncContext, s: GitSession, data: dict, remote_sha: str, conflict: SyncConflict
 ) -> SyncOutcome:
-    side = c.side_branch
+    side = sync.side_branch
     unpushed = s.count(f"{remote_sha}..HEAD")
     data["blocked"] = {"kind": "conflict", "remote": remote_sha, "paths": conflict.paths}
-    c.store.save(data)
-    c.events.emit("sync_conflict", remote=remote_sha[:12], paths=conflict.paths, unpushed=unpushed, side_branch=side)
+    sync.store.save(data)
+    sync.events.emit("sync_conflict", remote=remote_sha[:12], paths=conflict.paths, unpushed=unpushed, side_branch=side)
     paths = ", ".join(conflict.paths)
-    branch = c.cfg.branch
+    branch = sync.cfg.branch
     return SyncOutcome(
         problem=Diagnosis(
             "git_conflict",
@@ -197,18 +197,18 @@ def block_on_conflict(
     )
 
 
-def refuse_rewrite(c: SyncContext, data: dict, processed: str, remote_sha: str) -> SyncOutcome:
+def refuse_rewrite(sync: SyncContext, data: dict, processed: str, remote_sha: str) -> SyncOutcome:
     data["blocked"] = {"kind": "rewrite", "remote": remote_sha, "processed": processed}
-    c.store.save(data)
-    c.events.emit("sync_refused", reason="history rewritten", processed=processed[:12], remote=remote_sha[:12])
+    sync.store.save(data)
+    sync.events.emit("sync_refused", reason="history rewritten", processed=processed[:12], remote=remote_sha[:12])
     return SyncOutcome(
         problem=Diagnosis(
             "history_rewritten",
             "remote history rewritten",
-            f"{c.cfg.branch} on the remote was force-pushed to {remote_sha[:12]}, which no longer contains "
+            f"{sync.cfg.branch} on the remote was force-pushed to {remote_sha[:12]}, which no longer contains "
             f"{processed[:12]}, history the engine already processed. Nothing from the rewritten history was "
             "pulled or executed.",
-            f"Restore the processed history: on the engine host run `git -C {c.ws.root} push --force "
-            f"{c.remote_name} HEAD:{c.cfg.branch}`, then send the MP again.",
+            f"Restore the processed history: on the engine host run `git -C {sync.ws.root} push --force "
+            f"{sync.remote_name} HEAD:{sync.cfg.branch}`, then send the MP again.",
         )
     )

@@ -12,9 +12,9 @@ import re
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
+import mp_engine.sync.pull as pull
 from mp_engine.errors import RemoteUnreachable, SyncError
 from mp_engine.gitcmd import failure
-from mp_engine.sync import pull
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession
@@ -71,57 +71,57 @@ def push_checked(s: GitSession, remote_name: str, branch: str, timeout: float) -
         raise RemoteUnreachable(f"`git push {remote_name} {refspec}` reported no result; will retry.")
 
 
-def unpushed(c: SyncContext, s: GitSession) -> int:
+def unpushed(sync: SyncContext, s: GitSession) -> int:
     if s.rev("HEAD") is None:
         return 0
-    return s.count(f"{c.tracking}..HEAD") if s.rev(c.tracking) else s.count("HEAD")
+    return s.count(f"{sync.tracking}..HEAD") if s.rev(sync.tracking) else s.count("HEAD")
 
 
-def push(c: SyncContext, s: GitSession, out: SyncOutcome, allowed_signers: str) -> None:
+def push(sync: SyncContext, s: GitSession, out: SyncOutcome, allowed_signers: str) -> None:
     """Push HEAD; on rejection fetch, verify, rebase and retry with bounded backoff."""
     head = s.rev("HEAD")
-    if not c.cfg.push or head is None or head == s.rev(c.tracking) or c.store.blocked():
+    if not sync.cfg.push or head is None or head == s.rev(sync.tracking) or sync.store.blocked():
         return
     try:
         for attempt in Retrying(
-            stop=stop_after_attempt(c.cfg.push_attempts),
+            stop=stop_after_attempt(sync.cfg.push_attempts),
             wait=wait_exponential_jitter(
-                multiplier=0.05, max=c.cfg.push_backoff_max, jitter=c.cfg.push_backoff_max / 10
+                multiplier=0.05, max=sync.cfg.push_backoff_max, jitter=sync.cfg.push_backoff_max / 10
             ),
             retry=retry_if_exception_type(PushRejected),
             reraise=True,
         ):
             with attempt:
                 try:
-                    push_checked(s, c.remote_name, c.cfg.branch, c.cfg.timeout)
+                    push_checked(s, sync.remote_name, sync.cfg.branch, sync.cfg.timeout)
                 except PushRejected:
-                    remote_sha = pull.fetch(c, s)[0]
+                    remote_sha = pull.fetch(sync, s)[0]
                     if remote_sha is not None:
-                        step = pull.integrate(c, s, remote_sha, allowed_signers)
+                        step = pull.integrate(sync, s, remote_sha, allowed_signers)
                         out.integrated |= step.integrated
                         if step.problem is not None:
                             out.problem = step.problem
                             return
                     raise
     except PushRejected as e:
-        c.events.emit("sync_push_deferred", error=f"still rejected after {c.cfg.push_attempts} attempts: {e}")
+        sync.events.emit("sync_push_deferred", error=f"still rejected after {sync.cfg.push_attempts} attempts: {e}")
         return
     except PushRefused as e:
-        block_refused(c, s, str(e))
+        block_refused(sync, s, str(e))
         return
     head = s.rev("HEAD")
     assert head is not None
-    s.update_refs({c.tracking: head, PROCESSED_REF: head})
-    c.events.emit("sync_pushed", branch=c.cfg.branch, head=head[:12])
+    s.update_refs({sync.tracking: head, PROCESSED_REF: head})
+    sync.events.emit("sync_pushed", branch=sync.cfg.branch, head=head[:12])
 
 
-def block_refused(c: SyncContext, s: GitSession, message: str) -> None:
+def block_refused(sync: SyncContext, s: GitSession, message: str) -> None:
     """Stop pushing until the remote moves (or a restart): the refusal is remembered with
     the remote tip it was made against, and reported."""
-    data = c.store.load()
-    data["blocked"] = {"kind": "push_refused", "remote": s.rev(c.tracking) or "", "message": message}
-    c.store.save(data)
-    c.events.emit("sync_push_refused", message=message, unpushed=unpushed(c, s))
+    data = sync.store.load()
+    data["blocked"] = {"kind": "push_refused", "remote": s.rev(sync.tracking) or "", "message": message}
+    sync.store.save(data)
+    sync.events.emit("sync_push_refused", message=message, unpushed=unpushed(sync, s))
 
 
 def refusal_notice(blocked: dict | None) -> str | None:
@@ -134,9 +134,9 @@ def refusal_notice(blocked: dict | None) -> str | None:
     return f"push refused by the remote: {blocked.get('message', '')}"
 
 
-def push_side_branch(c: SyncContext, s: GitSession) -> None:
+def push_side_branch(sync: SyncContext, s: GitSession) -> None:
     """Keep the engine's commits that a conflict or an unsigned range holds back on
     `mp-engine/blocked/<branch>`, where the orchestrator can read the result."""
-    code, _o, err = s.status("push", "--force", "--quiet", c.remote_name, f"HEAD:refs/heads/{c.side_branch}")
+    code, _o, err = s.status("push", "--force", "--quiet", sync.remote_name, f"HEAD:refs/heads/{sync.side_branch}")
     if code != 0:
-        c.events.emit("sync_failed", stage="push side branch", error=err.strip())
+        sync.events.emit("sync_failed", stage="push side branch", error=err.strip())

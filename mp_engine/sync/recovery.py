@@ -6,47 +6,49 @@ import os
 import re
 from pathlib import Path
 
+import mp_engine.sync.attribution as attribution
+import mp_engine.sync.commit as commit
+import mp_engine.sync.locks as locks
 from mp_engine.atomic import atomic_write
 from mp_engine.errors import SyncError
 from mp_engine.gitcmd import accept_config
-from mp_engine.sync import attribution, commit, locks
 from mp_engine.sync.attribution import EVENT_LOG, PROTOCOL_FILES, RUNS_PREFIX
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.session import GitSession
 from mp_engine.workspace import EVENTS_FILE, SYSTEM_DIR
 
 
-def startup(c: SyncContext, s: GitSession) -> None:
-    locks.remove_stale_locks(c, git_dirs(s))
-    data = c.store.load()
+def startup(sync: SyncContext, s: GitSession) -> None:
+    locks.remove_stale_locks(sync, git_dirs(s))
+    data = sync.store.load()
     if (data.get("blocked") or {}).get("kind") == "push_refused":  # a restart tries once more
         data["blocked"] = None
-        c.store.save(data)
-        c.events.emit("sync_unblocked", reason="restart: the refused push is tried again")
+        sync.store.save(data)
+        sync.events.emit("sync_unblocked", reason="restart: the refused push is tried again")
     top = Path(os.path.realpath(s.run("rev-parse", "--show-toplevel").strip()))
-    if top != c.ws.root:
+    if top != sync.ws.root:
         raise SyncError(
-            f"the workspace {c.ws.root} is inside the git working tree {top}, not its top. "
-            f"Give the workspace its own repository: `mp-engine init --remote URL {c.ws.root}`."
+            f"the workspace {sync.ws.root} is inside the git working tree {top}, not its top. "
+            f"Give the workspace its own repository: `mp-engine init --remote URL {sync.ws.root}`."
         )
     gitdir = Path(s.run("rev-parse", "--absolute-git-dir").strip())
     if (gitdir / "rebase-merge").exists() or (gitdir / "rebase-apply").exists():
         s.status("rebase", "--abort")
-        c.events.emit("git_recovered", what="half-finished rebase aborted")
+        sync.events.emit("git_recovered", what="half-finished rebase aborted")
     if (gitdir / "MERGE_HEAD").exists():
         s.status("merge", "--abort")
-        c.events.emit("git_recovered", what="half-finished merge aborted")
+        sync.events.emit("git_recovered", what="half-finished merge aborted")
     branch = s.status("symbolic-ref", "--short", "-q", "HEAD")[1].strip()
-    if branch != c.cfg.branch:
+    if branch != sync.cfg.branch:
         raise SyncError(
             f"the workspace repository is on {branch or 'a detached HEAD'}, not on git.branch = "
-            f"{c.cfg.branch!r}. Run `git -C {c.ws.root} checkout {c.cfg.branch}`."
+            f"{sync.cfg.branch!r}. Run `git -C {sync.ws.root} checkout {sync.cfg.branch}`."
         )
-    ensure_remote(c, s)
-    untrack_event_log(c, s)
-    if s.rev(PROCESSED_REF) is None and (tracking := s.rev(c.tracking)):
+    ensure_remote(sync, s)
+    untrack_event_log(sync, s)
+    if s.rev(PROCESSED_REF) is None and (tracking := s.rev(sync.tracking)):
         s.update_refs({PROCESSED_REF: tracking})
-    commit_leftovers(c, s)
+    commit_leftovers(sync, s)
 
 
 def git_dirs(s: GitSession) -> set[Path]:
@@ -54,25 +56,25 @@ def git_dirs(s: GitSession) -> set[Path]:
     return {Path(s.repo.git_dir), Path(s.repo.common_dir)}
 
 
-def commit_leftovers(c: SyncContext, s: GitSession) -> None:
+def commit_leftovers(sync: SyncContext, s: GitSession) -> None:
     """Results whose commit failed or was cut short, runs that closed before their commit,
     then protocol files left dirty."""
-    commit.commit_unpublished(c, s)
-    data = c.store.load()
+    commit.commit_unpublished(sync, s)
+    data = sync.store.load()
     for run_id in list(data["baselines"]):
-        ledger = c.ws.runs_dir / run_id / "ledger.json"
+        ledger = sync.ws.runs_dir / run_id / "ledger.json"
         if ledger.exists() and '"closed"' in ledger.read_text(encoding="utf-8"):
             mp_id = run_id.split("-", 1)[1] if "-" in run_id else run_id
-            commit.commit_run(c, s, f"{mp_id}: result committed after a restart", run_id, finished=True)
-    found = attribution.changes(s, c.ws.root)
+            commit.commit_run(sync, s, f"{mp_id}: result committed after a restart", run_id, finished=True)
+    found = attribution.changes(s, sync.ws.root)
     leftovers = [p for p in found if p in PROTOCOL_FILES or p.startswith(RUNS_PREFIX)]
-    if leftovers and commit.commit_run(c, s, "mp-engine: commit protocol files left by a restart", None, found):
-        c.events.emit("git_recovered", what="uncommitted protocol files committed")
+    if leftovers and commit.commit_run(sync, s, "mp-engine: commit protocol files left by a restart", None, found):
+        sync.events.emit("git_recovered", what="uncommitted protocol files committed")
     elif not leftovers:  # `commit_run` records the dirty set; without a commit, do it here
-        commit.remember(c, c.store.load(), attribution.select(c.ws.root, found, None)[1])
+        commit.remember(sync, sync.store.load(), attribution.select(sync.ws.root, found, None)[1])
 
 
-def untrack_event_log(c: SyncContext, s: GitSession) -> None:
+def untrack_event_log(sync: SyncContext, s: GitSession) -> None:
     """Workspaces made before 0.2 track SYSTEM/events.jsonl (the engine has moved the
     file to SYSTEM/.engine/): commit its removal, once. Left for the next start when
     the operator has something staged (a plain commit would take it too)."""
@@ -80,7 +82,7 @@ def untrack_event_log(c: SyncContext, s: GitSession) -> None:
         return
     staged = s.staged()
     if staged:
-        c.events.emit(
+        sync.events.emit(
             "sync_failed",
             stage="untrack the old event log",
             error=f"left for the next start: other changes are staged ({', '.join(staged[:5])})",
@@ -88,7 +90,7 @@ def untrack_event_log(c: SyncContext, s: GitSession) -> None:
         return
     s.run("rm", "--cached", "--quiet", "--", EVENT_LOG)
     paths = [EVENT_LOG]
-    ignore = c.ws.system_dir / ".gitignore"
+    ignore = sync.ws.system_dir / ".gitignore"
     text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
     if f"/{EVENTS_FILE}" not in text.split():  # a stale copy a merge brings back stays out of status
         atomic_write(ignore, (text.rstrip("\n") + "\n" if text.strip() else "") + f"/{EVENTS_FILE}\n")
@@ -98,20 +100,20 @@ def untrack_event_log(c: SyncContext, s: GitSession) -> None:
     code, out, err = s.status(*s.identity(), "commit", "--quiet", "--no-verify", "-m", message)
     if code != 0 and "nothing to commit" not in out + err:
         raise SyncError(f"`git commit` failed ({code}): {(err or out).strip()}")
-    c.events.emit("git_recovered", what="old event log untracked", paths=paths)
+    sync.events.emit("git_recovered", what="old event log untracked", paths=paths)
 
 
-def ensure_remote(c: SyncContext, s: GitSession) -> None:
+def ensure_remote(sync: SyncContext, s: GitSession) -> None:
     """`git.remote` names a remote, or is a URL that `origin` gets (or already has)."""
     names = s.remotes()
-    if c.cfg.remote in names:
+    if sync.cfg.remote in names:
         return
-    if not re.search(r"[:/]", c.cfg.remote):
+    if not re.search(r"[:/]", sync.cfg.remote):
         raise SyncError(
-            f"git.remote = {c.cfg.remote!r} is neither a remote of {c.ws.root} nor a URL. "
-            f"Add it with `git -C {c.ws.root} remote add {c.cfg.remote} URL`."
+            f"git.remote = {sync.cfg.remote!r} is neither a remote of {sync.ws.root} nor a URL. "
+            f"Add it with `git -C {sync.ws.root} remote add {sync.cfg.remote} URL`."
         )
-    url = c.cfg.remote
+    url = sync.cfg.remote
     if "origin" in names and names["origin"] != url:
         raise SyncError(
             f"git.remote is the URL {url}, but remote `origin` points at {names['origin']}. "
@@ -119,5 +121,5 @@ def ensure_remote(c: SyncContext, s: GitSession) -> None:
         )
     if "origin" not in names:
         s.run("remote", "add", "origin", url)
-        accept_config(c.ws.root)  # the engine's own change to .git/config
-    c.remote_name = "origin"
+        accept_config(sync.ws.root)  # the engine's own change to .git/config
+    sync.remote_name = "origin"

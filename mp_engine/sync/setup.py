@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import mp_engine.sync.push as push
 from mp_engine.atomic import atomic_write
 from mp_engine.config import CONFIG_FILE, load_config
 from mp_engine.errors import SyncError
 from mp_engine.gitcmd import git
-from mp_engine.sync import push
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession

@@ -19,23 +19,23 @@ from mp_engine.sync.context import SyncContext
 
 
 def hold_back(
-    c: SyncContext, data: dict[str, Any], paths: list[str], run_id: str | None
+    sync: SyncContext, data: dict[str, Any], paths: list[str], run_id: str | None
 ) -> tuple[list[str], list[str]]:
     """(the paths to stage, files inside them to unstage again). Files newly found over the
     cap are remembered in `data` (saved by the caller's `remember`) and noted in the run's
     result."""
-    cap = c.cfg.max_file_bytes
+    cap = sync.cfg.max_file_bytes
     if not cap or not paths:
         return paths, []
     known: dict[str, int] = data.setdefault("too_large", {})
-    big = oversized(c.ws.root, paths, cap)
+    big = oversized(sync.ws.root, paths, cap)
     new = {p: size for p, size in big.items() if p not in known}
     if new:
         known.update(new)
-        c.events.emit("sync_file_held_back", files=sorted(new), cap=cap, run=run_id)
+        sync.events.emit("sync_file_held_back", files=sorted(new), cap=cap, run=run_id)
         if run_id is not None:
-            add_note(c.ws, RunArchive(c.ws.runs_dir / run_id), note(new, cap), c.redact or (lambda s: s))
-    for gone in [p for p in known if p not in big and not (c.ws.root / p).exists()]:
+            add_note(sync.ws, RunArchive(sync.ws.runs_dir / run_id), note(new, cap), sync.redact or (lambda s: s))
+    for gone in [p for p in known if p not in big and not (sync.ws.root / p).exists()]:
         del known[gone]
     return [p for p in paths if p not in big], [p for p in big if p not in paths]
 

@@ -427,7 +427,8 @@ def test_an_open_run_whose_mp_copy_is_gone_ends_in_one_error_result_in_that_run(
 
 
 def test_build_picks_the_channel_git_asks_for(ws, tmp_path):
-    from mp_engine.sync import GitChannel, LocalChannel
+    from mp_engine.sync.channel import GitChannel
+    from mp_engine.sync.local import LocalChannel
     from tests.gitutil import engine_workspace, make_remote
 
     assert isinstance(Engine.build(ws, load_config(ws.root)).sync, LocalChannel)
@@ -435,7 +436,7 @@ def test_build_picks_the_channel_git_asks_for(ws, tmp_path):
     engine = Engine.build(git_ws, load_config(git_ws.root))
     try:
         assert isinstance(engine.sync, GitChannel) and engine.sync.enabled
-        assert engine.sync.c.events is engine.events  # one event log, one redactor
+        assert engine.sync.sync.events is engine.events  # one event log, one redactor
     finally:
         engine.sync.close()
 

@@ -8,12 +8,11 @@ import pytest
 
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
-from mp_engine.finalize import after_sync, clear_inbox, finalize, record_error_run
-from mp_engine.inbox.intake import CLAIMED_PREFIX
+from mp_engine.finalize import finalize
 from mp_engine.record.archive import create_run
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.record.outcome import Outcome
-from mp_engine.sync.pull import SyncOutcome
+from mp_engine.record.unrun import error_run
 from tests.conftest import events, read_state, result_field
 
 MP = b"# MP-5.1 Done\n\n```bash\ntrue\n```\n"
@@ -65,61 +64,10 @@ def test_finalize_twice_is_one_result(ws, engine):
     assert run.result_json.exists() and not ws.inbox_file.exists()
 
 
-def test_a_newer_mp_that_replaced_ours_during_the_run_stays_in_the_inbox(ws, engine):
-    newer = b"# MP-5.2 Next\n\n```bash\ntrue\n```\n"
-    ws.inbox_file.write_bytes(newer)
-    run, ledger = completed_run(ws)
-    clear_inbox(engine.ctx, run, ledger)
-    assert ws.inbox_file.read_bytes() == newer
-    assert not list(ws.inbox_dir.glob(f"{CLAIMED_PREFIX}*"))
-    assert events(ws, "inbox_replaced")
-
-
-def test_a_crash_between_rename_aside_and_delete_is_finished(ws, engine):
-    run, ledger = completed_run(ws)
-    aside = ws.inbox_dir / f"{CLAIMED_PREFIX}{run.run_id}"
-    aside.write_bytes(MP)  # renamed aside, then the engine died
-    clear_inbox(engine.ctx, run, ledger)
-    assert not aside.exists() and not ws.inbox_file.exists()
-
-
 def test_an_error_run_halts_with_its_token(ws, engine):
-    run, ledger = record_error_run(engine.ctx, mp_id="MP-5.3", diagnosis=PROBLEM)
+    run, ledger = error_run(ws, engine.events, mp_id="MP-5.3", diagnosis=PROBLEM)
     result = finalize(engine.ctx, run, ledger)
     assert result.action == "error"
     state = read_state(ws)
     assert state["status"] == "ERROR" and state["halt"]["mp_id"] == "MP-5.3"
     assert events(ws, "halted")[-1]["approve_with"] == "Approves: MP-5.3"
-
-
-def test_an_error_run_without_an_mp_id_is_approved_by_its_run_id(ws, engine):
-    run, ledger = record_error_run(engine.ctx, mp_id=None, diagnosis=PROBLEM)
-    assert ledger.model.outcome["halt_token"] == run.run_id and ledger.model.outcome["mp_id"] == "UNPARSED"
-
-
-def test_record_error_run_into_an_open_run_keeps_its_identity(ws, engine):
-    run, ledger = create_run(ws, mp_id="MP-5.4", data=MP, mp_sha256="abc", executor="shell")
-    same, failed = record_error_run(engine.ctx, mp_id="MP-5.4", diagnosis=PROBLEM, into=run)
-    assert same == run and failed.model.outcome["mp_sha256"] == "abc"
-    assert failed.model.outcome["started_at"] == ledger.model.created_at
-
-
-def test_after_sync_turns_a_sync_problem_into_an_error_result_naming_the_last_mp(ws, engine):
-    engine.state.update(last_result={"mp_id": "MP-5.0", "status": "COMPLETED", "run_id": "r", "finished_at": "x"})
-    assert after_sync(engine.ctx, SyncOutcome(integrated=True)) is None
-    result = after_sync(engine.ctx, SyncOutcome(problem=PROBLEM))
-    assert result.action == "error" and result.mp_id == "MP-5.0"
-    assert events(ws, "sync_blocked")[-1]["kind"] == "git_conflict"
-    assert result_field(ws, "Status") == "ERROR"
-
-
-def test_two_newer_mps_during_a_run_keep_the_newest_in_the_inbox_and_the_other_in_the_archive(ws, engine):
-    run, ledger = completed_run(ws)
-    newer = b"# MP-5.2 Newer\n```bash\ntrue\n```\n"
-    newest = b"# MP-5.3 Newest\n```bash\ntrue\n```\n"
-    aside = ws.inbox_dir / f"{CLAIMED_PREFIX}{run.run_id}"
-    aside.write_bytes(newer)  # renamed aside by this finalize, then the engine died...
-    ws.inbox_file.write_bytes(newest)  # ...and the orchestrator wrote another one
-    clear_inbox(engine.ctx, run, ledger)
-    assert ws.inbox_file.read_bytes() == newest and run.moved_entry.read_bytes() == newer
-    assert events(ws, "inbox_superseded")[-1]["kept"] == ws.rel(run.moved_entry)

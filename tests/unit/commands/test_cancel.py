@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mp_engine.commands.cancel import cancel
 from mp_engine.exitcodes import ExitCode
-from mp_engine.inbox.cancel import host_path
+from mp_engine.inbox.cancel_request import host_path
 
 
 def test_nothing_running_and_no_id_is_a_usage_error(ws):

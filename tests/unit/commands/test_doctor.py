@@ -6,9 +6,9 @@ import json
 import os
 
 from mp_engine.cli import main
-from mp_engine.commands.doctor import run_checks
 from mp_engine.commands.doctor.check import FAIL, OK, WARN
 from mp_engine.commands.doctor.host import mount_type
+from mp_engine.commands.doctor.run import run_checks
 from tests.conftest import dead_pid
 from tests.gitutil import engine_workspace, make_remote
 

@@ -161,7 +161,7 @@ def test_the_lock_holder_is_named_while_another_engine_works(ws):
 
 
 def test_a_stop_file_is_reported_by_status_and_doctor(ws, capsys):
-    from mp_engine.commands.doctor import run_checks
+    from mp_engine.commands.doctor.run import run_checks
 
     (ws.system_dir / "STOP").write_text("")
     assert "SYSTEM/STOP exists" in render_status(status_report(ws, load_config(ws.root)))

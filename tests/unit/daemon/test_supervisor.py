@@ -15,7 +15,7 @@ from mp_engine.daemon.notify import Notifier
 from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.engine import Engine
 from mp_engine.errors import ConfigError
-from mp_engine.inbox.watchers import NativeWatcher
+from mp_engine.inbox.watchers.native import NativeWatcher
 from tests.conftest import events
 from tests.serviceutil import NotifySocket
 

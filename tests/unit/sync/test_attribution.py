@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from mp_engine.sync import attribution
+import mp_engine.sync.attribution as attribution
 from mp_engine.sync.attribution import PROTOCOL_FILES, changes, file_clock_ns, fingerprint, new_baseline, select
 from mp_engine.sync.session import GitSession
 from tests.conftest import wait_for

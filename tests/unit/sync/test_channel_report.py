@@ -15,7 +15,9 @@ def test_report_counts_unpushed_commits_and_shows_a_block(channel):
         (ws.root / "x.txt").write_text("x")
         git(ws.root, "add", "x.txt")
         git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "local")
-        ch.c.store.save({**ch.c.store.load(), "blocked": {"kind": "rewrite", "remote": "abc", "processed": "def"}})
+        ch.sync.store.save(
+            {**ch.sync.store.load(), "blocked": {"kind": "rewrite", "remote": "abc", "processed": "def"}}
+        )
         report = ch.report()
         assert report["unpushed"] == 1 and report["blocked"]["kind"] == "rewrite"
         assert report["head"] == git(ws.root, "rev-parse", "HEAD")[:12]
@@ -29,7 +31,9 @@ def test_a_refusal_is_consumed_by_the_claim_of_that_exact_mp(channel):
     _bare, _url, ws, _orch = channel
     ch = GitChannel(ws, load_config(ws.root).git)
     mp = b"# MP-3.3\n```bash\ntrue\n```\n"
-    ch.c.store.save({**ch.c.store.load(), "refusals": {hashlib.sha256(mp).hexdigest(): "commit abc is not signed"}})
+    ch.sync.store.save(
+        {**ch.sync.store.load(), "refusals": {hashlib.sha256(mp).hexdigest(): "commit abc is not signed"}}
+    )
     assert ch.refusal_for(b"# MP-3.4 another\n") is None
     err = ch.refusal_for(mp)
     assert err is not None and "commit abc is not signed" in err.reason and "`git commit -S`" in err.fix
@@ -77,6 +81,6 @@ def test_running_without_commit_running_records_the_baseline_and_commits_nothing
         head = git(ws.root, "rev-parse", "HEAD")
         assert ch.running("MP-3.5", "20260101T000000Z-MP-3.5").problem is None
         assert git(ws.root, "rev-parse", "HEAD") == head
-        assert "20260101T000000Z-MP-3.5" in ch.c.store.load()["baselines"]
+        assert "20260101T000000Z-MP-3.5" in ch.sync.store.load()["baselines"]
     finally:
         ch.close()

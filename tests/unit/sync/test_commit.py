@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import mp_engine.sync.commit as commit
 from mp_engine.config import load_config
-from mp_engine.sync import commit
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.redact import Redactor
 from mp_engine.sync.session import GitSession
@@ -62,7 +62,7 @@ def test_a_long_path_list_goes_through_a_pathspec_file(committer, monkeypatch):
 
 
 def test_commit_run_carries_the_runs_changes_and_drops_its_baseline(committer):
-    from mp_engine.sync import attribution
+    import mp_engine.sync.attribution as attribution
     from tests.conftest import wait_for
 
     ws, c, s = committer

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mp_engine.claim import claim
 from mp_engine.inbox.mpfile import parse
-from mp_engine.sync import LocalChannel
+from mp_engine.sync.local import LocalChannel
 from tests.conftest import events, read_state
 from tests.gitutil import git, make_engine, push_mp, remote_file, remote_log, sync_tick
 
@@ -90,9 +90,9 @@ def test_a_result_committed_twice_after_a_crash_takes_nothing_of_the_operators(c
     assert sync_tick(engine).action == "completed"
     run_id = read_state(ws)["last_result"]["run_id"]
     (ws.root / "operator.txt").write_text("edited after the run\n")
-    data = engine.sync.c.store.load()
+    data = engine.sync.sync.store.load()
     data["unpublished"] = [{"run_id": run_id, "message": "MP-19.6: COMPLETED"}]
-    engine.sync.c.store.save(data)
+    engine.sync.sync.store.save(data)
     sync_tick(engine)
     assert remote_file(bare, "operator.txt") is None
     assert not any(e.get("run") == run_id for e in events(ws, "git_recovered"))

@@ -50,7 +50,7 @@ def test_a_refused_push_is_reported_once_and_never_raises(tmp_path):
     hook.write_text("#!/bin/sh\necho 'heartbeats not welcome' >&2\nexit 1\n")
     hook.chmod(0o755)
     emitted = []
-    ch.c.events.emit = lambda name, **kw: emitted.append((name, kw))
+    ch.sync.events.emit = lambda name, **kw: emitted.append((name, kw))
     assert ch.heartbeat.beat() is False
     ch.heartbeat._next = 0.0
     assert ch.heartbeat.beat() is False

@@ -5,11 +5,13 @@ from __future__ import annotations
 import inspect
 
 from mp_engine.config import load_config
-from mp_engine.sync import GitChannel, LocalChannel, channel_for
+from mp_engine.engine import Engine
+from mp_engine.sync.channel import GitChannel
+from mp_engine.sync.local import LocalChannel
 
 
-def test_channel_for_picks_the_stub_when_git_is_off(ws):
-    assert isinstance(channel_for(ws, load_config(ws.root)), LocalChannel)
+def test_the_engine_talks_to_the_stub_when_git_is_off(ws):
+    assert isinstance(Engine.build(ws, load_config(ws.root)).sync, LocalChannel)
 
 
 def test_the_stub_has_the_real_channels_interface():

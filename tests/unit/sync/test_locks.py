@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
+import mp_engine.sync.locks as locks
+import mp_engine.sync.recovery as recovery
 from mp_engine.config import load_config
-from mp_engine.sync import locks, recovery
 from mp_engine.sync.context import SyncContext
 from tests.conftest import events
 from tests.gitutil import git

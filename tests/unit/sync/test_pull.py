@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mp_engine.sync import pull
+import mp_engine.sync.pull as pull
 from mp_engine.sync.context import PROCESSED_REF
 from tests.conftest import events
 from tests.gitutil import git, push_file

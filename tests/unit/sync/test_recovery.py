@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+import mp_engine.sync.recovery as recovery
 from mp_engine.errors import SyncError
-from mp_engine.sync import recovery
 from mp_engine.sync.context import PROCESSED_REF
 from mp_engine.sync.session import GitSession
 from tests.conftest import events

@@ -7,7 +7,7 @@ import json
 import os
 import threading
 
-from mp_engine.sync import pull
+import mp_engine.sync.pull as pull
 from tests.conftest import events, read_state
 from tests.gitutil import git, make_engine, push_file, push_mp, remote_log, sync_tick
 

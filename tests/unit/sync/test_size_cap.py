@@ -3,7 +3,7 @@ against a real bare remote whose pre-receive hook rejects blobs over 1 MiB."""
 
 from __future__ import annotations
 
-from mp_engine.commands.doctor import run_checks
+from mp_engine.commands.doctor.run import run_checks
 from mp_engine.commands.status import render_status, status_report
 from mp_engine.config import load_config
 from mp_engine.sync.size_cap import oversized

@@ -6,7 +6,7 @@ import errno
 
 from watchdog.observers.inotify import InotifyObserver
 
-from mp_engine.inbox.watchers import AutoWatcher, make_watcher
+from mp_engine.inbox.watchers.auto import AutoWatcher, make_watcher
 from mp_engine.inbox.watchers.events import WatchTarget
 
 

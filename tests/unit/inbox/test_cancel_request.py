@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from mp_engine.inbox.cancel import (
+from mp_engine.inbox.cancel_request import (
     WRITE_GRACE,
     CancelWatch,
     consumed,

@@ -8,12 +8,14 @@ why, and, when it came through git, its removal is committed with that reason.
 
 from __future__ import annotations
 
+import mp_engine.inbox.cancel_request as cancel
 from mp_engine.context import EngineContext, TickResult
 from mp_engine.errors import InvalidMPError
-from mp_engine.finalize import after_sync, finalize, record_unrun
-from mp_engine.inbox import cancel
+from mp_engine.finalize import finalize
 from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.record.outcome import CANCELLED
+from mp_engine.record.unrun import ended_run
+from mp_engine.sync.pull import SyncOutcome
 
 
 def waiting_mp(ctx: EngineContext) -> str | None:
@@ -28,11 +30,12 @@ def waiting_mp(ctx: EngineContext) -> str | None:
         return None
 
 
-def settle(ctx: EngineContext) -> None:
-    """Consume the requests that name no MP this engine could still cancel; one commit."""
+def settle(ctx: EngineContext) -> SyncOutcome | None:
+    """Consume the requests that name no MP this engine could still cancel; one commit,
+    whose sync point the engine answers (synced.py)."""
     found, unreadable = cancel.pending(ctx.ws)
     if not found and not unreadable:
-        return
+        return None
     waiting = waiting_mp(ctx)
     last = ctx.state.read().last_result or {}
     reasons = []
@@ -51,8 +54,9 @@ def settle(ctx: EngineContext) -> None:
         why = "its first line names no MP id (expected a line like `MP-1.4`)"
         ctx.events.emit("cancel_ignored", mp=None, source=path.name, reason=why)
         reasons.append(f"cancel request ignored: {why}")
-    if reasons:
-        after_sync(ctx, ctx.channel.publish(f"mp-engine: {'; '.join(reasons)}"[:300], None))
+    if not reasons:
+        return None
+    return ctx.channel.publish(f"mp-engine: {'; '.join(reasons)}"[:300], None)
 
 
 def cancel_before_start(ctx: EngineContext, mp: MicroProject, data: bytes) -> TickResult | None:
@@ -60,8 +64,9 @@ def cancel_before_start(ctx: EngineContext, mp: MicroProject, data: bytes) -> Ti
     req = next((r for r in cancel.pending(ctx.ws)[0] if r.mp_id == mp.mp_id), None)
     if req is None:
         return None
-    run, ledger = record_unrun(
-        ctx,
+    run, ledger = ended_run(
+        ctx.ws,
+        ctx.events,
         status=CANCELLED,
         mp_id=mp.mp_id,
         title=mp.title,
