@@ -1,9 +1,20 @@
-"""Questions about other processes on this host, answered from the kernel."""
+"""Questions about other processes on this host.
+
+psutil answers them the same way on Linux, macOS and the BSDs (the launchd service makes
+macOS a target): a process's creation time, status, environment and children. The two
+Linux-only `prctl` calls (a child subreaper, a non-dumpable daemon) stay behind one
+platform check, `_prctl`; elsewhere they return False and `doctor` says what is lost.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import sys
+from dataclasses import dataclass
+
+import psutil
+
+LINUX = sys.platform.startswith("linux")
 
 
 def pid_alive(pid: object) -> bool:
@@ -30,36 +41,74 @@ def gone_here(record: dict | None) -> bool:
     return bool(record) and record.get("host") == hostname() and not pid_alive(record.get("pid"))
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """`/proc/<pid>/stat` from field 3 (state) on: the command name before it may hold
-    blanks and parentheses, so the split starts after its last `)`."""
+@dataclass(frozen=True)
+class Proc:
+    """One process as recovery and group stops see it."""
+
+    pid: int
+    pgid: int
+    started: float  # creation time, seconds since the epoch (psutil): tells a reused pid apart
+    zombie: bool
+
+
+def proc(pid: int) -> Proc | None:
+    """The process `pid`, or None when there is none (or it vanished while being read)."""
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
+        p = psutil.Process(pid)
+        with p.oneshot():
+            started, status = p.create_time(), p.status()
+        pgid = os.getpgid(pid)
+    except (psutil.Error, ProcessLookupError, PermissionError):
         return None
-    return raw[raw.rindex(")") + 2 :].split()
+    return Proc(pid, pgid, started, status == psutil.STATUS_ZOMBIE)
 
 
-def proc_stat(pid: int) -> tuple[int, int] | None:
-    """(process group, start time in clock ticks) of `pid` from /proc, or None."""
-    fields = _stat_fields(pid)
-    # fields[0] is field 3 (state); pgrp is field 5, starttime field 22.
-    return (int(fields[2]), int(fields[19])) if fields else None
+def proc_stat(pid: int) -> tuple[int, float] | None:
+    """(process group, creation time) of `pid`, or None."""
+    p = proc(pid)
+    return (p.pgid, p.started) if p else None
 
 
 def is_zombie(pid: int) -> bool:
-    fields = _stat_fields(pid)
-    return bool(fields) and fields[0] == "Z"
+    p = proc(pid)
+    return bool(p) and p.zombie
 
 
-def environ_has(pid: int, entries: list[bytes]) -> bool:
-    """True when `/proc/<pid>/environ` holds every `NAME=value` of `entries`."""
+def group(pgid: int) -> list[Proc]:
+    """Every process of group `pgid` (zombies included: `Proc.zombie` says)."""
+    found = []
+    for pid in psutil.pids():
+        try:
+            if os.getpgid(pid) != pgid:
+                continue
+        except (ProcessLookupError, PermissionError):
+            continue
+        p = proc(pid)
+        if p is not None and p.pgid == pgid:
+            found.append(p)
+    return found
+
+
+def environ_has(pid: int, entries: list[str]) -> bool:
+    """True when the environment of `pid` holds every `NAME=value` of `entries` (only a
+    process of the same user, not marked non-dumpable, can be read)."""
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = b"\0" + f.read() + b"\0"
-    except OSError:
+        env = psutil.Process(pid).environ()
+    except psutil.Error:
         return False
-    return all(b"\0" + e + b"\0" in env for e in entries)
+    for entry in entries:
+        name, _, value = entry.partition("=")
+        if env.get(name) != value:
+            return False
+    return True
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of `pid`; [] when it does not exist."""
+    try:
+        return [c.pid for c in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
 
 
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
@@ -67,7 +116,11 @@ PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 
 
 def _prctl(option: int, arg: int = 0) -> int | None:
-    """`prctl(option, arg)` (Linux), or None where there is none."""
+    """`prctl(option, arg)`, or None where there is none: Linux only. Elsewhere a step's
+    escaped descendants go to init (not killed with the step) and another process of the
+    same user can read the daemon's environment; `doctor` says so."""
+    if not LINUX:
+        return None
     try:
         import ctypes
 
@@ -91,21 +144,6 @@ def become_subreaper() -> bool:
     except (OSError, AttributeError):
         return False
     return flag.value == 1
-
-
-def children(pid: int) -> list[int]:
-    """The direct children of `pid` (every thread's), from /proc; [] where unreadable."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for tid in tasks:
-        try:
-            found += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
-        except (OSError, ValueError):
-            pass
-    return found
 
 
 def make_undumpable() -> bool:

@@ -13,13 +13,15 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from mp_engine import secretenv
 from mp_engine.errors import ProcessError
-from mp_engine.pids import children, environ_has, is_zombie, proc_stat
+from mp_engine.pids import children, environ_has, group, is_zombie, proc, proc_stat
 
 BASE_ENV = ("PATH", "HOME", "LANG")
 STOP_NOW_GRACE = 1.0  # seconds between SIGTERM and SIGKILL when a step is stopped on request
@@ -66,33 +68,15 @@ def scrub_env(
     return env
 
 
-def kill_stale_group(pgid: int, started: int | None) -> list[int]:
+def kill_stale_group(pgid: int, started: float | None) -> list[int]:
     """SIGKILL what survives of a process group an earlier engine started; return the pids.
 
     A dead engine's step keeps running in its own session. Only processes whose group is
     `pgid` and that started no earlier than the recorded leader are touched, so a reused
-    pid is never killed. Needs /proc (Linux); elsewhere nothing is killed.
-    """
-    if started is None or not Path("/proc/self/stat").exists():
+    pid is never killed."""
+    if started is None:
         return []
-    killed = []
-    for pid, start in _members(pgid):
-        if start >= started:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except ProcessLookupError:
-                pass
-    return killed
-
-
-def _members(pgid: int) -> Iterator[tuple[int, int]]:
-    """(pid, start time) of every process in group `pgid`, read from /proc (Linux)."""
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            info = proc_stat(int(name))
-            if info and info[0] == pgid:
-                yield int(name), info[1]
+    return _kill([p.pid for p in group(pgid) if p.started >= started and not p.zombie])
 
 
 def kill_marked_groups(markers: Sequence[str]) -> list[int]:
@@ -102,56 +86,47 @@ def kill_marked_groups(markers: Sequence[str]) -> list[int]:
 
     An engine killed after spawning a step but before recording its group
     (`Ledger.spawned`) leaves no pgid; the environment still names the run and the step.
-    Only same-user processes are readable, and the caller's own group is never touched.
-    Needs /proc (Linux)."""
-    if not Path("/proc/self/environ").exists():
-        return []
-    needles = [m.encode() for m in markers]
+    Only same-user processes are readable, and the caller's own group is never touched."""
     own = os.getpgrp()
     groups = set()
-    pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
-    for pid in pids:
-        if environ_has(pid, needles):
-            info = proc_stat(pid)
-            if info and info[0] != own:
-                groups.add(info[0])
+    for pid in psutil.pids():
+        if environ_has(pid, list(markers)) and (p := proc(pid)) is not None and p.pgid != own:
+            groups.add(p.pgid)
+    return _kill([p.pid for g in groups for p in group(g) if not p.zombie])
+
+
+def _kill(pids: Iterable[int]) -> list[int]:
+    """SIGKILL each of `pids`; the ones that were still there."""
     killed = []
     for pid in pids:
-        info = proc_stat(pid)
-        if info and info[0] in groups:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except ProcessLookupError:
-                pass
-    return killed
-
-
-def kill_escaped(markers: Sequence[str], since: int | None) -> list[int]:
-    """SIGKILL what a finished step left running outside its process group; return the pids.
-
-    In a subreaper (`pids.become_subreaper`: the daemon), a descendant that left the
-    step's group (`setsid`, a double fork, a daemon) becomes this process's child when its
-    parent exits. Those children that started with or after the step's leader (`since`,
-    clock ticks) and carry the step's environment markers are killed with everything
-    below them, then reaped. Linux only; elsewhere nothing is found."""
-    if since is None or not markers:
-        return []
-    needles = [m.encode() for m in markers]
-    roots = []
-    for pid in children(os.getpid()):
-        info = proc_stat(pid)
-        if info and info[1] >= since and not is_zombie(pid) and environ_has(pid, needles):
-            roots.append(pid)
-    killed, stack = [], list(roots)
-    while stack:
-        pid = stack.pop()
-        stack += children(pid)
         try:
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
         except ProcessLookupError:
             pass
+    return killed
+
+
+def kill_escaped(markers: Sequence[str], since: float | None) -> list[int]:
+    """SIGKILL what a finished step left running outside its process group; return the pids.
+
+    In a subreaper (`pids.become_subreaper`: the daemon, on Linux), a descendant that left
+    the step's group (`setsid`, a double fork, a daemon) becomes this process's child when
+    its parent exits. Those children that started with or after the step's leader
+    (`since`) and carry the step's environment markers are killed with everything below
+    them, then reaped. Where the daemon is no subreaper, nothing is found."""
+    if since is None or not markers:
+        return []
+    roots = []
+    for pid in children(os.getpid()):
+        p = proc(pid)
+        if p and p.started >= since and not p.zombie and environ_has(pid, list(markers)):
+            roots.append(pid)
+    killed, stack = [], list(roots)
+    while stack:
+        pid = stack.pop()
+        stack += children(pid)
+        killed += _kill([pid])
     for pid in roots:  # ours now: reap them, so no zombie is left
         try:
             os.waitpid(pid, 0)
@@ -191,9 +166,7 @@ def _group_alive(pgid: int) -> bool:
     would otherwise keep the group looking alive for the whole grace period."""
     if not _signal_group(pgid, 0):
         return False
-    if not Path("/proc/self/stat").exists():
-        return True  # no /proc: trust the signal
-    return any(not is_zombie(pid) for pid, _start in _members(pgid))
+    return any(not p.zombie for p in group(pgid))
 
 
 def _reap_group(pgid: int) -> None:
@@ -201,8 +174,8 @@ def _reap_group(pgid: int) -> None:
     whose parent exited were re-parented to us (a subreaper) and would keep the group
     looking alive."""
     for pid in children(os.getpid()):
-        info = proc_stat(pid)
-        if info and info[0] == pgid and is_zombie(pid):
+        p = proc(pid)
+        if p and p.pgid == pgid and p.zombie:
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:

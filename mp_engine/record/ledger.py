@@ -47,7 +47,7 @@ class LedgerStep(BaseModel):
     recoverable: bool = True
     interrupted: bool = False  # was cut off by a crash or a forced stop at least once
     pgid: int | None = None
-    proc_start: int | None = None
+    proc_start: float | None = None  # the leader's creation time (pids.Proc.started)
 
 
 class RunLedger(BaseModel):
@@ -89,7 +89,7 @@ class Recovery:
     resume_point: str | None
     steps_recovered: list[str] = field(default_factory=list)
     steps_to_retry: list[str] = field(default_factory=list)
-    stale_groups: list[tuple[int, int | None]] = field(default_factory=list)
+    stale_groups: list[tuple[int, float | None]] = field(default_factory=list)
     unrecorded: list[str] = field(default_factory=list)  # in progress, group not yet recorded
 
 
@@ -185,7 +185,7 @@ class Ledger:
         step.pgid = step.proc_start = None
         self._changed(step)
 
-    def spawned(self, step: LedgerStep, pgid: int, proc_start: int | None) -> None:
+    def spawned(self, step: LedgerStep, pgid: int, proc_start: float | None) -> None:
         step.pgid, step.proc_start = pgid, proc_start
         # Not fsynced: the group id lets a restart kill what a `kill -9` left running; after
         # a power loss there is no process left to kill. Written even when deferred.

@@ -388,7 +388,7 @@ def test_a_step_spawned_but_not_yet_recorded_is_killed_on_restart(engine, ws, mo
     """The engine dies right after spawning a step, before `Ledger.spawned` recorded its
     process group: the ledger says in progress with no pgid. The restart finds the group
     by the run and step in its environment and kills it before the step runs again."""
-    from mp_engine.pids import proc_stat
+    from mp_engine.pids import proc
     from mp_engine.record.ledger import Ledger
 
     def die(self, step, pgid, proc_start):
@@ -400,7 +400,7 @@ def test_a_step_spawned_but_not_yet_recorded_is_killed_on_restart(engine, ws, mo
     with pytest.raises(_EngineDied):
         engine.tick()
     orphan = die.pid
-    assert proc_stat(orphan) is not None  # still running, in its own group
+    assert proc(orphan) is not None and not proc(orphan).zombie  # still running, in its own group
     monkeypatch.undo()
 
     restarted = Engine(ws, load_config(ws.root))
@@ -408,7 +408,8 @@ def test_a_step_spawned_but_not_yet_recorded_is_killed_on_restart(engine, ws, mo
     rec = events(ws, "recovery")[-1]
     assert orphan in (rec.get("killed_pids") or []), rec
     assert res.action == "error" and result_field(ws, "Error-Kind") == "timeout"  # re-run, bounded
-    wait_for(lambda: proc_stat(orphan) is None or proc_stat(orphan)[0] != orphan, what="the orphan to be gone")
+    # Killed, it is a zombie child of this test process until someone reaps it: gone.
+    wait_for(lambda: (p := proc(orphan)) is None or p.zombie or p.pgid != orphan, what="the orphan to be gone")
 
 
 def test_an_open_run_whose_mp_copy_is_gone_ends_in_one_error_result_in_that_run(engine, ws):

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 from mp_engine import pids
@@ -46,7 +47,8 @@ def test_an_undumpable_process_hides_its_environment_from_its_own_user():
     """The boundary itself (issue #20): a process of the same plain user cannot read the
     environment of one that called `make_undumpable`, and can read it of one that did not.
     As root, both run as `nobody` (root reads any process, which README's security section
-    says); pids.py is copied where `nobody` can read it (it imports only the stdlib)."""
+    says); pids.py is copied where `nobody` can read it, with psutil (its one import
+    outside the stdlib; its extension module is abi3, so any CPython 3 loads it)."""
     python = sys.executable
     prefix: list[str] = []
     if os.geteuid() == 0:
@@ -57,16 +59,18 @@ def test_an_undumpable_process_hides_its_environment_from_its_own_user():
     with tempfile.TemporaryDirectory() as tmp:  # in /tmp itself: pytest's tmp_path is private to root
         shared = Path(tmp)
         shutil.copy(Path(pids.__file__), shared / "pids.py")
-        for path in (shared, shared / "pids.py"):
+        shutil.copytree(Path(psutil.__file__).parent, shared / "psutil")
+        for path in (shared, shared / "pids.py", *(shared / "psutil").rglob("*")):
             path.chmod(0o755)
         assert _readable_environ(python, prefix, shared / "pids.py") == {"hide": False, "plain": True}
 
 
 def _readable_environ(python: str, prefix: list[str], module: Path) -> dict[str, bool]:
     code = (
-        "import importlib.util, sys, time\n"
+        "import importlib.util, os, sys, time\n"
+        "sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
         "spec = importlib.util.spec_from_file_location('pids', sys.argv[1])\n"
-        "pids = importlib.util.module_from_spec(spec); spec.loader.exec_module(pids)\n"
+        "pids = sys.modules['pids'] = importlib.util.module_from_spec(spec); spec.loader.exec_module(pids)\n"
         "print(pids.make_undumpable() if sys.argv[2] == 'hide' else 'plain', flush=True)\n"
         "time.sleep(30)\n"
     )
@@ -114,8 +118,8 @@ def test_a_subreaper_gets_the_orphans_of_its_children(tmp_path):
         "    os.kill(orphan, 9)\n"
         "    raise\n"
         "deadline = time.monotonic() + 10\n"  # the environment is the command's once it has exec'd
-        "while not environ_has(orphan, [b'MARK=yes']) and time.monotonic() < deadline: time.sleep(0.01)\n"
-        "assert environ_has(orphan, [b'MARK=yes']) and not environ_has(orphan, [b'MARK=no'])\n"
+        "while not environ_has(orphan, ['MARK=yes']) and time.monotonic() < deadline: time.sleep(0.01)\n"
+        "assert environ_has(orphan, ['MARK=yes']) and not environ_has(orphan, ['MARK=no'])\n"
         "os.kill(orphan, 9)\n"
         "deadline = time.monotonic() + 10\n"  # SIGKILL is delivered asynchronously
         "while not is_zombie(orphan) and time.monotonic() < deadline: time.sleep(0.01)\n"

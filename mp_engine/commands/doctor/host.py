@@ -1,4 +1,4 @@
-"""Doctor's checks of the host: inotify, network file systems, the agent CLIs, disk."""
+"""Doctor's checks of the host: inotify, process guards, network file systems, the agent CLIs, disk."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+from mp_engine import pids
 from mp_engine.agent.presets import CONFORMANCE, cli_of, installed_version
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
@@ -37,6 +38,24 @@ def inotify(ws: Workspace, config: Config) -> Check:
         )
     return Check(
         "inotify", OK, f"max_user_watches = {limit} (the workspace has {dirs} directories; the engine watches 1)"
+    )
+
+
+def process_guards(ws: Workspace, config: Config) -> Check:
+    """The two Linux-only guards of the daemon (pids.py): what is lost without them."""
+    if pids.LINUX:
+        return Check(
+            "process guards",
+            OK,
+            "Linux: the daemon is a child subreaper (escaped step processes die with their step) and not dumpable",
+        )
+    return Check(
+        "process guards",
+        WARN,
+        "no prctl on this system: a step's process that leaves its group (setsid, a daemon) is not killed with the "
+        "step, and another process of this user can read the daemon's environment (its held secrets)",
+        "run steps that start background services only under `mp-engine run` on Linux, or keep secrets out of the "
+        "daemon's environment",
     )
 
 

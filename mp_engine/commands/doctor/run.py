@@ -23,6 +23,7 @@ CHECKS: list[Callable[[Workspace, Config], Check]] = [
     git_checks.pushes,
     git_checks.signatures,
     host.inotify,
+    host.process_guards,
     host.network_fs,
     host.agent_chain,
     host.disk,

@@ -11,6 +11,7 @@ from mp_engine.agent.distill import DISTILL_DIR
 from mp_engine.commands.status import render_status, status_report
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
+from mp_engine.pids import proc
 from mp_engine.record.ledger import idempotency_key
 from mp_engine.workspace import Workspace
 from tests.agentutil import GATE, GREET, ONE, add_route, calls, configure, level, only_run, progress, records
@@ -33,11 +34,8 @@ def engine_for(ws: Workspace, monkeypatch):
 
 def alive(pid: int) -> bool:
     """True while `pid` runs (a killed child that nobody reaped yet is a zombie: not alive)."""
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
+    p = proc(pid)
+    return p is not None and not p.zombie
 
 
 def ids(ws: Workspace) -> list[str]:

@@ -29,8 +29,8 @@ def test_a_healthy_git_workspace_passes_every_check(tmp_path, capsys):
     rc, out = doctor(capsys, ws.root)
     assert rc == 0, out
     lines = out.splitlines()
-    assert lines[-1].startswith("15 checks: 0 failed")
-    assert len(lines) == 16 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
+    assert lines[-1].startswith("16 checks: 0 failed")
+    assert len(lines) == 17 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
     checks = by_name(ws.root)
     assert checks["git remote"].level == OK and "answers without a prompt" in checks["git remote"].message
     assert checks["git branch"].level == OK and "which the remote has" in checks["git branch"].message
@@ -185,3 +185,16 @@ def test_network_filesystems_are_found_in_the_mount_table(tmp_path, ws):
     # And on this machine's real mount table the workspace is on a local file system.
     check = by_name(ws.root)["filesystem"]
     assert check.level == OK and "(local)" in check.message
+
+
+def test_the_process_guards_say_what_is_lost_without_prctl(ws, monkeypatch):
+    from mp_engine import pids
+    from mp_engine.commands.doctor.host import process_guards
+    from mp_engine.config import load_config
+
+    config = load_config(ws.root)
+    assert process_guards(ws, config).level == OK  # the tests run on Linux
+    monkeypatch.setattr(pids, "LINUX", False)
+    check = process_guards(ws, config)
+    assert check.level == WARN and "setsid" in check.message and check.fix
+    assert pids.become_subreaper() is False and pids.make_undumpable() is False

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+import psutil
 import pytest
 
 from mp_engine.commands.status import render_status, status_report
@@ -213,19 +213,7 @@ def test_every_git_call_is_non_interactive(channel, tmp_path, monkeypatch):
 
 
 def _git_children() -> list[int]:
-    me = os.getpid()
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == me and "git" in stat[stat.index("(") + 1 : stat.rindex(")")]:
-            out.append(int(pid))
-    return out
+    return [c.pid for c in psutil.Process().children() if "git" in c.name()]
 
 
 def test_300_cycles_leave_no_git_processes_or_file_descriptors(channel):
@@ -233,13 +221,13 @@ def test_300_cycles_leave_no_git_processes_or_file_descriptors(channel):
     engine = make_engine(ws)
     assert engine.sync is not None
     sync_tick(engine)  # warm up imports and caches
-    fds_before = len(os.listdir("/proc/self/fd"))
+    fds_before = psutil.Process().num_fds()
     for i in range(300):
         if i % 50 == 0:  # the remote moves now and then: fetch, merge and push paths run too
             push_file(orch, f"notes/{i}.txt", f"{i}\n", f"note {i}")
         sync_tick(engine)
     assert _git_children() == []
-    assert len(os.listdir("/proc/self/fd")) <= fds_before
+    assert psutil.Process().num_fds() <= fds_before
     assert remote_file(bare, "notes/250.txt") == "250\n" and (ws.root / "notes" / "250.txt").exists()
 
 
