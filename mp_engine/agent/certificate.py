@@ -22,6 +22,7 @@ checks of the micro-task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -58,115 +59,187 @@ class Certificate:
         return cls(**data)
 
 
-def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagnosis:
-    """The ERROR diagnosis of a non-EXACT certificate, with exactly one proposed fix."""
-    resend = f"then send the MP again with `Approves: {mp_id}`"
-    where = cert.mt
-    best = cert.best or {}
-    best_text = (
-        f" The best iteration was {best['mt']} iteration {best['iteration']} at level {best['level']} "
-        f"with residual {best['residual']} (evidence: {best.get('evidence')})."
-        if best
-        else ""
-    )
+@dataclass(frozen=True)
+class _Ending:
+    """What a certificate's diagnosis is written from."""
 
-    def d(kind: str, summary: str, text: str, default_fix: str) -> Diagnosis:
-        return Diagnosis(kind, summary, text, fix or default_fix, where)
+    cert: Certificate
+    mp_id: str
 
-    t, r = cert.type, cert.reason
-    if t == TIMEOUT:
-        knob = "`[agent] max_iterations`" if r == "max_iterations" else "the MP's `Timeout:` header"
-        return d(
+    @property
+    def where(self) -> str | None:
+        return self.cert.mt
+
+    @property
+    def resend(self) -> str:
+        return f"then send the MP again with `Approves: {self.mp_id}`"
+
+    @property
+    def best(self) -> str:
+        """The best iteration, as a sentence after the detail (or nothing)."""
+        best = self.cert.best or {}
+        if not best:
+            return ""
+        return (
+            f" The best iteration was {best['mt']} iteration {best['iteration']} at level {best['level']} "
+            f"with residual {best['residual']} (evidence: {best.get('evidence')})."
+        )
+
+    @property
+    def budget_knob(self) -> str:
+        return "`[agent] max_iterations`" if self.cert.reason == "max_iterations" else "the MP's `Timeout:` header"
+
+    @property
+    def asked(self) -> str:
+        """What a blocked agent asked for, shortened, in parentheses (or nothing)."""
+        asked = self.cert.detail.split(": ", 1)[1] if ": " in self.cert.detail else ""
+        return f" ({asked[:300]})" if asked else ""
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """`when` the certificate matches: the diagnosis's kind, summary, text and default fix."""
+
+    when: Callable[[Certificate], bool]
+    says: Callable[[_Ending], tuple[str, str, str, str]]
+    own_fix: bool = False  # the rule's fix stands even when the ending record carries one
+
+
+def _is(type_: str, reason: str | None = None) -> Callable[[Certificate], bool]:
+    return lambda c: c.type == type_ and (reason is None or c.reason == reason)
+
+
+# Ordered, the most specific first; the last one always applies (NEED_INFO: no checks).
+RULES: list[_Rule] = [
+    _Rule(
+        _is(TIMEOUT),
+        lambda e: (
             "agent_timeout",
-            f"agent budget spent on {where} ({cert.residual} failing)",
-            cert.detail + best_text,
-            f"Raise {knob} (or split {where} into smaller instructions), {resend}.",
-        )
-    if t == DIVERGED and r.startswith("breaker:"):
-        return d(
+            f"agent budget spent on {e.where} ({e.cert.residual} failing)",
+            e.cert.detail + e.best,
+            f"Raise {e.budget_knob} (or split {e.where} into smaller instructions), {e.resend}.",
+        ),
+    ),
+    _Rule(
+        lambda c: c.type == DIVERGED and c.reason.startswith("breaker:"),
+        lambda e: (
             "agent_breaker",
-            f"circuit breaker {r.split(':', 1)[1]} opened on {where}",
-            cert.detail + best_text,
-            f"Read the learnings and the last evidence of {where}, make its instruction more precise, {resend}.",
-        )
-    if t == DIVERGED and r == "drift":
-        return d(
+            f"circuit breaker {e.cert.reason.split(':', 1)[1]} opened on {e.where}",
+            e.cert.detail + e.best,
+            f"Read the learnings and the last evidence of {e.where}, make its instruction more precise, {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(DIVERGED, "drift"),
+        lambda e: (
             "agent_drift",
-            "the work drifted from the goal" + (f" ({where})" if where else ""),
-            cert.detail,
-            f"Read the drift checks in the result, make the goal and its checks more precise (or raise "
-            f"`[agent] max_replans`), {resend}.",
-        )
-    if t == DIVERGED:
-        return d(
+            "the work drifted from the goal" + (f" ({e.where})" if e.where else ""),
+            e.cert.detail,
+            "Read the drift checks in the result, make the goal and its checks more precise (or raise "
+            f"`[agent] max_replans`), {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(DIVERGED),
+        lambda e: (
             "agent_diverged",
-            f"residual diverged on {where}",
-            cert.detail + best_text,
-            f"Split {where} into smaller instructions whose checks can pass one by one, {resend}.",
-        )
-    if t == BLOCKED and r == "hard_gate":
-        return d(
+            f"residual diverged on {e.where}",
+            e.cert.detail + e.best,
+            f"Split {e.where} into smaller instructions whose checks can pass one by one, {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "hard_gate"),
+        lambda e: (
             "agent_hard_gate",
-            f"hard gate reached on {where}",
-            cert.detail + best_text,
-            f"Finish {where} by hand (or add a stronger level before the hard gate), {resend}.",
-        )
-    if t == BLOCKED and r == "invalid_plan":
-        return d(
+            f"hard gate reached on {e.where}",
+            e.cert.detail + e.best,
+            f"Finish {e.where} by hand (or add a stronger level before the hard gate), {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "invalid_plan"),
+        lambda e: (
             "agent_invalid_plan",
             "the planner gave no valid plan",
-            cert.detail,
+            e.cert.detail,
             "Use a stronger model as `[agent.planner]` (its answers are in the run's agent/PLAN-*/ evidence), or "
-            f"write the MP as a numbered list with `Plan: list`, {resend}.",
-        )
-    if t == BLOCKED and r.startswith("agent_") and r != "agent_blocked":  # the CLI could not work
-        return d(
-            r, f"agent CLI failed ({r.removeprefix('agent_')}) on {where or 'the plan'}", cert.detail, fix or resend
-        )
-    if t == BLOCKED:
-        asked = cert.detail.split(": ", 1)[1] if ": " in cert.detail else ""
-        give = f" ({asked[:300]})" if asked else ""
-        return Diagnosis(
+            f"write the MP as a numbered list with `Plan: list`, {e.resend}.",
+        ),
+    ),
+    _Rule(  # the agent CLI could not work: its fix comes with the record (calling.fatal)
+        lambda c: c.type == BLOCKED and c.reason.startswith("agent_") and c.reason != "agent_blocked",
+        lambda e: (
+            e.cert.reason,
+            f"agent CLI failed ({e.cert.reason.removeprefix('agent_')}) on {e.where or 'the plan'}",
+            e.cert.detail,
+            e.resend,
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED),
+        lambda e: (
             "agent_blocked",
-            f"agent blocked on {where}",
-            cert.detail,
-            f"Add what the agent asked for{give} to {where}'s instructions in the MP (or provide it in the "
-            f"workspace), {resend}.",
-            where,
-        )
-    if t == BACKPRESSURE:
-        return d(
+            f"agent blocked on {e.where}",
+            e.cert.detail,
+            f"Add what the agent asked for{e.asked} to {e.where}'s instructions in the MP (or provide it in the "
+            f"workspace), {e.resend}.",
+        ),
+        own_fix=True,
+    ),
+    _Rule(
+        _is(BACKPRESSURE),
+        lambda e: (
             "agent_backpressure",
             "stopped by SYSTEM/STOP",
-            cert.detail,
-            f"Delete SYSTEM/STOP when the downstream system can take work again, {resend}.",
-        )
-    if t == NEED_INFO and r == "no_git":
-        return d(
+            e.cert.detail,
+            f"Delete SYSTEM/STOP when the downstream system can take work again, {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(NEED_INFO, "no_git"),
+        lambda e: (
             "agent_need_info",
             "agent MP without a git workspace",
-            cert.detail,
+            e.cert.detail,
             "Make the workspace a git repository with a first commit (`git init && git add -A && git commit -m "
-            f"init` in it, or `mp-engine init --remote URL`), {resend}.",
-        )
-    if t == NEED_INFO and r == "no_planner":
-        return d(
+            f"init` in it, or `mp-engine init --remote URL`), {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(NEED_INFO, "no_planner"),
+        lambda e: (
             "agent_need_info",
             "a plan was asked for, but no planner is configured",
-            cert.detail,
+            e.cert.detail,
             "Add an `[agent.planner]` level to mp-engine.toml (docs/AGENT.md, Plans), or remove `Plan: auto` "
-            f"so the MP's list items are its micro-tasks, {resend}.",
-        )
-    if t == NEED_INFO and r == "no_levels":
-        return d(
+            f"so the MP's list items are its micro-tasks, {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(NEED_INFO, "no_levels"),
+        lambda e: (
             "agent_need_info",
             "no agent configured",
-            cert.detail,
-            f"Add an `[agent] levels` chain to mp-engine.toml (docs/AGENT.md has examples), {resend}.",
-        )
-    return d(
-        "agent_need_info",
-        "agent MP without checks",
-        cert.detail,
-        f"Add a `## Validate` section with at least one ```bash check that proves the work is done, {resend}.",
-    )
+            e.cert.detail,
+            f"Add an `[agent] levels` chain to mp-engine.toml (docs/AGENT.md has examples), {e.resend}.",
+        ),
+    ),
+    _Rule(
+        lambda c: True,
+        lambda e: (
+            "agent_need_info",
+            "agent MP without checks",
+            e.cert.detail,
+            f"Add a `## Validate` section with at least one ```bash check that proves the work is done, {e.resend}.",
+        ),
+    ),
+]
+
+
+def diagnosis(cert: Certificate, mp_id: str, *, fix: str | None = None) -> Diagnosis:
+    """The ERROR diagnosis of a non-EXACT certificate, with exactly one proposed fix
+    (`fix`, when the record that ended the run carries one)."""
+    rule = next(r for r in RULES if r.when(cert))
+    kind, summary, text, default_fix = rule.says(_Ending(cert, mp_id))
+    return Diagnosis(kind, summary, text, default_fix if rule.own_fix else fix or default_fix, cert.mt)

@@ -1,14 +1,18 @@
 """Diagnoses of failed steps and checks: root-cause class, a sentence, exactly one fix.
 
 MP-1.3 asks for a diagnosis and exactly one proposed fix on every error. The classifier
-looks at what is known for certain first (timeout, signal, exit code 126/127) and then
-at the error output, most specific pattern first.
+is an ordered table of rules (`RULES`) over one `Failure`: what is known for certain first
+(timeout, signal, exit code 126/127), then the error output, most specific pattern first.
 """
 
 from __future__ import annotations
 
 import re
 import signal as _signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 from mp_engine.execute.errtrap import FailedAt
 from mp_engine.record.diagnosis import Diagnosis
@@ -31,161 +35,261 @@ _NETWORK = re.compile(
 )
 
 
-def classify_process(
-    *,
-    label: str,  # "step" or "check"
-    number: int,
-    step_id: str,
-    line: int | None,  # the block's opening fence in the MP
-    command: str,
-    exit_code: int | None,
-    signal: int | None,
-    timed_out: bool,
-    timeout: float,
-    timeout_source: str,  # "Step-Timeout" or "Timeout"
-    stderr: str,
-    stdout: str,
-    mp_id: str,
-    failed_at: FailedAt | None = None,  # the ERR trap's record (bash steps; errtrap.py)
-) -> Diagnosis:
-    """Classify a command step or check that did not succeed. With the ERR trap's record
-    the diagnosis quotes the command that failed and its line; without it, the block's
-    first line."""
-    where = f"{label} {number}"
-    first = next((ln.strip() for ln in command.splitlines() if ln.strip()), command)[:80]
-    if failed_at is not None:
-        culprit, at = failed_at.command, f"`{failed_at.command}` (line {failed_at.line} of {where})"
-        mp_line = line + failed_at.line if line is not None else None
-    else:
-        culprit, at, mp_line = first, f"{where} (`{first}`)", line
-    subject = at[0].upper() + at[1:]  # `at` at the start of a sentence
-    text = stderr + "\n" + stdout
-    resend = f"then resend the MP with `Approves: {mp_id}`"
+@dataclass(frozen=True)
+class Failure:
+    """A command step or check that did not succeed, as the rules read it."""
 
-    def d(kind: str, summary: str, diagnosis: str, fix: str) -> Diagnosis:
-        return Diagnosis(kind, summary, diagnosis, fix, step_id, mp_line)
+    label: str  # "step" or "check"
+    number: int
+    step_id: str
+    line: int | None  # the block's opening fence in the MP
+    command: str
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    timeout: float
+    timeout_source: str  # "Step-Timeout" or "Timeout"
+    stderr: str
+    stdout: str
+    mp_id: str
+    failed_at: FailedAt | None = None  # the ERR trap's record (bash steps; errtrap.py)
 
-    if timed_out:
-        if timeout_source == "Timeout":
-            return d(
-                "timeout",
-                f"MP timeout in {where}",
-                f"The MP's total time budget ran out during {where} (`{first}`); its whole process group was stopped.",
-                f"Raise the budget with a `Timeout: {int(timeout * 2) or 1}` line under the MP title, {resend}.",
-            )
-        return d(
-            "timeout",
-            f"timeout in {where}",
-            f"{where.capitalize()} (`{first}`) was still running after {timeout:g} s, so its whole process group was stopped.",
-            f"Give the step more time with a `Step-Timeout: {int(timeout * 2) or 1}` line under the MP title, {resend}.",
-        )
-    if signal is not None:
-        name = _signal_name(signal)
-        hint = " (SIGKILL from outside usually means the out-of-memory killer)" if signal == _signal.SIGKILL else ""
-        return d(
-            "killed",
-            f"{where} killed by {name}",
-            f"{where.capitalize()} (`{first}`) was killed by {name}{hint}.",
-            f"Check the engine host's kernel log (`dmesg`) for who sent {name}, {resend}.",
-        )
-    if _SUDO.search(text):
-        return d(
-            "sudo_password",
-            f"sudo asked for a password in {where}",
-            f"{subject} ran sudo, which asked for a password; steps have no terminal to type it in.",
-            f"Allow that command without a password for the engine's user (a NOPASSWD line in sudoers), {resend}.",
-        )
-    if _TTY.search(text) or (failed_at is not None and "/dev/tty" in failed_at.command):
-        return d(
-            "needs_terminal",
-            f"terminal needed in {where}",
-            f"{subject} needs a terminal (/dev/tty), and steps run without one.",
-            f"Run `{culprit}` in its non-interactive form (a `--yes`/`--batch` option, or the answer as an argument), {resend}.",
-        )
-    if failed_at is not None and exit_code == 1 and _READ.match(failed_at.command):
-        return d(
-            "reads_stdin",
-            f"read from stdin in {where}",
-            f"{subject} reads standard input, which is empty for steps (/dev/null), so it failed at end of input.",
-            f"Put the value in the step instead of reading it (e.g. `name=value` in place of `{culprit}`), {resend}.",
-        )
-    if exit_code == 128 + _signal.SIGPIPE:
-        pipeline = f"`{failed_at.source_line}` (line {failed_at.line} of {where})" if failed_at else at
-        return d(
-            "sigpipe",
-            f"SIGPIPE in {where}",
-            f"A pipeline in {pipeline} exited 141: a command was killed by SIGPIPE because the reader after it exited first "
-            f"(as in `yes | head`); `-o pipefail` makes that fail the step.",
-            f"If the reader stopping early is intended, end that pipeline with `|| [ $? -eq 141 ]`, {resend}.",
-        )
-    m = next((found for pattern in _NOT_FOUND if (found := pattern.search(text))), None)
-    if m or exit_code == 127:
-        cmd = m.group(1) if m else culprit.split()[0]
-        return d(
-            "command_not_found",
-            f"command not found in {where}",
-            f"{where.capitalize()} called `{cmd}`, which is not installed or not on the engine's PATH (exit code {exit_code}).",
-            f"Install `{cmd}` on the engine host so that it is on the daemon's PATH, {resend}.",
-        )
-    m = _PERMISSION.search(text)
-    if m or exit_code == 126:
-        path = m.group(1) if m else culprit.split()[0]
-        return d(
-            "permission_denied",
-            f"permission denied in {where}",
-            f"{where.capitalize()} was refused access to `{path}` (exit code {exit_code}).",
-            f"Make `{path}` accessible to the engine's user (e.g. `chmod +x {path}` for a script) in an earlier step, {resend}.",
-        )
-    if exit_code is not None and 128 < exit_code < 128 + 65 and exit_code != 128 + _signal.SIGPIPE:
-        name = _signal_name(exit_code - 128)
-        return d(
-            "killed",
-            f"{where}: a command was killed by {name}",
-            f"{subject} was killed by {name} (exit code {exit_code} = 128 + {exit_code - 128}).",
-            f"Find who sent {name} to `{culprit}` (for SIGKILL, the kernel log: `dmesg`), {resend}.",
-        )
-    if _DISK_FULL.search(text):
-        return d(
-            "disk_full",
-            f"disk full in {where}",
-            f"{where.capitalize()} failed because the disk (or quota) is full.",
+    @cached_property
+    def where(self) -> str:
+        return f"{self.label} {self.number}"
+
+    @cached_property
+    def first(self) -> str:
+        """The block's first line: what a reader recognises it by."""
+        return next((ln.strip() for ln in self.command.splitlines() if ln.strip()), self.command)[:80]
+
+    @property
+    def culprit(self) -> str:
+        """The command that failed: the ERR trap's, or the block's first line."""
+        return self.failed_at.command if self.failed_at is not None else self.first
+
+    @property
+    def at(self) -> str:
+        if self.failed_at is not None:
+            return f"`{self.failed_at.command}` (line {self.failed_at.line} of {self.where})"
+        return f"{self.where} (`{self.first}`)"
+
+    @property
+    def subject(self) -> str:
+        """`at` at the start of a sentence."""
+        return self.at[0].upper() + self.at[1:]
+
+    @property
+    def mp_line(self) -> int | None:
+        if self.failed_at is not None and self.line is not None:
+            return self.line + self.failed_at.line
+        return self.line
+
+    @cached_property
+    def text(self) -> str:
+        return self.stderr + "\n" + self.stdout
+
+    @property
+    def resend(self) -> str:
+        return f"then resend the MP with `Approves: {self.mp_id}`"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """`when` reads a failure (truthy: the rule applies, and its value, a regex match say,
+    goes to `says`); `says` gives the summary, the diagnosis and the one fix."""
+
+    kind: str
+    when: Callable[[Failure], Any]
+    says: Callable[[Failure, Any], tuple[str, str, str]]
+
+
+def _not_found(f: Failure) -> Any:
+    m = next((found for pattern in _NOT_FOUND if (found := pattern.search(f.text))), None)
+    return m or (f.exit_code == 127)
+
+
+def _killed_by_exit(f: Failure) -> bool:
+    return f.exit_code is not None and 128 < f.exit_code < 128 + 65 and f.exit_code != 128 + _signal.SIGPIPE
+
+
+# Ordered: what is known for certain (a timeout, a signal) first, then the error output,
+# most specific pattern first; the last rule always applies.
+RULES: list[Rule] = [
+    Rule(
+        "timeout",
+        lambda f: f.timed_out and f.timeout_source == "Timeout",
+        lambda f, _: (
+            f"MP timeout in {f.where}",
+            f"The MP's total time budget ran out during {f.where} (`{f.first}`); its whole process group was stopped.",
+            f"Raise the budget with a `Timeout: {int(f.timeout * 2) or 1}` line under the MP title, {f.resend}.",
+        ),
+    ),
+    Rule(
+        "timeout",
+        lambda f: f.timed_out,
+        lambda f, _: (
+            f"timeout in {f.where}",
+            f"{f.where.capitalize()} (`{f.first}`) was still running after {f.timeout:g} s, so its whole process group "
+            "was stopped.",
+            f"Give the step more time with a `Step-Timeout: {int(f.timeout * 2) or 1}` line under the MP title, "
+            f"{f.resend}.",
+        ),
+    ),
+    Rule(
+        "killed",
+        lambda f: f.signal is not None,
+        lambda f, _: (
+            f"{f.where} killed by {_signal_name(f.signal)}",
+            f"{f.where.capitalize()} (`{f.first}`) was killed by {_signal_name(f.signal)}"
+            + (" (SIGKILL from outside usually means the out-of-memory killer)" if f.signal == _signal.SIGKILL else "")
+            + ".",
+            f"Check the engine host's kernel log (`dmesg`) for who sent {_signal_name(f.signal)}, {f.resend}.",
+        ),
+    ),
+    Rule(
+        "sudo_password",
+        lambda f: _SUDO.search(f.text),
+        lambda f, _: (
+            f"sudo asked for a password in {f.where}",
+            f"{f.subject} ran sudo, which asked for a password; steps have no terminal to type it in.",
+            f"Allow that command without a password for the engine's user (a NOPASSWD line in sudoers), {f.resend}.",
+        ),
+    ),
+    Rule(
+        "needs_terminal",
+        lambda f: _TTY.search(f.text) or (f.failed_at is not None and "/dev/tty" in f.failed_at.command),
+        lambda f, _: (
+            f"terminal needed in {f.where}",
+            f"{f.subject} needs a terminal (/dev/tty), and steps run without one.",
+            f"Run `{f.culprit}` in its non-interactive form (a `--yes`/`--batch` option, or the answer as an "
+            f"argument), {f.resend}.",
+        ),
+    ),
+    Rule(
+        "reads_stdin",
+        lambda f: f.failed_at is not None and f.exit_code == 1 and _READ.match(f.failed_at.command),
+        lambda f, _: (
+            f"read from stdin in {f.where}",
+            f"{f.subject} reads standard input, which is empty for steps (/dev/null), so it failed at end of input.",
+            f"Put the value in the step instead of reading it (e.g. `name=value` in place of `{f.culprit}`), "
+            f"{f.resend}.",
+        ),
+    ),
+    Rule(
+        "sigpipe",
+        lambda f: f.exit_code == 128 + _signal.SIGPIPE,
+        lambda f, _: (
+            f"SIGPIPE in {f.where}",
+            "A pipeline in "
+            + (f"`{f.failed_at.source_line}` (line {f.failed_at.line} of {f.where})" if f.failed_at else f.at)
+            + " exited 141: a command was killed by SIGPIPE because the reader after it exited first "
+            "(as in `yes | head`); `-o pipefail` makes that fail the step.",
+            f"If the reader stopping early is intended, end that pipeline with `|| [ $? -eq 141 ]`, {f.resend}.",
+        ),
+    ),
+    Rule(
+        "command_not_found",
+        _not_found,
+        lambda f, m: (
+            f"command not found in {f.where}",
+            f"{f.where.capitalize()} called `{_named(m, f)}`, which is not installed or not on the engine's PATH "
+            f"(exit code {f.exit_code}).",
+            f"Install `{_named(m, f)}` on the engine host so that it is on the daemon's PATH, {f.resend}.",
+        ),
+    ),
+    Rule(
+        "permission_denied",
+        lambda f: _PERMISSION.search(f.text) or (f.exit_code == 126),
+        lambda f, m: (
+            f"permission denied in {f.where}",
+            f"{f.where.capitalize()} was refused access to `{_named(m, f)}` (exit code {f.exit_code}).",
+            f"Make `{_named(m, f)}` accessible to the engine's user (e.g. `chmod +x {_named(m, f)}` for a script) "
+            f"in an earlier step, {f.resend}.",
+        ),
+    ),
+    Rule(
+        "killed",
+        _killed_by_exit,
+        lambda f, _: (
+            f"{f.where}: a command was killed by {_signal_name(f.exit_code - 128)}",
+            f"{f.subject} was killed by {_signal_name(f.exit_code - 128)} (exit code {f.exit_code} = 128 + "
+            f"{f.exit_code - 128}).",
+            f"Find who sent {_signal_name(f.exit_code - 128)} to `{f.culprit}` (for SIGKILL, the kernel log: "
+            f"`dmesg`), {f.resend}.",
+        ),
+    ),
+    Rule(
+        "disk_full",
+        lambda f: _DISK_FULL.search(f.text),
+        lambda f, _: (
+            f"disk full in {f.where}",
+            f"{f.where.capitalize()} failed because the disk (or quota) is full.",
             "Free space on the engine host's workspace filesystem, then send an MP that repeats the step.",
-        )
-    if _NETWORK.search(text):
-        return d(
-            "network",
-            f"network error in {where}",
-            f"{where.capitalize()} could not reach a network host: {_first_match_line(text, _NETWORK)}",
-            f"Check that the engine host can reach that host, {resend}.",
-        )
-    if _SYNTAX.search(text):
-        return d(
-            "syntax_error",
-            f"shell syntax error in {where}",
-            f"The shell could not parse {where}: {_first_match_line(text, _SYNTAX)}",
-            f"Correct the shell syntax of {where} (unbalanced quotes, `if` without `fi`, ...), {resend}.",
-        )
-    m = _NO_SUCH_FILE.search(text)
-    if m:
-        return d(
-            "missing_file",
-            f"missing file in {where}",
-            f"{where.capitalize()} needs `{m.group(1)}`, which does not exist (steps run in the workspace root).",
-            f"Create `{m.group(1)}` before {where} runs (or correct the path), {resend}.",
-        )
-    if label == "check":
-        return d(
-            "validation_failed",
-            f"check {number} failed",
-            f"The steps ran, but validation check {number} failed: {at} exited with code {exit_code}.",
-            f"Correct the steps so that check {number} passes, {resend}.",
-        )
-    return d(
+        ),
+    ),
+    Rule(
+        "network",
+        lambda f: _NETWORK.search(f.text),
+        lambda f, _: (
+            f"network error in {f.where}",
+            f"{f.where.capitalize()} could not reach a network host: {_first_match_line(f.text, _NETWORK)}",
+            f"Check that the engine host can reach that host, {f.resend}.",
+        ),
+    ),
+    Rule(
+        "syntax_error",
+        lambda f: _SYNTAX.search(f.text),
+        lambda f, _: (
+            f"shell syntax error in {f.where}",
+            f"The shell could not parse {f.where}: {_first_match_line(f.text, _SYNTAX)}",
+            f"Correct the shell syntax of {f.where} (unbalanced quotes, `if` without `fi`, ...), {f.resend}.",
+        ),
+    ),
+    Rule(
+        "missing_file",
+        lambda f: _NO_SUCH_FILE.search(f.text),
+        lambda f, m: (
+            f"missing file in {f.where}",
+            f"{f.where.capitalize()} needs `{m.group(1)}`, which does not exist (steps run in the workspace root).",
+            f"Create `{m.group(1)}` before {f.where} runs (or correct the path), {f.resend}.",
+        ),
+    ),
+    Rule(
+        "validation_failed",
+        lambda f: f.label == "check",
+        lambda f, _: (
+            f"check {f.number} failed",
+            f"The steps ran, but validation check {f.number} failed: {f.at} exited with code {f.exit_code}.",
+            f"Correct the steps so that check {f.number} passes, {f.resend}.",
+        ),
+    ),
+    Rule(
         "nonzero_exit",
-        f"exit {exit_code} in {where}",
-        f"{subject} exited with code {exit_code}; see the error output.",
-        f"Correct `{culprit}` in {where} according to the error output, {resend}.",
-    )
+        lambda f: True,
+        lambda f, _: (
+            f"exit {f.exit_code} in {f.where}",
+            f"{f.subject} exited with code {f.exit_code}; see the error output.",
+            f"Correct `{f.culprit}` in {f.where} according to the error output, {f.resend}.",
+        ),
+    ),
+]
+
+
+def classify_process(failure: Failure) -> Diagnosis:
+    """The diagnosis of the first rule that applies. With the ERR trap's record it quotes
+    the command that failed and its line; without it, the block's first line."""
+    for rule in RULES:
+        found = rule.when(failure)
+        if found:
+            summary, text, fix = rule.says(failure, found)
+            return Diagnosis(rule.kind, summary, text, fix, failure.step_id, failure.mp_line)
+    raise AssertionError("the last rule always applies")
+
+
+def _named(found: Any, f: Failure) -> str:
+    """What a pattern captured, or else the failing command's first word."""
+    return found.group(1) if isinstance(found, re.Match) else f.culprit.split()[0]
 
 
 def _signal_name(number: int) -> str:

@@ -296,20 +296,22 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
         err_text, _ = read_capped(err_path, 64 * 1024)
         out_text, _ = read_capped(out_path, 16 * 1024)
         d = diag.classify_process(
-            label=label,
-            number=block.index,
-            step_id=block.step_id,
-            line=block.line,
-            command=block.body,
-            exit_code=res.exit_code,
-            signal=res.signal,
-            timed_out=res.timed_out,
-            timeout=timeout,
-            timeout_source=source,
-            stderr=err_text,
-            stdout=out_text,
-            mp_id=ctx.mp.mp_id,
-            failed_at=read_failed_at(trap_file, res.exit_code, block.body) if block.lang == "bash" else None,
+            diag.Failure(
+                label=label,
+                number=block.index,
+                step_id=block.step_id,
+                line=block.line,
+                command=block.body,
+                exit_code=res.exit_code,
+                signal=res.signal,
+                timed_out=res.timed_out,
+                timeout=timeout,
+                timeout_source=source,
+                stderr=err_text,
+                stdout=out_text,
+                mp_id=ctx.mp.mp_id,
+                failed_at=read_failed_at(trap_file, res.exit_code, block.body) if block.lang == "bash" else None,
+            )
         )
     ref = write_artifact(
         ctx.run.steps_dir,

@@ -7,6 +7,7 @@ import signal
 import pytest
 
 from mp_engine.execute.diagnosis import (
+    Failure,
     classify_process,
     file_refused,
     interrupted,
@@ -32,7 +33,7 @@ def classify(**over):
         mp_id="MP-7.1",
     )
     args.update(over)
-    return classify_process(**args)
+    return classify_process(Failure(**args))
 
 
 def test_a_step_timeout_names_the_step_and_proposes_a_longer_one():
