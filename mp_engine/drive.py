@@ -27,15 +27,11 @@ from mp_engine.record.outcome import CANCELLED, COMPLETED, ERROR, Outcome
 log = structlog.get_logger("mp_engine.drive")
 
 
-def budget(ctx: EngineContext, mp: MicroProject, run: RunArchive, ledger: Ledger) -> Budget:
-    """The MP's time budget (`Timeout:` or `[execution] mp_timeout`), less what its
+def budget(ctx: EngineContext, mp: MicroProject, run: RunArchive, ledger: Ledger, executor: Executor) -> Budget:
+    """The MP's time budget (`Timeout:`, or the executor's default), less what its
     finished steps already used (a resumed run does not start from zero)."""
-    if "Timeout" in mp.headers:
-        total, source = float(mp.headers["Timeout"]), "Timeout"
-    else:
-        total, source = ctx.config.execution.mp_timeout, "mp_timeout"
     used = sum((read_artifact(run.steps_dir, s) or {}).get("duration") or 0.0 for s in ledger.model.steps)
-    return Budget(total, source, used)
+    return Budget.of(mp, executor.time_budget(ctx.config), used)
 
 
 def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject, executor: Executor) -> TickResult:
@@ -48,7 +44,7 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         events=ctx.events,
         stop=ctx.stop,
         stop_now=ctx.stop_now,
-        budget=budget(ctx, mp, run, ledger),
+        budget=budget(ctx, mp, run, ledger, executor),
     )
     watch = CancelWatch(ctx.ws, mp.mp_id, ctx.stop_now, ctx.channel.peek_cancel, ctx.channel.peek_interval)
     step_ctx.cancelled = watch.cancelled

@@ -4,10 +4,15 @@ workspace's mp-engine.toml, example MPs, and readers for the run archive."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
-from mp_engine.record.archive import RunArchive
+from mp_engine.config import load_config
+from mp_engine.execute.steps import Budget, StepContext
+from mp_engine.inbox.mpfile import parse
+from mp_engine.record.archive import RunArchive, create_run
+from mp_engine.record.events import EventLog
 from mp_engine.workspace import Workspace
 from tests.gitutil import git, toml_value
 
@@ -153,3 +158,24 @@ def progress(run: RunArchive) -> dict[str, Any]:
 
 def calls(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def agent_context(ws: Workspace, text: str, levels: list[dict[str, Any]], **opts: Any) -> StepContext:
+    """A claimed agent MP's StepContext (a run and its ledger), for the agent run's parts
+    tested alone: the workspace configured with `levels` (a git repository)."""
+    configure(ws, levels, **opts)
+    config = load_config(ws.root)
+    data = text.encode()
+    mp = parse(data)
+    run, ledger = create_run(ws, mp_id=mp.mp_id, data=data, mp_sha256=mp.sha256, executor="agent")
+    return StepContext(
+        ws=ws,
+        config=config,
+        run=run,
+        ledger=ledger,
+        mp=mp,
+        events=EventLog(ws.events_file),
+        stop=threading.Event(),
+        stop_now=threading.Event(),
+        budget=Budget.of(mp, (config.agent.wall_budget, "wall_budget")),
+    )

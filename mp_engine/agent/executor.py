@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mp_engine.agent.decompose import decompose
 from mp_engine.agent.loop import AgentRun
+from mp_engine.config import Config
 from mp_engine.errors import InvalidMPError
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext
@@ -12,6 +13,9 @@ from mp_engine.inbox.mpfile import MicroProject
 
 class AgentExecutor:
     name = "agent"
+
+    def time_budget(self, config: Config) -> tuple[float, str]:
+        return config.agent.wall_budget, "wall_budget"
 
     def validate(self, mp: MicroProject) -> None:
         if not decompose(mp).tasks:

@@ -91,6 +91,10 @@ JUST_PASSED = timedelta(minutes=15)
 UNITS = {"h": 3600, "m": 60, "s": 1}
 
 
+# The kinds of call that end the run BLOCKED: no retry helps, a person must act.
+ENDS_RUN = frozenset({"auth", "billing", "not_found", "transient", "config"})
+
+
 @dataclass
 class Call:
     kind: str
@@ -101,6 +105,16 @@ class Call:
     idle_timed_out: bool = False
     detail: str = ""
     resume_at: str | None = None  # ISO UTC, for usage_limit
+
+    @property
+    def ends_run(self) -> bool:
+        """The CLI cannot work this way (the one list of such kinds): the run ends BLOCKED."""
+        return self.kind in ENDS_RUN
+
+    @property
+    def pauses(self) -> bool:
+        """The call did not finish and runs again later: a stop, or a usage limit to wait out."""
+        return self.kind in ("interrupted", "usage_limit")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

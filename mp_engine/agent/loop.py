@@ -1,133 +1,88 @@
 """The agent loop: drive a coding-agent CLI through a bounded, verified loop.
 
-One iteration (docs/AGENT.md): guard (stop, budget, limits), prepare a fresh prompt from
-artifacts, call the level's CLI (calling.py), parse its untrusted claims, run the MP's
-checks ourselves, record the evidence (recording.py), then let `LoopState` decide
-(micro-task done, escalate, breaker, ...). Pauses and the end are in ending.py.
-Each iteration is one ledger step `MT-001_iter-002` whose idempotency key hashes the MT
-id, iteration, level and prompt; its artifact is the iteration record, so an iteration
-that finished is never run again, and the state after a restart is the replay of them.
+`AgentRun` sequences collaborators, each built with explicit arguments and owning one
+concern; none calls another:
+
+    Caller      calling an agent (caller.py)
+    Checker     the engine's own verdict: the MP's checks (checks.py)
+    Recorder    recording a step: the iteration record, evidence, learnings (recorder.py)
+    Prompter    a fresh prompt from artifacts (prompter.py)
+    Publisher   the progress snapshot, pauses, the end (publisher.py)
+    AgentSteps  the run's ledger steps (ledgersteps.py)
+
+and `LoopState.apply` (loopstate.py) decides, a pure function of the records, replayed
+from the ledger after a crash (resume.py).
+
+One iteration (docs/AGENT.md): guard (stop, budget, limits), prepare a fresh prompt, call
+the level's CLI, parse its untrusted claims, run the checks, record the evidence, then let
+`LoopState` decide (micro-task done, escalate, breaker, ...). Each iteration is one ledger
+step `MT-001_iter-002` whose idempotency key hashes the MT id, iteration, level and prompt;
+its artifact is the iteration record, so an iteration that finished is never run again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import replace
-from functools import partial
-from pathlib import Path
 from typing import Any
 
+from mp_engine.agent import campaign
 from mp_engine.agent import certificate as cert
-from mp_engine.agent import learnings, prompt, workcontext
+from mp_engine.agent.attempt import Attempt, attempt, call
 from mp_engine.agent.breakers import CallLimiter
-from mp_engine.agent.calling import CallMixin
-from mp_engine.agent.campaign import CampaignMixin
-from mp_engine.agent.chain import chain_for, runnable
-from mp_engine.agent.claims import parse_claims
-from mp_engine.agent.decompose import MicroTask, Plan, decompose, goal_of
-from mp_engine.agent.ending import EndMixin, iso_utc
+from mp_engine.agent.caller import why_fatal
+from mp_engine.agent.chain import describe
+from mp_engine.agent.decompose import Plan, decompose, goal_of
 from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
+from mp_engine.agent.invoke import Call
+from mp_engine.agent.ledgersteps import AgentSteps, iteration_step
 from mp_engine.agent.loopstate import Effect, LoopState
+from mp_engine.agent.parts import workspace_parts
 from mp_engine.agent.progress import BASELINE_FILE, Progress
-from mp_engine.agent.recording import CheckRun, IterationCheck, RecordMixin, iter_check
-from mp_engine.agent.repomap import RepoMap
-from mp_engine.agent.resume import ResumeMixin
+from mp_engine.agent.publisher import Publisher, iso_utc, missing, need_info, where
+from mp_engine.agent.recorder import distill, distilled
+from mp_engine.agent.resume import replay, report_resume
 from mp_engine.agent.workbranch import NoGit, WorkBranch
-from mp_engine.atomic import atomic_write_json, read_tail
+from mp_engine.atomic import atomic_write_json
 from mp_engine.config import AgentLevel
 from mp_engine.execute.base import ExecResult
-from mp_engine.execute.steps import Budget, StepContext, run_block
-from mp_engine.record.ledger import LedgerStep, StepStatus
-from mp_engine.workspace import Workspace
+from mp_engine.execute.steps import StepContext
 
 
-class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
+class AgentRun:
     """One MP's loop; rebuilt from the run archive on every (re-)entry."""
 
     def __init__(self, ctx: StepContext):
+        self.ctx = ctx
         self.cfg = ctx.config.agent
         self.mp = ctx.mp
         # `Plan: auto` (or `[agent] plan`): a planner level plans the tasks (campaign.py).
         self.planned = (ctx.mp.headers.get("Plan") or self.cfg.plan) == "auto"
         self.first_plan: Plan = goal_of(ctx.mp) if self.planned else decompose(ctx.mp)
-        self.state: LoopState | None = None
-        if "Timeout" in ctx.mp.headers:
-            total, source = float(ctx.mp.headers["Timeout"]), "the MP's `Timeout:`"
-        else:
-            total, source = self.cfg.wall_budget, "`[agent] wall_budget`"
-        self.budget = Budget(total, source, ctx.budget.used)
-        self.ctx = replace(ctx, budget=self.budget)
-        # Checks of an iteration whose agent call finished run to the end on a first stop
-        # signal (the iteration is "the current step"); a second signal still kills them.
-        self.checks_ctx = replace(self.ctx, stop=threading.Event())
-        self.ws = ctx.ws
+        self.run_dir = ctx.run.dir
+        self.run_rel = ctx.ws.rel(ctx.run.dir)
         # The agent, its checks and the evidence work in the MP's own worktree on branch
         # mp/<MP-id> (workbranch.py), set up when the loop starts.
         self.work = WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id)
-        self.work_root: Path = ctx.ws.root
-        self.run_dir = ctx.run.dir
-        self.run_rel = ctx.ws.rel(ctx.run.dir)
-        self.worktree: Worktree  # on the work branch, set when the loop starts (run)
         self.limiter = CallLimiter(ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
         self.learnings_path = self.run_dir / "agent" / "learnings.md"
-        self.repomap: RepoMap | None = None  # built at the first prompt, refreshed at each
-        self.last_checks: list[tuple[IterationCheck, LedgerStep | None]] = []
-        self.fatal_fix: str | None = None  # the proposed fix when the agent CLI cannot work
-
-    @property
-    def plan(self) -> Plan:
-        """The plan as it stands: a planner's tasks join it (LoopState owns it)."""
-        return self.state.plan if self.state is not None else self.first_plan
-
-    # -- events ------------------------------------------------------------------------
+        self.steps = AgentSteps(ctx.ledger, ctx.run.steps_dir)
 
     def emit(self, name: str, event_id: str, **fields: Any) -> None:
         self.ctx.events.emit(name, id=event_id, mp=self.mp.mp_id, run=self.ctx.run.run_id, **fields)
 
-    def where(self, state: LoopState) -> dict[str, Any]:
-        task = state.task
-        return {"mt": task.mt_id if task else None, "iteration": state.next_iteration, "level": state.level}
-
     # -- the loop ----------------------------------------------------------------------
 
     def run(self) -> ExecResult:
-        if self.planned and self.cfg.planner is None:
-            return self.need_info(
-                "no_planner",
-                "The MP asks for a plan (`Plan: auto`), but mp-engine.toml has no `[agent.planner]` level.",
-            )
-        unrouted = [t.mt_id for t in self.plan.tasks if not runnable(chain_for(self.cfg, t.domain))]
-        if unrouted or (not self.plan.tasks and not runnable(self.cfg.levels)):
-            return self.need_info(
-                "no_levels",
-                "No agent is configured"
-                + (f" for {', '.join(unrouted)}" if unrouted and self.cfg.routes else "")
-                + ": `[agent] levels` in mp-engine.toml is empty.",
-            )
-        if not self.mp.checks and self.cfg.require_checks:
-            return self.need_info(
-                "no_checks",
-                "The MP has no Validate checks, and `[agent] require_checks` is on: without checks "
-                "nothing could prove the agent's work, and its word alone never suffices.",
-            )
-        try:
-            self.work_root = self.work.ensure()
-        except NoGit as e:
-            return self.need_info(
-                "no_git",
-                f"An agent MP works on a branch of its own (mp/<MP-id>), so the workspace must be a git "
-                f"repository with at least one commit, and {e}.",
-            )
-        self.worktree = Worktree(self.work_root)
-        self.checks_ctx = replace(self.checks_ctx, ws=Workspace(self.work_root))
+        refused = self._preconditions()
+        if refused is not None:
+            return refused
+        worktree = Worktree(self.work.path)
         progress = Progress.load(self.run_dir)
         fresh = progress is None
         if progress is None:
-            base = self.worktree.snapshot()
+            base = worktree.snapshot()
             (self.run_dir / "agent").mkdir(exist_ok=True)
             atomic_write_json(self.run_dir / BASELINE_FILE, {"head": base.head, "files": base.files}, durable=False)
             progress = Progress.create(
@@ -135,23 +90,21 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
                 mp_id=self.mp.mp_id,
                 run_id=self.ctx.run.run_id,
                 policy=self.cfg.model_dump(mode="json"),
-                tasks=self.plan.summary(self.mp),
+                tasks=self.first_plan.summary(self.mp),
                 base={"head": base.head, "digest": base.digest},
             )
         else:
             raw = json.loads((self.run_dir / BASELINE_FILE).read_text(encoding="utf-8"))
             base = Snapshot(raw["head"], raw["files"])
-        self.progress = progress
-        self.base = base
-        state = LoopState(self.cfg, self.plan, progress.data["base"]["digest"], self.planned)
-        self.state = state
-        self.replay(state)
+        self._build(progress, worktree, base)
+        state = LoopState(self.cfg, self.first_plan, progress.data["base"]["digest"], self.planned)
+        replay(state, self.ctx.ledger, self.ctx.run.steps_dir)
         if fresh:
             self.emit(
                 "micro_task_loop_started",
                 "FR-EVT-MT-001",
-                **self.where(state),
-                micro_tasks=[t.mt_id for t in self.plan.tasks],
+                **where(state),
+                micro_tasks=[t.mt_id for t in state.plan.tasks],
                 planned=self.planned,
                 levels=[lv.name for lv in self.cfg.levels],
                 **(
@@ -161,8 +114,12 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
                 ),
             )
         else:
-            self.report_resume(state)
-        # Per-iteration writes skip fsync; `checkpoint()` makes each finished iteration
+            report_resume(state, progress, self.ctx.ledger, self.emit)
+            for i, task in enumerate(state.tasks):  # a crash may have come between success and candidate
+                if task.status == "completed" and (task.final_level or 0) > 0:
+                    self._distill(state, i, announce=False)
+            progress.save()
+        # Per-iteration writes skip fsync; `AgentSteps.checkpoint` makes each finished step
         # durable at once (a power loss costs at most the running iteration).
         self.ctx.ledger.durable, self.ctx.ledger.deferred = False, True
         try:
@@ -170,24 +127,60 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
                 paused = self.iterate(state)
                 if paused is not None:
                     return paused
-            return self.finish(state)
+            return self.publisher.finish(state, self.ctx, distilled(self.ctx.ws, self.ctx.run.run_id, state.tasks))
         finally:
             self.ctx.ledger.durable, self.ctx.ledger.deferred = True, False
             self.ctx.events.sync()
             self.ctx.ledger.save(durable=True)
 
-    def commit_task(self, state: LoopState, mt_id: str) -> None:
-        """One commit per accepted micro-task on the work branch, pointing at its evidence."""
-        task = next(t for t in self.plan.tasks if t.mt_id == mt_id)
-        records = state.tasks[task.index].records
-        evidence = f"{self.run_rel}/{records[-1]['evidence']}" if records else self.run_rel
-        sha = self.work.commit(f"{self.mp.mp_id} {mt_id}: {task.title}", f"Evidence: {evidence}")
-        self.progress.data.setdefault("commits", {})[mt_id] = sha  # `status` shows it
-        self.emit("micro_task_committed", "MPE-MT-COMMIT", mt=mt_id, branch=self.work.branch, commit=sha)
+    def _preconditions(self) -> ExecResult | None:
+        """NEED_INFO before anything runs; otherwise the worktree, made (or found) now."""
+        lacking = missing(self.cfg, self.mp, self.first_plan, self.planned)
+        if lacking is not None:
+            return self._need_info(*lacking)
+        try:
+            self.work.ensure()
+        except NoGit as e:
+            return self._need_info(
+                "no_git",
+                f"An agent MP works on a branch of its own (mp/<MP-id>), so the workspace must be a git "
+                f"repository with at least one commit, and {e}.",
+            )
+        return None
 
-    def step_id(self, state: LoopState) -> str:
-        assert state.task is not None
-        return f"{state.task.mt_id}_iter-{state.next_iteration:03d}"
+    def _need_info(self, reason: str, detail: str) -> ExecResult:
+        return need_info(
+            reason, detail, mp=self.mp, plan=self.first_plan, run_dir=self.run_dir, run_rel=self.run_rel, emit=self.emit
+        )
+
+    def _build(self, progress: Progress, worktree: Worktree, base: Snapshot) -> None:
+        """The collaborators of a run whose worktree exists: all in that worktree."""
+        self.progress = progress
+        self.publisher = Publisher(
+            self.cfg,
+            mp=self.mp,
+            run_dir=self.run_dir,
+            run_rel=self.run_rel,
+            progress=progress,
+            budget=self.ctx.budget,
+            limiter=self.limiter,
+            work=self.work,
+            cancelled=self.ctx.cancelled,
+            emit=self.emit,
+        )
+        parts = workspace_parts(
+            self.ctx,
+            workdir=self.work.path,
+            map_cache=self.work.map_cache,
+            worktree=worktree,
+            base=base,
+            nonce=progress.nonce,
+            limiter=self.limiter,
+            steps=self.steps,
+            learnings_path=self.learnings_path,
+            emit=self.emit,
+        )
+        self.parts = parts
 
     # -- one iteration -----------------------------------------------------------------
 
@@ -196,30 +189,43 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
         paused = self.guard(state)
         if paused is not None or state.final is not None:
             return paused
-        if state.pending is not None:  # a planning round or a drift check comes first
-            return self.campaign_step(state)
-        task = self.plan.tasks[state.mt_index]
+        if state.pending == "plan":  # a planning round or a drift check comes first
+            return self.plan_step(state)
+        if state.pending == "drift":
+            return self.drift_step(state)
+        task = state.plan.tasks[state.mt_index]
         level: AgentLevel = state.levels[state.level]
         iteration = state.next_iteration
-        step, ev = self.prepare(state, task, level)
-        call = self.call(state, level, step, ev, task.mt_id, iteration)
-        if call.kind == "interrupted":
-            self.release(step)
-            return self.pause(state, "stop", "a second stop signal killed the agent call; the iteration is retried")
-        if call.kind == "usage_limit":
-            self.release(step)
-            assert call.resume_at is not None
-            return self.wait(state, "usage_limit", call.detail or "the provider's usage limit", call.resume_at)
-        if call.kind in ("auth", "billing", "not_found", "transient", "config"):
-            self.fatal(state, step, ev, call, level)
-            return None
-        claims = parse_claims(self.read_output(ev), self.progress.nonce)
-        checks = self.run_checks(task.index, step.step_id, state.dead)
-        if checks is None:
-            self.release(step)
-            return self.pause(state, "stop", "a second stop signal interrupted the checks; the iteration is retried")
-        record = self.record(state, level, step, ev, call, claims, checks)
-        self.act(state, state.apply(record))
+        step_id = iteration_step(task.mt_id, iteration)
+        ev = IterationEvidence(self.run_dir, task.mt_id, iteration)
+        text = self.steps.prompt_once(
+            ev, step_id, lambda: self.parts.prompter.worker(state, task.index, iteration, level)
+        )
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        step = self.steps.start(step_id, "agent", task.mt_id, str(iteration), str(state.level), sha)
+        self.publisher.publish(state, live=True)
+        self.emit("micro_task_iteration_started", "FR-EVT-MT-002", **where(state), agent=level.name)
+        a = Attempt(
+            task.mt_id,
+            task.index,
+            iteration,
+            level,
+            state.level,
+            step,
+            ev,
+            state.plan.accepting(task.index, state.dead),
+        )
+        out = attempt(self.parts, self.steps, a, self.progress.nonce)
+        if out.checks_interrupted:
+            self.steps.release(step)
+            return self.publisher.pause(
+                state, "stop", "a second stop signal interrupted the checks; the iteration is retried"
+            )
+        if out.record is None:
+            who = describe(state.levels, state.level)
+            killed = "a second stop signal killed the agent call; the iteration is retried"
+            return self._unanswered(state, a, out.call, who, "[agent] levels", killed)
+        self.act(state, state.apply(out.record))
         # No publish here: the next iteration publishes as it starts, and the end of the
         # loop or a pause publishes too.
         return None
@@ -227,25 +233,25 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
     def guard(self, state: LoopState) -> ExecResult | None:
         """Before an iteration: a stop pauses; SYSTEM/STOP, the budget and the iteration cap
         end the loop (`state.final`); the hourly call limit waits."""
-        ctx, cfg = self.ctx, self.cfg
+        ctx, cfg, budget = self.ctx, self.cfg, self.ctx.budget
         task = state.task if state.pending is None else None  # None: a planning round or a drift check
         what = task.mt_id if task else "the plan"
         when = f"{what} iteration {state.next_iteration}" if task else what
         if ctx.stop.is_set() or ctx.stop_now.is_set():
-            return self.pause(
+            return self.publisher.pause(
                 state, "stop", "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts"
             )
-        if self.ws.stop_file.exists():
+        if ctx.ws.stop_file.exists():
             state.end(
                 cert.BACKPRESSURE,
                 "stop_file",
-                f"{self.ws.rel(self.ws.stop_file)} was found before {when}; the loop stopped as asked.",
+                f"{ctx.ws.rel(ctx.ws.stop_file)} was found before {when}; the loop stopped as asked.",
             )
-        elif self.budget.remaining() <= 0:
+        elif budget.remaining() <= 0:
             state.end(
                 cert.TIMEOUT,
                 "wall_budget",
-                f"The {self.budget.total:g} s budget ({self.budget.source}) was spent before {what} passed.",
+                f"The {budget.total:g} s budget ({budget.describe}) was spent before {what} passed.",
             )
         elif state.total >= cfg.max_iterations:
             state.end(
@@ -255,125 +261,104 @@ class AgentRun(CallMixin, RecordMixin, EndMixin, CampaignMixin, ResumeMixin):
             )
         elif (slot := self.limiter.next_slot(time.time())) is not None:
             why = f"{cfg.calls_per_hour} agent calls in the last hour (`[agent] calls_per_hour`)"
-            return self.wait(state, "rate_limit", why, iso_utc(slot))
+            return self.publisher.wait(state, "rate_limit", why, iso_utc(slot))
         return None
 
-    def prepare(self, state: LoopState, task: MicroTask, level: AgentLevel) -> tuple[LedgerStep, IterationEvidence]:
-        """The iteration's prompt (the same one again on a retry), its ledger step keyed by
-        the prompt's hash, and FR-EVT-MT-002."""
-        iteration = state.next_iteration
-        step_id = self.step_id(state)
-        ev = IterationEvidence(self.run_dir, task.mt_id, iteration)
-        text = self.prompt_once(ev, step_id, lambda: self.build_prompt(state, task.index, iteration, level))
-        sha = hashlib.sha256(text.encode()).hexdigest()
-        step = self.start_step(step_id, "agent", task.mt_id, str(iteration), str(state.level), sha)
-        self.publish(state, live=True)
-        self.emit(
-            "micro_task_iteration_started",
-            "FR-EVT-MT-002",
-            mt=task.mt_id,
-            iteration=iteration,
-            level=state.level,
-            agent=level.name,
-        )
-        return step, ev
-
-    def prompt_once(self, ev: IterationEvidence, step_id: str, build: Callable[[], str]) -> str:
-        """The step's prompt: built and kept in its evidence the first time, the kept one on
-        a retry (the same prompt, so the same idempotency key)."""
-        path = ev.path("prompt.md")
-        if self.ctx.ledger.step(step_id) is not None and path.exists():
-            text = path.read_text(encoding="utf-8")
-            ev.add(path, text.encode("utf-8"))
-            return text
-        text = build()
-        ev.write("prompt.md", text)
-        return text
-
-    def run_checks(self, mt_index: int, step_id: str, dead: frozenset[int] = frozenset()) -> list[CheckRun] | None:
-        """The engine's own verdict: every check of the micro-task, run by the engine.
-        None when a second stop signal or a cancel interrupted them."""
-        checks = []
-        for block in self.plan.checks_for(self.mp, mt_index, dead):
-            chk = iter_check(block, step_id)
-            run = run_block(self.checks_ctx, chk)
-            if run.interrupted or run.cancelled:
-                return None
-            checks.append((chk, run.ok, run.report.exit_code))
-        return checks
-
-    def build_prompt(self, state: LoopState, mt_index: int, iteration: int, level: AgentLevel) -> str:
-        task = self.plan.tasks[mt_index]
-        checks = self.plan.checks_for(self.mp, mt_index, state.dead)
-        ts = state.tasks[mt_index]
-        previous = ts.records[-1] if ts.records else None
-        tails = self.failing_tails(previous) if previous is not None else {}
-        last = state.level + 1 >= len(state.levels)  # nowhere to escalate to
-        build = partial(
-            prompt.build,
-            mp=self.mp,
-            plan=self.plan,
-            task=task,
-            iteration=iteration,
-            level=state.level,
-            level_name=level.name,
-            nonce=self.progress.nonce,
-            workspace=str(self.work_root),
-            checks=checks,
-            previous=previous,
-            tails=tails,
-            learnings=learnings.read(self.learnings_path),
-            statuses={t.mt_id: t.status for t in state.tasks},
-            budget=prompt.Budget(
-                iterations_left=self.cfg.max_iterations - state.total,
-                max_iterations=self.cfg.max_iterations,
-                seconds_left=self.budget.remaining(),
-                seconds_total=self.budget.total,
-                fails_before_escalation=None if last else self.cfg.fail_threshold - state.fails_at_level,
-            ),
-        )
-        return workcontext.fill(
-            self.cfg.token_budget, lambda context: build(context=context), task.text, self.worktree_map
-        )
-
-    def failing_tails(self, record: dict[str, Any]) -> dict[str, str]:
-        """{check id: the end of its stdout and stderr} for each check an iteration failed,
-        at most `[agent] output_tail_bytes` each."""
-        cap = self.cfg.output_tail_bytes
-        tails = {}
-        for c in record["checks"]:
-            if not c["ok"]:
-                parts = [
-                    read_tail(self.ctx.run.steps_dir / f"{c['step']}.{suffix}", cap) for suffix in ("stdout", "stderr")
-                ]
-                tails[c["id"]] = "\n".join(p for p in parts if p)[-cap:]
-        return tails
-
-    def worktree_map(self) -> RepoMap:
-        """The work branch's repository map, cached for the run (refreshed at each use)."""
-        if self.repomap is None or self.repomap.root != self.work_root:
-            self.repomap = RepoMap(self.work_root, self.work.map_cache)
-        return self.repomap
-
-    def checkpoint(self) -> None:
-        """Make the finished iteration's ledger entry durable (one fsync, not one per file).
-
-        Everything else of the iteration (record, evidence, events) is written without
-        fsync: it survives `kill -9`. After a power loss, an iteration whose record did not
-        reach the disk has no artifact, so recovery runs it again (same prompt, same key)."""
-        self.ctx.ledger.save(durable=True)
-
-    def release(self, step: LedgerStep) -> None:
-        """Put a started iteration back to pending: it runs again, with the same prompt."""
-        step.status = StepStatus.PENDING
-        step.pgid = step.proc_start = None
-        self.ctx.ledger.save()
+    def _unanswered(
+        self, state: LoopState, a: Attempt, call: Call, who: str, section: str, killed: str
+    ) -> ExecResult | None:
+        """A call that did not answer: a pause (the step runs again; `killed` says why when
+        a second stop signal killed it), or the end (the CLI cannot work: BLOCKED, with
+        its fix; `who` and `section` name the level)."""
+        if call.kind == "interrupted":
+            self.steps.release(a.step)
+            return self.publisher.pause(state, "stop", killed)
+        if call.kind == "usage_limit":
+            self.steps.release(a.step)
+            assert call.resume_at is not None
+            return self.publisher.wait(
+                state, "usage_limit", call.detail or "the provider's usage limit", call.resume_at
+            )
+        if call.ends_run:
+            why = why_fatal(call, a.level, who, section, self.mp.mp_id, self.cfg.transient_retries)
+            mt_id = state.task.mt_id if state.task else None
+            rec = self.parts.recorder.fatal(
+                a.step, a.ev, call, why, mt_id=mt_id, iteration=state.next_iteration, level_index=state.level
+            )
+            state.apply_fatal(rec)
+        return None
 
     def act(self, state: LoopState, effects: list[Effect]) -> None:
         for e in effects:
             if e.kind == "event":
                 self.emit(e.name, e.event_id, **e.fields)
                 if e.name == "micro_task_complete":
-                    self.commit_task(state, e.fields["mt"])
+                    self._commit_task(state, e.fields["mt"])
             elif e.kind == "distill":
-                self.distill(state, e.fields["mt_index"], emit=True)
+                self._distill(state, e.fields["mt_index"], announce=True)
+
+    def _commit_task(self, state: LoopState, mt_id: str) -> None:
+        """One commit per accepted micro-task on the work branch, pointing at its evidence."""
+        task = next(t for t in state.plan.tasks if t.mt_id == mt_id)
+        records = state.tasks[task.index].records
+        evidence = f"{self.run_rel}/{records[-1]['evidence']}" if records else self.run_rel
+        sha = self.work.commit(f"{self.mp.mp_id} {mt_id}: {task.title}", f"Evidence: {evidence}")
+        self.publisher.committed(mt_id, sha)
+        self.emit("micro_task_committed", "MPE-MT-COMMIT", mt=mt_id, branch=self.work.branch, commit=sha)
+
+    def _distill(self, state: LoopState, mt_index: int, *, announce: bool) -> None:
+        distill(
+            self.ctx.ws,
+            mp_id=self.mp.mp_id,
+            run_id=self.ctx.run.run_id,
+            run_rel=self.run_rel,
+            task=state.tasks[mt_index],
+            chain=state.chains[mt_index],  # the task's own chain (its route, or [agent] levels)
+            emit=self.emit if announce else None,
+        )
+
+    # -- between iterations: a planning round, a drift check -------------------------
+
+    def plan_step(self, state: LoopState) -> ExecResult | None:
+        level = self.cfg.planner
+        assert level is not None
+        name, attempt_no = campaign.plan_round(state)
+        ev = IterationEvidence(self.run_dir, name, attempt_no)
+        step_id = iteration_step(name, attempt_no)
+        text = self.steps.prompt_once(ev, step_id, lambda: self.parts.prompter.planner(state))
+        step = self.steps.start(step_id, "plan", name, str(attempt_no), hashlib.sha256(text.encode()).hexdigest())
+        self.publisher.publish(state, live=True)
+        self.emit("campaign_planning", "MPE-PLAN-START", round=state.plan_round, attempt=attempt_no, agent=level.name)
+        a = Attempt(name, None, attempt_no, level, state.level, step, ev, [])
+        answer = call(self.parts, self.steps, a)
+        if answer.pauses or answer.ends_run:
+            killed = "a second stop signal killed the planner's call; it runs again"
+            return self._unanswered(state, a, answer, f"the planner ({level.name})", "[agent.planner]", killed)
+        said = self.parts.caller.read_output(ev)
+        rec = campaign.plan_record(state, said, self.progress.nonce, self.mp, answer, attempt_no, ev.rel)
+        self.parts.recorder.side(step, ev, rec, answer, ok="invalid" not in rec)
+        self.act(state, state.apply_plan(rec))
+        return None
+
+    def drift_step(self, state: LoopState) -> ExecResult | None:
+        name, at = campaign.drift_check(state)
+        step = self.steps.start(name, "drift", name, str(at))
+        self.emit("campaign_drift_check_started", "MPE-DRIFT-START", at=at)
+        ran = self.parts.checker.run(campaign.drift_checks(state, self.mp, at), name)
+        if ran is None:
+            self.steps.release(step)
+            return self.publisher.pause(state, "stop", "a stop signal interrupted the drift check; it runs again")
+        rec = campaign.drift_record(at, [c.check_id for c, _, _ in ran], [c.check_id for c, ok, _ in ran if not ok])
+        ev = IterationEvidence(self.run_dir, name, 1)
+        level = self.cfg.reflector
+        if level is not None and at < 100:
+            ev.write("prompt.md", self.parts.prompter.reflection(state, at, rec["regressed"]))
+            a = Attempt(name, None, 1, level, state.level, step, ev, [])
+            answer = call(self.parts, self.steps, a)
+            if answer.pauses or answer.ends_run:
+                killed = "a second stop signal killed the reflector's call; it runs again"
+                return self._unanswered(state, a, answer, f"the reflector ({level.name})", "[agent.reflector]", killed)
+            rec = campaign.reflected(rec, self.parts.caller.read_output(ev), self.progress.nonce, ev.rel)
+        self.parts.recorder.side(step, ev, rec, None, ok=not rec["drift"])  # the reflector's time is not charged
+        self.act(state, state.apply_drift(rec))
+        return None

@@ -46,6 +46,8 @@ class LoopState(CampaignState):
         self.done_streak = 0  # iterations in a row the agent claimed the current micro-task done
         self.last_summary: str | None = None  # the agent's last SUMMARY line
         self.last_trip: dict[str, Any] | None = None  # the last breaker or divergence that fired
+        self.last_record: dict[str, Any] | None = None  # the last iteration's (the result shows its checks)
+        self.fatal_fix: str | None = None  # the fix a call that could not work proposed (its record's)
         self.init_campaign(planned)  # plans and drift checks (campaignstate.py)
 
     # -- views -----------------------------------------------------------------------
@@ -241,11 +243,19 @@ class LoopState(CampaignState):
         else:
             self.end(cert.EXACT, "all_checks_passed", f"All {len(self.tasks)} micro-task(s) passed the dual gate.")
 
+    def apply_fatal(self, rec: dict[str, Any]) -> None:
+        """A call that cannot work (auth, not found, an outage): the run ends BLOCKED with
+        the fix its record proposes (caller.why_fatal)."""
+        fatal = rec["fatal"]
+        self.end(cert.BLOCKED, fatal["reason"], fatal["detail"])
+        self.fatal_fix = fatal["fix"]
+
     def apply(self, rec: dict[str, Any]) -> list[Effect]:
         """Account one finished iteration; return what the executor must do about it."""
         task = self.task
         assert task is not None and self.final is None
         effects: list[Effect] = []
+        self.last_record = rec
         self.total += 1
         task.iterations += 1
         if rec["level"] not in task.levels:

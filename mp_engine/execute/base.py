@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from mp_engine.config import Config
 from mp_engine.execute.steps import StepContext
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.diagnosis import Diagnosis
@@ -25,6 +26,9 @@ class ExecResult:
 
 class Executor(Protocol):
     name: str
+
+    def time_budget(self, config: Config) -> tuple[float, str]:
+        """The MP's time budget without a `Timeout:` header: (seconds, source)."""
 
     def validate(self, mp: MicroProject) -> None:
         """Raise `InvalidMPError` if this executor cannot run the MP at all."""

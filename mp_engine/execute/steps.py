@@ -30,14 +30,33 @@ from mp_engine.record.ledger import Ledger, LedgerStep, StepStatus, idempotency_
 from mp_engine.record.outcome import StepReport, read_capped
 from mp_engine.workspace import Workspace
 
+# Where an MP's time budget comes from: its own header, or the executor's default.
+BUDGET_SOURCES = {
+    "Timeout": "the MP's `Timeout:`",
+    "mp_timeout": "`[execution] mp_timeout`",
+    "wall_budget": "`[agent] wall_budget`",
+}
+
 
 class Budget:
     """The MP's time budget, charged with the duration of every step that ran."""
 
     def __init__(self, total: float, source: str, used: float = 0.0):
         self.total = total
-        self.source = source  # "Timeout" header or "mp_timeout" config
+        self.source = source  # a key of BUDGET_SOURCES
         self.used = used
+
+    @classmethod
+    def of(cls, mp: MicroProject, default: tuple[float, str], used: float = 0.0) -> Budget:
+        """The one rule: the MP's `Timeout:` header, else the executor's `default` (seconds,
+        source), less what the run's finished steps already `used`."""
+        if "Timeout" in mp.headers:
+            return cls(float(mp.headers["Timeout"]), "Timeout", used)
+        return cls(*default, used)
+
+    @property
+    def describe(self) -> str:
+        return BUDGET_SOURCES.get(self.source, self.source)
 
     def remaining(self) -> float:
         return self.total - self.used

@@ -1,0 +1,83 @@
+"""The collaborators that work in one workspace (the run's worktree; with parallel tasks,
+each task's own): who calls the agent there, runs the checks there, records what it
+left and builds its prompts. Built whole, with explicit arguments, from what the run
+shares (its ledger steps, call limiter, budget, learnings file and event emitter)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import NamedTuple
+
+from mp_engine.agent.breakers import CallLimiter
+from mp_engine.agent.caller import Caller
+from mp_engine.agent.checks import Checker
+from mp_engine.agent.evidence import Snapshot, Worktree
+from mp_engine.agent.ledgersteps import AgentSteps
+from mp_engine.agent.prompter import Prompter
+from mp_engine.agent.recorder import Emit, Recorder
+from mp_engine.execute.steps import StepContext
+from mp_engine.workspace import Workspace
+
+
+class WorkspaceParts(NamedTuple):
+    caller: Caller
+    checker: Checker
+    recorder: Recorder
+    prompter: Prompter
+
+
+def workspace_parts(
+    ctx: StepContext,
+    *,
+    workdir: Path,
+    map_cache: Path,
+    worktree: Worktree,
+    base: Snapshot,
+    nonce: str,
+    limiter: CallLimiter,
+    steps: AgentSteps,
+    learnings_path: Path,
+    emit: Emit,
+) -> WorkspaceParts:
+    cfg, run_dir = ctx.config.agent, ctx.run.dir
+    caller = Caller(
+        cfg,
+        mp_id=ctx.mp.mp_id,
+        run_dir=run_dir,
+        workdir=workdir,
+        limiter=limiter,
+        budget=ctx.budget,
+        stop=ctx.stop,
+        stop_now=ctx.stop_now,
+        kill_grace=ctx.config.execution.kill_grace,
+        emit=ctx.events.emit,
+    )
+    # Checks of an iteration whose agent call finished run to the end on a first stop
+    # signal (the iteration is "the current step"); a second signal still kills them.
+    checker = Checker(replace(ctx, stop=threading.Event(), ws=Workspace(workdir)), ctx.mp)
+    recorder = Recorder(
+        cfg,
+        mp_id=ctx.mp.mp_id,
+        run_dir=run_dir,
+        steps=steps,
+        budget=ctx.budget,
+        worktree=worktree,
+        base=base,
+        learnings_path=learnings_path,
+        emit=emit,
+    )
+    prompter = Prompter(
+        cfg,
+        mp=ctx.mp,
+        nonce=nonce,
+        workdir=workdir,
+        map_cache=map_cache,
+        worktree=worktree,
+        base=base,
+        learnings_path=learnings_path,
+        steps_dir=ctx.run.steps_dir,
+        budget=ctx.budget,
+    )
+    return WorkspaceParts(caller, checker, recorder, prompter)

@@ -1,0 +1,278 @@
+"""Recording what a step of the agent run left behind: an iteration's record (the dual
+gate: the claim AND every check), its evidence hashed in a manifest, its learnings entry;
+the record of a call that cannot work; a planning round's or drift check's record; and
+the distillation candidates of micro-tasks a higher level solved.
+
+One `Recorder` per workspace (a task's worktree, whose snapshot and diff it takes); the
+learnings file, the ledger steps and the budget are the run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mp_engine.agent import learnings
+from mp_engine.agent.chain import model_id
+from mp_engine.agent.checks import CheckRun
+from mp_engine.agent.claims import Claims
+from mp_engine.agent.distill import candidate_path, outcome_of, write_candidate
+from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
+from mp_engine.agent.invoke import Call
+from mp_engine.agent.ledgersteps import AgentSteps
+from mp_engine.agent.taskstate import TaskState
+from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.execute.steps import Budget
+from mp_engine.record.ledger import LedgerStep
+from mp_engine.workspace import Workspace
+
+Emit = Callable[..., None]  # emit(name, event_id, **fields): an event of this run
+
+
+class Recorder:
+    def __init__(
+        self,
+        cfg: AgentConfig,
+        *,
+        mp_id: str,
+        run_dir: Path,
+        steps: AgentSteps,
+        budget: Budget,
+        worktree: Worktree,
+        base: Snapshot,
+        learnings_path: Path,
+        emit: Emit,
+    ):
+        self.cfg = cfg
+        self.mp_id = mp_id
+        self.run_dir = run_dir
+        self.steps = steps
+        self.budget = budget
+        self.worktree = worktree
+        self.base = base
+        self.learnings_path = learnings_path
+        self.emit = emit
+
+    # -- an iteration ------------------------------------------------------------------
+
+    def iteration(
+        self,
+        *,
+        mt_id: str,
+        mt_index: int,
+        iteration: int,
+        level_index: int,
+        level: AgentLevel,
+        step: LedgerStep,
+        ev: IterationEvidence,
+        call: Call,
+        claims: Claims,
+        checks: list[CheckRun],
+    ) -> dict[str, Any]:
+        """The dual gate, the iteration record and its evidence, made durable at once
+        (FR-EVT-MT-012, FR-EVT-MT-003)."""
+        passed = [c.check_id for c, ok, _ in checks if ok]
+        failing = [c.check_id for c, ok, _ in checks if not ok]
+        gate = claims.claimed_complete and not failing and not claims.blocked
+        where = {"mt": mt_id, "iteration": iteration, "level": level_index}
+        self.emit(
+            "micro_task_validation",
+            "FR-EVT-MT-012",
+            **where,
+            claimed=claims.claimed_complete,
+            passed=passed,
+            failing=failing,
+            gate=gate,
+        )
+        snap = self.worktree.snapshot()
+        record = {
+            "ok": True,  # the iteration ran to its end; `gate` says whether the MT is done
+            "gate": gate,
+            "duration": call.duration,
+            "mt": mt_id,
+            "mt_index": mt_index,
+            "iteration": iteration,
+            "level": level_index,
+            "level_name": level.name,
+            "call": call.to_dict(),
+            "claimed": claims.claimed_complete,
+            "blocked": claims.blocked and not gate,
+            "blocked_reason": claims.blocked_reason,
+            "status_ok": claims.status_ok,
+            "status_problem": claims.status_problem,
+            "work_type": claims.work_type,
+            "summary": claims.summary,
+            "checks": [{"id": c.check_id, "step": c.step_id, "ok": ok, "exit_code": code} for c, ok, code in checks],
+            "passed": passed,
+            "failing": failing,
+            "residual": len(failing),
+            "error": error_signature(call, checks),
+            "digest": snap.digest,
+            "head": snap.head,
+            "evidence": ev.rel,
+        }
+        self._evidence(ev, record, claims, snap, checks)
+        self.steps.finish(step, record, ok=True)
+        self.budget.charge(call.duration)
+        self.emit(
+            "micro_task_iteration_complete",
+            "FR-EVT-MT-003",
+            **where,
+            gate=gate,
+            residual=len(failing),
+            claimed=claims.claimed_complete,
+            call=call.kind,
+        )
+        return record
+
+    def _evidence(
+        self, ev: IterationEvidence, record: dict[str, Any], claims: Claims, snap: Snapshot, checks: list[CheckRun]
+    ) -> None:
+        ev.add(ev.path("stdout.txt"))
+        ev.add(ev.path("stderr.txt"))
+        if ev.path("call.json").exists():
+            ev.add(ev.path("call.json"))
+        ev.write_json("verdict.json", {"claims": claims.to_dict(), "checks": record["checks"], "gate": record["gate"]})
+        for chk, _ok, _code in checks:
+            for suffix in ("stdout", "stderr", "exit.json"):
+                ev.add(self.steps.steps_dir / f"{chk.step_id}.{suffix}")
+        ev.write("diff.txt", self.worktree.diffstat(self.base, snap))
+        ev.write_manifest()
+        checks_text = ", ".join(f"{c['id']} {'ok' if c['ok'] else 'FAILED'}" for c in record["checks"]) or "no checks"
+        entry = "\n".join(
+            [
+                f"### {record['mt']} iteration {record['iteration']}, level {record['level']} ({record['level_name']}): "
+                f"residual {record['residual']}{', gate passed' if record['gate'] else ''}",
+                f"- Tried: {claims.summary or '(no summary in a valid status block)'}",
+                f"- Claimed: {'complete' if claims.claimed_complete else 'blocked' if claims.blocked else 'nothing'}"
+                + (f"; status block rejected: {claims.status_problem}" if claims.status_problem else ""),
+                f"- Agent call: {record['call']['kind']}"
+                + (f" ({record['call']['detail']})" if record["call"]["detail"] else ""),
+                f"- Checks: {checks_text}",
+                f"- Evidence: {ev.rel}/",
+            ]
+        )
+        learnings.append(
+            self.learnings_path,
+            f"{record['mt']}_iter-{record['iteration']:03d}",
+            entry,
+            title=f"# Learnings of {self.mp_id}\n\nOne entry per iteration, written by mp-engine from the evidence.",
+            max_bytes=self.cfg.learnings_max_bytes,
+        )
+
+    # -- a call that cannot work, a planning round, a drift check ----------------------
+
+    def fatal(
+        self,
+        step: LedgerStep,
+        ev: IterationEvidence,
+        call: Call,
+        why: tuple[str, str, str],
+        *,
+        mt_id: str | None,
+        iteration: int,
+        level_index: int,
+    ) -> dict[str, Any]:
+        """The record of a call that ends the run (`why`: reason, detail, fix)."""
+        reason, detail, fix = why
+        record = {
+            "ok": False,
+            "gate": False,
+            "duration": call.duration,
+            "mt": mt_id,
+            "iteration": iteration,
+            "level": level_index,
+            "call": call.to_dict(),
+            "evidence": ev.rel,
+            "fatal": {"reason": reason, "detail": detail, "fix": fix},
+        }
+        ev.add(ev.path("stdout.txt"))
+        ev.add(ev.path("stderr.txt"))
+        ev.write_manifest()
+        self.steps.finish(step, record, ok=False, error=detail)
+        self.budget.charge(call.duration)
+        return record
+
+    def side(
+        self, step: LedgerStep, ev: IterationEvidence, rec: dict[str, Any], call: Call | None, *, ok: bool
+    ) -> None:
+        """A planning round's or drift check's record, its evidence and manifest."""
+        for out in ("stdout.txt", "stderr.txt", "call.json"):
+            if ev.path(out).exists():
+                ev.add(ev.path(out))
+        ev.write_json("record.json", rec)
+        ev.write_manifest()
+        self.steps.finish(step, rec, ok=ok, error=rec.get("invalid"))
+        if call is not None:
+            self.budget.charge(call.duration)
+
+
+def error_signature(call: Call, checks: list[CheckRun]) -> str | None:
+    """What an iteration failed on, for the same-error breaker."""
+    if call.kind != "ok":
+        return f"call:{call.kind}"
+    failing = [f"{c.check_id}:exit {code}" for c, ok, code in checks if not ok]
+    return "|".join(failing) or None
+
+
+def distill(
+    ws: Workspace,
+    *,
+    mp_id: str,
+    run_id: str,
+    run_rel: str,
+    task: TaskState,
+    chain: tuple[AgentLevel, ...],
+    emit: Emit | None,
+) -> None:
+    """The distillation candidate of a micro-task a higher level solved after a lower one
+    failed, announced with `emit` when written now (FR-EVT-MT-015)."""
+    teacher = task.records[-1]
+    failed = [r for r in task.records if not r["gate"]]
+    if not failed:
+        return
+    student_level = min(r["level"] for r in failed)
+    student = [r for r in failed if r["level"] == student_level][-1]
+    per_level: dict[int, int] = {}
+    for r in failed:
+        per_level[r["level"]] = per_level.get(r["level"], 0) + 1
+    path = candidate_path(ws.system_dir, run_id, task.mt_id)
+    written = write_candidate(
+        path,
+        mp_id=mp_id,
+        run_id=run_id,
+        mt_id=task.mt_id,
+        run_rel=run_rel,
+        student=student,
+        student_model=model_id(chain[student_level]),
+        student_iterations=per_level[student_level],
+        teacher=teacher,
+        teacher_model=model_id(chain[teacher["level"]]),
+        teacher_iterations=sum(1 for r in task.records if r["level"] == teacher["level"]),
+        failed_levels=[
+            {
+                "level": lv,
+                "model_id": model_id(chain[lv]),
+                "iterations": n,
+                "outcome": outcome_of([r for r in failed if r["level"] == lv][-1]),
+            }
+            for lv, n in sorted(per_level.items())
+        ],
+        checks_ran=len(teacher.get("checks", [])),
+    )
+    if written and emit is not None:
+        emit(
+            "micro_task_distillation_candidate",
+            "FR-EVT-MT-015",
+            mt=task.mt_id,
+            iteration=teacher["iteration"],
+            level=teacher["level"],
+            path=ws.rel(path),
+        )
+
+
+def distilled(ws: Workspace, run_id: str, tasks: list[TaskState]) -> list[str]:
+    """The run's distillation candidates, relative to the workspace (for the result)."""
+    paths = (candidate_path(ws.system_dir, run_id, t.mt_id) for t in tasks)
+    return [ws.rel(p) for p in paths if p.exists()]
