@@ -2,11 +2,11 @@
 slot lost, queued) runs now. One path for both:
 
   1. a signature refusal (the pull that brought it): refused, whatever a halt says;
-  2. parse, the executor it names, the executor's own validation: an invalid MP is
-     refused, or held while the engine is halted;
-  3. from the slot only: an arrival git put back after it already ran is dropped, and a
-     cancel request naming it ends it CANCELLED before it starts;
-  4. the halt: held, unless its `Approves:` names the halt, which admission then lifts.
+  2. an MP the caller could not read or parse is refused, or held while halted;
+  3. from the slot only: an arrival git put back after it already ran is dropped;
+  4. the executor it names and the executor's own validation, as in 2;
+  5. from the slot only: a cancel request naming it ends it CANCELLED before it starts;
+  6. the halt: held, unless its `Approves:` names the halt, which admission then lifts.
 
 The verdict says what the caller does next: claim and drive (`Admitted`), record the
 refusal (`Refused`), leave it (`Held`), or nothing, admission having ended it (`Ended`).
@@ -14,7 +14,7 @@ refusal (`Refused`), leave it (`Held`), or nothing, admission having ended it (`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mp_engine.cancel_waiting import cancel_before_start
@@ -22,11 +22,10 @@ from mp_engine.context import Action, EngineContext, TickResult
 from mp_engine.errors import InvalidMPError
 from mp_engine.execute.base import Executor
 from mp_engine.finalize import release_slot
-from mp_engine.inbox.mpfile import MicroProject, parse
-from mp_engine.record.archive import RunArchive, runs_of
+from mp_engine.inbox.cancel_request import CancelRequest
+from mp_engine.inbox.mpfile import MicroProject
+from mp_engine.record.archive import RunArchive
 from mp_engine.record.state import SessionState
-
-ExecutorFor = Callable[[MicroProject], Executor]
 
 
 @dataclass(frozen=True)
@@ -58,31 +57,32 @@ def admit(
     ctx: EngineContext,
     state: SessionState,
     data: bytes | None,
-    executor_for: ExecutorFor,
+    parsed: MicroProject | InvalidMPError,
+    executors: Mapping[str, Executor],
     *,
-    parsed: MicroProject | InvalidMPError | None = None,
+    cancels: Sequence[CancelRequest] = (),
     from_slot: bool = True,
 ) -> Verdict:
-    """The verdict on the MP `data` (None: the slot's entry could not be read, `parsed`
-    says why), or on one already `parsed`; see the module docstring."""
+    """The verdict on the MP `data`, as the caller `parsed` it (None: the slot's entry
+    could not be read, `parsed` says why). `cancels`: the cancel requests waiting; one
+    that names the slot's MP ends it before it starts. See the module docstring."""
     refusal = ctx.channel.refusal_for(data) if data is not None else None
     if refusal is not None:  # a signature verdict: refused whatever the halt says
         return Refused(refusal)
+    if isinstance(parsed, InvalidMPError):
+        return Held(f"invalid MP ({parsed.reason})", None) if state.halt else Refused(parsed)
+    mp = parsed
+    assert data is not None
+    if from_slot and (earlier := ctx.channel.earlier_run(mp.mp_id, mp.sha256, data)) is not None:
+        return Ended(_drop_duplicate(ctx, mp, earlier))
     try:
-        if isinstance(parsed, InvalidMPError):
-            raise parsed
-        assert data is not None
-        mp = parsed or parse(data, max_bytes=ctx.config.engine.max_mp_bytes)
-        executor = executor_for(mp)
+        executor = executor_for(mp, executors, ctx.config.execution.executor)
         executor.validate(mp)
     except InvalidMPError as e:
         return Held(f"invalid MP ({e.reason})", None) if state.halt else Refused(e)
-    if from_slot:
-        assert data is not None
-        if (earlier := _ran_already(ctx, mp, data)) is not None:
-            return Ended(_drop_duplicate(ctx, mp, earlier))
-        if (cancelled := cancel_before_start(ctx, mp, data)) is not None:
-            return Ended(cancelled)
+    request = next((r for r in cancels if r.mp_id == mp.mp_id), None) if from_slot else None
+    if request is not None:
+        return Ended(cancel_before_start(ctx, mp, data, request))
     halt = state.halt
     if halt is not None:
         if not (mp.approves and mp.approves in (halt.mp_id, halt.run_id)):
@@ -93,13 +93,17 @@ def admit(
     return Admitted(mp, executor)
 
 
-def _ran_already(ctx: EngineContext, mp: MicroProject, data: bytes) -> RunArchive | None:
-    """The run that already took this very arrival of the MP, if git put it back.
-    Without git every drop is a new arrival, so the run archive is not even listed;
-    with git, no git is asked unless an earlier run had exactly these bytes."""
-    if not ctx.channel.enabled:
-        return None
-    return next((r for r in runs_of(ctx.ws, mp.mp_id, mp.sha256) if ctx.channel.same_arrival(r.run_id, data)), None)
+def executor_for(mp: MicroProject, executors: Mapping[str, Executor], default: str) -> Executor:
+    """The executor the MP names (`Executor:`), or `[execution] executor`."""
+    name = mp.executor or default
+    executor = executors.get(name)
+    if executor is None:
+        raise InvalidMPError(
+            f"`Executor: {name}` is not available in this engine",
+            f"Remove the `Executor: {name}` header to use the shell executor.",
+            mp_id=mp.mp_id,
+        )
+    return executor
 
 
 def _drop_duplicate(ctx: EngineContext, mp: MicroProject, earlier: RunArchive) -> TickResult:

@@ -59,11 +59,8 @@ def settle(ctx: EngineContext) -> SyncOutcome | None:
     return ctx.channel.publish(f"mp-engine: {'; '.join(reasons)}"[:300], None)
 
 
-def cancel_before_start(ctx: EngineContext, mp: MicroProject, data: bytes) -> TickResult | None:
-    """A CANCELLED result for the inbox MP when a request names it; None otherwise."""
-    req = next((r for r in cancel.pending(ctx.ws)[0] if r.mp_id == mp.mp_id), None)
-    if req is None:
-        return None
+def cancel_before_start(ctx: EngineContext, mp: MicroProject, data: bytes, req: cancel.CancelRequest) -> TickResult:
+    """A CANCELLED result for the inbox MP that request `req` names."""
     run, ledger = ended_run(
         ctx.ws,
         ctx.events,

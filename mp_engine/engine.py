@@ -17,11 +17,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import structlog
 
 from mp_engine import __version__, synced
-from mp_engine.admit import Ended, Held, Refused, admit
+from mp_engine.admit import Ended, Held, Refused, admit, executor_for
 from mp_engine.agent.executor import AgentExecutor
 from mp_engine.atomic import sweep_temp_files
 from mp_engine.cancel_waiting import settle as settle_cancels
@@ -35,9 +36,10 @@ from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.execute.base import Executor
 from mp_engine.execute.shell import ShellExecutor
 from mp_engine.finalize import finalize
+from mp_engine.inbox.cancel_request import pending as pending_cancels
 from mp_engine.inbox.cancel_request import requested as cancel_requested
 from mp_engine.inbox.intake import Entry, Inbox
-from mp_engine.inbox.mpfile import MicroProject
+from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.inbox.queue import SEEN
 from mp_engine.lock import WorkspaceLock
 from mp_engine.pids import pid_alive
@@ -161,7 +163,8 @@ class Engine:
         if self.sync.due():
             try:
                 with self.lock.hold("git sync"):
-                    failed = synced.after_sync(self.ctx, self.sync.poll())
+                    polled = self.sync.poll()  # what it integrated, it tells the inbox itself
+                    failed = synced.after_sync(self.ctx, polled) if polled.problem is not None else None
             except LockTimeout as e:
                 return TickResult(Action.BUSY, detail=str(e))
             if failed is not None:
@@ -178,7 +181,10 @@ class Engine:
         try:
             with self.lock.hold("tick"):
                 finalized = self.ctx.finalized
-                result = synced.settle(self.ctx, self._tick_locked())
+                result = self._tick_locked()
+                if result.sync is not None:  # the sync point the pass ended with
+                    problem = synced.after_sync(self.ctx, result.sync) if result.sync.problem is not None else None
+                    result = problem or replace(result, sync=None)
                 if self.ctx.finalized != finalized:  # a run ended: retention may prune
                     result = synced.prune_runs(self.ctx) or result
         except LockTimeout as e:
@@ -210,7 +216,7 @@ class Engine:
                 return self._resume(run)
         if state.run_id:  # points at a closed or missing run: nothing left to do for it
             state = self.state.update(run_id=None, reason="stale run pointer cleared")
-        if (answered := settle_cancels(self.ctx)) is not None and (failed := synced.after_sync(self.ctx, answered)):
+        if cancel_requested(self.ws) and (failed := synced.after_sync(self.ctx, settle_cancels(self.ctx))):
             return failed
         return self._take_from_inbox(state)
 
@@ -224,21 +230,23 @@ class Engine:
         return open_runs(self.ws)
 
     def _take_from_inbox(self, state: SessionState) -> TickResult:
-        if len(self.inbox.queue) and (taken := take_queued(self.ctx, state, self._executor_for)) is not None:
+        if len(self.inbox.queue) and (taken := take_queued(self.ctx, state, self.executors)) is not None:
             return taken
         scan = self.inbox.scan()
         if not scan.ready or scan.entry is None:
             return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=scan.wait_until)
         entry = scan.entry
         data: bytes | None = None
-        unreadable: InvalidMPError | None = None
+        parsed: MicroProject | InvalidMPError
         try:
             data = self.inbox.read(entry, self.config.engine.max_mp_bytes)
             if data is None:
                 return TickResult(Action.WAITING, detail="the inbox file changed while being read")
-        except InvalidMPError as e:  # not a regular file, or over the size cap
-            unreadable = e
-        verdict = admit(self.ctx, state, data, self._executor_for, parsed=unreadable)
+            parsed = parse(data, max_bytes=self.config.engine.max_mp_bytes)
+        except InvalidMPError as e:  # not a regular file, over the size cap, or not an MP
+            parsed = e
+        cancels = pending_cancels(self.ws)[0] if cancel_requested(self.ws) else []
+        verdict = admit(self.ctx, state, data, parsed, self.executors, cancels=cancels)
         if isinstance(verdict, Refused):
             return finalize(self.ctx, *reject(self.ctx, entry, data, verdict.error))
         if isinstance(verdict, Held):
@@ -249,17 +257,6 @@ class Engine:
             return verdict.result
         run, ledger = claim(self.ctx, verdict.mp, data, verdict.executor.name)
         return drive(self.ctx, run, ledger, verdict.mp, verdict.executor)
-
-    def _executor_for(self, mp: MicroProject) -> Executor:
-        name = mp.executor or self.config.execution.executor
-        executor = self.executors.get(name)
-        if executor is None:
-            raise InvalidMPError(
-                f"`Executor: {name}` is not available in this engine",
-                f"Remove the `Executor: {name}` header to use the shell executor.",
-                mp_id=mp.mp_id,
-            )
-        return executor
 
     def _hold(self, state: SessionState, entry: Entry, why: str) -> TickResult:
         """Leave a pending MP untouched while halted; say so once per inbox version."""
@@ -289,7 +286,7 @@ class Engine:
         try:
             if isinstance(mp, Exception):
                 raise mp
-            executor = self._executor_for(mp)
+            executor = executor_for(mp, self.executors, self.config.execution.executor)
         except (OSError, InvalidMPError) as e:
             _, failed = error_run(
                 self.ws, self.events, mp_id=ledger.model.mp_id, diagnosis=diag.engine_error(e), into=run

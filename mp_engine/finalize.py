@@ -27,12 +27,14 @@ ACTIONS = {COMPLETED: Action.COMPLETED, SUPERSEDED: Action.SUPERSEDED, CANCELLED
 def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     """Publish a recorded outcome: result, inbox slot released, state, ledger closed, push."""
     assert ledger.model.outcome is not None
+    notice = ctx.channel.notice()
     outcome = Outcome.from_dict(ledger.model.outcome)
-    if (notice := ctx.channel.notice()) is not None:
+    if notice is not None:
         outcome.notes.append(f"Git: {notice}. This result is committed on the engine host and not pushed.")
     digest = write_digest(ctx.ws, outcome, redact=ctx.redact)
     write_result(ctx.ws, run, outcome, redact=ctx.redact, also=digest)
     release_slot(ctx, run, ledger)  # before the state says done: an orchestrator may then drop the next MP
+    ctx.inbox.run_ended()  # what arrives from now on waits for the next pass, not for this run
     halts = outcome.status not in NO_HALT and outcome.halt_token is not None
     _record_state(ctx, run, outcome, halts)
     ledger.close()
@@ -52,7 +54,6 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
     work = outcome.extra.get("work") or {}
     if work.get("branch") and not work.get("landed"):
         ctx.channel.push_branch(work["branch"])  # the partial (or unmerged) agent work
-    ctx.inbox.run_ended()
     ctx.finalized += 1
     return replace(result, sync=published)
 

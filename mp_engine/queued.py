@@ -10,11 +10,14 @@ records its queue entry as its source, so a restart never takes an entry twice.
 
 from __future__ import annotations
 
-from mp_engine.admit import Admitted, ExecutorFor, Held, Refused, admit
+from collections.abc import Mapping
+
+from mp_engine.admit import Admitted, Held, Refused, admit
 from mp_engine.claim import claim
 from mp_engine.context import Action, EngineContext, TickResult
 from mp_engine.drive import drive
 from mp_engine.errors import InvalidMPError
+from mp_engine.execute.base import Executor
 from mp_engine.finalize import finalize
 from mp_engine.inbox.header import sha256_hex
 from mp_engine.inbox.mpfile import MicroProject, parse
@@ -25,7 +28,7 @@ from mp_engine.record.state import SessionState
 from mp_engine.record.unrun import error_run, superseded_run
 
 
-def take_queued(ctx: EngineContext, state: SessionState, executor_for: ExecutorFor) -> TickResult | None:
+def take_queued(ctx: EngineContext, state: SessionState, executors: Mapping[str, Executor]) -> TickResult | None:
     """Run, refuse or supersede the oldest queued MP (inbox/queue.py); None when every
     queued version is the one in the slot, which then runs from there."""
     slot = ctx.inbox.waiting_bytes()
@@ -39,12 +42,12 @@ def take_queued(ctx: EngineContext, state: SessionState, executor_for: ExecutorF
             ctx.inbox.queue.remove(q.id)
             ctx.events.emit("inbox_queue_lost", entry=q.id, error=str(e))
             continue
-        return _take_entry(ctx, state, q, data, slot_sha is not None, executor_for)
+        return _take_entry(ctx, state, q, data, slot_sha is not None, executors)
     return None
 
 
 def _take_entry(
-    ctx: EngineContext, state: SessionState, q: Queued, data: bytes, slot_taken: bool, executor_for: ExecutorFor
+    ctx: EngineContext, state: SessionState, q: Queued, data: bytes, slot_taken: bool, executors: Mapping[str, Executor]
 ) -> TickResult:
     parsed: MicroProject | InvalidMPError
     try:  # a queued version was within the size cap when it arrived
@@ -58,7 +61,7 @@ def _take_entry(
     if q.kind == SEEN:
         why = "a newer MP replaced it in the inbox" if slot_taken else "it was removed from the inbox"
         return _superseded(ctx, q, data, mp_id, title, why)
-    verdict = admit(ctx, state, data, executor_for, parsed=parsed, from_slot=False)
+    verdict = admit(ctx, state, data, parsed, executors, from_slot=False)
     if isinstance(verdict, Held):
         why = "a newer MP arrived while the engine was halted and this one does not approve the halt"
         return _superseded(ctx, q, data, mp_id, title, why)

@@ -1,12 +1,9 @@
-"""What the engine does with what a sync point brought: files a pull integrated are
-complete; a sync problem (a conflict, commits the engine does not accept, a rewritten
-history) is an ERROR result of its own, recorded as a run that never ran and published
-like any other; and after a run ended, old runs are pruned (`[archive]`) and the
-deletions published, which is a sync point too.
+"""What the engine does with a sync point that brought a problem (a conflict, commits the
+engine does not accept, a rewritten history): an ERROR result of its own, recorded as a
+run that never ran and published like any other. And after a run ended, old runs are
+pruned (`[archive]`) and the deletions published, which is a sync point too.
 
-Every sync point's `SyncOutcome` reaches this module: the engine's poll directly, the
-others (a published result, a cancel request answered, a duplicate dropped) as
-`TickResult.sync`, which `settle` answers before the pass returns.
+(The files a pull integrated need nothing here: the channel tells the inbox itself.)
 """
 
 from __future__ import annotations
@@ -20,23 +17,14 @@ from mp_engine.record.unrun import error_run
 from mp_engine.sync.pull import SyncOutcome
 
 
-def after_sync(ctx: EngineContext, out: SyncOutcome) -> TickResult | None:
-    """Act on one sync point; a TickResult only when it ended in an ERROR result."""
-    if out.integrated:
-        ctx.inbox.note_complete()  # git wrote the inbox file whole, under our lock
-    if out.problem is None:
+def after_sync(ctx: EngineContext, out: SyncOutcome | None) -> TickResult | None:
+    """The ERROR result of a sync point's problem, or None when it brought none."""
+    if out is None or out.problem is None:
         return None
     mp_id = out.problem_mp or (ctx.state.read().last_result or {}).get("mp_id")
     run, ledger = error_run(ctx.ws, ctx.events, mp_id=mp_id, diagnosis=out.problem)
     ctx.events.emit("sync_blocked", run=run.run_id, kind=out.problem.kind, summary=out.problem.summary)
-    return settle(ctx, finalize(ctx, run, ledger))
-
-
-def settle(ctx: EngineContext, result: TickResult) -> TickResult:
-    """Answer the sync point a pass ended with (`result.sync`): the pass's result, or the
-    ERROR result of a sync problem it brought."""
-    if result.sync is None:
-        return result
+    result = finalize(ctx, run, ledger)
     return after_sync(ctx, result.sync) or replace(result, sync=None)
 
 

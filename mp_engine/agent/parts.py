@@ -16,7 +16,8 @@ from mp_engine.agent.checks import Checker
 from mp_engine.agent.evidence import Snapshot, Worktree
 from mp_engine.agent.ledgersteps import AgentSteps
 from mp_engine.agent.prompter import Prompter
-from mp_engine.agent.recorder import Emit, Recorder
+from mp_engine.agent.recorder import Recorder
+from mp_engine.agent.taskstate import Emit
 from mp_engine.execute.steps import StepContext
 from mp_engine.workspace import Workspace
 

@@ -19,8 +19,8 @@ from mp_engine.agent.checks import iter_check
 from mp_engine.agent.decompose import Plan
 from mp_engine.agent.loopstate import LoopState
 from mp_engine.agent.progress import Progress
-from mp_engine.agent.recorder import Emit
 from mp_engine.agent.report import sections
+from mp_engine.agent.taskstate import Emit
 from mp_engine.agent.workbranch import WorkBranch
 from mp_engine.atomic import atomic_write_json
 from mp_engine.config import AgentConfig

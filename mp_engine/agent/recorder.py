@@ -9,7 +9,6 @@ learnings file, the ledger steps and the budget are the run's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,11 @@ from mp_engine.agent.distill import candidate_path, outcome_of, write_candidate
 from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps
-from mp_engine.agent.taskstate import TaskState
+from mp_engine.agent.taskstate import Emit, TaskState
 from mp_engine.config import AgentConfig, AgentLevel
 from mp_engine.execute.steps import Budget
 from mp_engine.record.ledger import LedgerStep
 from mp_engine.workspace import Workspace
-
-Emit = Callable[..., None]  # emit(name, event_id, **fields): an event of this run
 
 
 class Recorder:

@@ -10,7 +10,7 @@ from mp_engine.agent.ledgersteps import iteration_step
 from mp_engine.agent.loopstate import LoopState
 from mp_engine.agent.progress import Progress
 from mp_engine.agent.publisher import where
-from mp_engine.agent.recorder import Emit
+from mp_engine.agent.taskstate import Emit
 from mp_engine.record.ledger import Ledger, StepStatus, read_artifact
 
 REPLAYED = ("agent", "plan", "drift")

@@ -1,10 +1,14 @@
 """What the loop's state is made of: one micro-task's state, and an effect the executor
-carries out (an event, a distillation) when the state decides."""
+carries out (an event, a distillation) when the state decides; `Emit`, how the run's
+parts emit an event."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+Emit = Callable[..., None]  # emit(name, event_id, **fields): an event of this run
 
 
 @dataclass

@@ -28,6 +28,7 @@ from mp_engine.errors import GitConfigChanged, InvalidMPError, RemoteUnreachable
 from mp_engine.gitcmd import config_problem, protect_config
 from mp_engine.inbox.cancel_request import CANCEL_PATH
 from mp_engine.inbox.intake import Inbox
+from mp_engine.record.archive import RunArchive, runs_of
 from mp_engine.record.events import EventLog
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.heartbeat import Heartbeat
@@ -230,7 +231,13 @@ class GitChannel:
         except SyncError as again:
             self.sync.events.emit("sync_failed", stage="lock recovery", error=str(again))
 
-    def same_arrival(self, run_id: str, data: bytes) -> bool:
+    def earlier_run(self, mp_id: str, sha256: str, data: bytes) -> RunArchive | None:
+        """The run that already took this very arrival of the MP, if git put it back (an
+        MP runs once per arrival, issue #19). No git is asked unless an earlier run had
+        exactly these bytes."""
+        return next((r for r in runs_of(self.ws, mp_id, sha256) if self._same_arrival(r.run_id, data)), None)
+
+    def _same_arrival(self, run_id: str, data: bytes) -> bool:
         """True when the inbox file holding `data` is the one run `run_id` already took: the
         commit that last wrote the inbox path comes before the run's first commit. A failed
         git operation (a half-applied merge, an autostash) can put a processed file back;

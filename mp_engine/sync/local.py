@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mp_engine.errors import InvalidMPError
+from mp_engine.record.archive import RunArchive
 from mp_engine.sync.pull import SyncOutcome
 
 
@@ -51,8 +52,8 @@ class LocalChannel:
     def commit_state(self, message: str) -> SyncOutcome:
         return SyncOutcome()
 
-    def same_arrival(self, run_id: str, data: bytes) -> bool:
-        return False  # without git, every file dropped into the inbox is a new arrival
+    def earlier_run(self, mp_id: str, sha256: str, data: bytes) -> RunArchive | None:
+        return None  # without git, every file dropped into the inbox is a new arrival
 
     def refusal_for(self, data: bytes) -> InvalidMPError | None:
         return None

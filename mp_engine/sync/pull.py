@@ -78,7 +78,7 @@ def integrate(sync: SyncContext, s: GitSession, remote_sha: str, allowed_signers
         s.run("reset", "-q", remote_sha)
         s.update_refs({PROCESSED_REF: remote_sha})
         sync.events.emit("sync_pulled", to=remote_sha[:12], how="adopted")
-        return SyncOutcome(integrated=True)
+        return integrated(sync)
     processed = s.rev(PROCESSED_REF)
     # A fast-forward fetch from the processed tip has already proved it an ancestor.
     proven = fast_forward and processed == tracking
@@ -111,6 +111,14 @@ def integrate(sync: SyncContext, s: GitSession, remote_sha: str, allowed_signers
         sync.store.save(data)
         sync.events.emit("sync_unblocked", remote=remote_sha[:12])
     sync.events.emit("sync_pulled", **{"from": head[:12], "to": remote_sha[:12], "how": how})
+    return integrated(sync)
+
+
+def integrated(sync: SyncContext) -> SyncOutcome:
+    """New remote commits are in the working tree: git wrote the inbox file whole, under
+    the engine's lock, so the inbox is told it is complete (no settle time to wait)."""
+    if sync.inbox is not None:
+        sync.inbox.note_complete()
     return SyncOutcome(integrated=True)
 
 

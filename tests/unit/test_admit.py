@@ -9,7 +9,7 @@ from mp_engine.admit import Admitted, Ended, Held, Refused, admit
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
 from mp_engine.errors import InvalidMPError
-from mp_engine.inbox.cancel_request import request_on_host
+from mp_engine.inbox.cancel_request import pending, request_on_host
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.state import Halt
 from tests.conftest import events, read_state, result_field
@@ -30,8 +30,13 @@ def halted(engine: Engine):
     return engine.state.update(halt=halt, reason="test halt")
 
 
-def verdict(engine: Engine, data: bytes | None, **kw):
-    return admit(engine.ctx, engine.state.read(), data, engine._executor_for, **kw)
+def verdict(engine: Engine, data: bytes | None, parsed=None, **kw):
+    if parsed is None:
+        try:
+            parsed = parse(data)
+        except InvalidMPError as e:
+            parsed = e
+    return admit(engine.ctx, engine.state.read(), data, parsed, engine.executors, **kw)
 
 
 def test_a_valid_mp_is_admitted_with_its_executor(engine):
@@ -75,12 +80,12 @@ def test_an_entry_that_could_not_be_read_is_refused_or_held(engine):
 def test_a_cancel_request_for_the_slot_s_mp_ends_it_before_it_starts(engine, ws):
     ws.inbox_file.write_bytes(GOOD)
     request_on_host(ws, "MP-6.1")
-    v = verdict(engine, GOOD)
+    v = verdict(engine, GOOD, cancels=pending(ws)[0])
     assert isinstance(v, Ended) and v.result.action == "cancelled"
     assert result_field(ws, "Status") == "CANCELLED"
 
 
 def test_a_queued_version_is_not_cancelled_by_the_slot_s_rules(engine, ws):
     request_on_host(ws, "MP-6.1")
-    v = verdict(engine, GOOD, parsed=parse(GOOD), from_slot=False)
+    v = verdict(engine, GOOD, cancels=pending(ws)[0], from_slot=False)
     assert isinstance(v, Admitted)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import statistics
+import sys
 
 from mp_engine import __version__
 from mp_engine.workspace import config_template
@@ -113,3 +114,136 @@ def test_the_repository_s_own_workspace_files_are_what_init_writes():
     assert (REPO_ROOT / "mp-engine.toml").read_text() == config_template()
     state = json.loads((REPO_ROOT / "SESSION_STATE.json").read_text())
     assert state["engine_version"] == __version__ and state["status"] == "OFFLINE"
+
+
+# The rooms of the walk: each package, and each top-level stage module on its own; the
+# foundations (atomic, clock, config, gitcmd, lock, workspace, ...) are not rooms.
+STAGES = {"engine", "admit", "queued", "cancel_waiting", "claim", "drive", "synced", "finalize", "context"}
+FOUNDATIONS = {
+    "atomic", "clock", "config", "config_cache", "disk", "errors", "exitcodes", "gitcmd", "lock", "pids",
+    "secretenv", "workspace",
+}  # fmt: skip
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "mp_engine" or len(parts) < 2 or (len(parts) == 2 and parts[1] in FOUNDATIONS):
+        return None
+    return parts[1]
+
+
+def walk_of_a_plain_mp(tmp_path) -> list[str]:
+    """The module path of one plain MP with git on, from the poll that brings it to the
+    push of its result: every call a pipeline stage module makes into another room (a
+    package or another stage), consecutive calls into one room counted once. Calls that
+    only read or build data (properties, dunder methods) are not steps of the walk."""
+    from tests.gitutil import HELLO, clone, engine_workspace, make_engine, make_remote, push_mp, sync_tick
+
+    bare = make_remote(tmp_path)
+    engine = make_engine(engine_workspace(tmp_path, f"file://{bare}"))
+    engine.inbox.settle = 0
+    orch = clone(f"file://{bare}", tmp_path / "orch")
+    sync_tick(engine)
+    push_mp(orch, HELLO)
+    rooms: list[str] = []
+    pushed = []
+
+    def trace(frame, event, arg):
+        if event != "call" or pushed:
+            return
+        callee, caller = _room(frame.f_globals.get("__name__", "")), frame.f_back
+        caller_room = _room(caller.f_globals.get("__name__", "")) if caller else None
+        if callee is None or caller_room not in STAGES or callee == caller_room:
+            return
+        name, owner = frame.f_code.co_name, frame.f_locals.get("self")
+        if name.startswith("__") or (owner is not None and isinstance(getattr(type(owner), name, None), property)):
+            return
+        if not rooms or rooms[-1] != callee:
+            rooms.append(callee)
+        if caller_room == "finalize" and name == "publish":
+            pushed.append(True)  # the result is committed and pushed: the walk ends here
+
+    sys.setprofile(trace)
+    try:
+        result = sync_tick(engine)
+    finally:
+        sys.setprofile(None)
+    engine.sync.close()
+    assert result.action == "completed" and pushed
+    return rooms
+
+
+def test_a_plain_mp_walks_through_at_most_20_crossings_and_docs_show_the_walk(tmp_path):
+    """Issue #28: the path an MP takes reads like the pipeline. docs/ARCHITECTURE.md shows
+    the walk measured here, so a change that lengthens it changes the doc too."""
+    rooms = walk_of_a_plain_mp(tmp_path)
+    crossings = len(rooms) - 1
+    assert crossings <= 20, " > ".join(rooms)
+    doc = (REPO_ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    assert " > ".join(rooms) in doc, " > ".join(rooms)
+    assert f"{crossings} crossings" in doc
+
+
+def test_no_import_cycles_counted_as_python_runs_the_imports():
+    """Issue #28: `lint-imports` resolves `from mp_engine.sync import pull` to the submodule,
+    but Python first runs the package face (`sync/__init__.py`). Counted as executed: every
+    import statement (function-level ones too, `if TYPE_CHECKING:` ones not), each naming
+    its module and, for `from P import name`, the package P itself."""
+    modules = {
+        ".".join(p.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in PACKAGE.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        skipped = {
+            id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }  # fmt: skip
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
+                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+            else:
+                continue
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    assert _cycles(graph) == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found

@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 
 from mp_engine.config import load_config
-from mp_engine.context import Action, TickResult
 from mp_engine.engine import Engine
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.sync.pull import SyncOutcome
-from mp_engine.synced import after_sync, settle
-from tests.conftest import events, read_state, result_field
+from mp_engine.synced import after_sync, prune_runs
+from tests.conftest import drop, events, read_state, result_field
 
 PROBLEM = Diagnosis("git_conflict", "git conflict with the remote", "Both sides changed X.", "Revert X.")
 
@@ -32,10 +31,20 @@ def test_after_sync_turns_a_sync_problem_into_an_error_result_naming_the_last_mp
     assert result_field(ws, "Status") == "ERROR" and read_state(ws)["halt"]["mp_id"] == "MP-5.0"
 
 
-def test_settle_keeps_the_pass_s_result_unless_its_sync_point_brought_a_problem(ws, engine):
-    done = TickResult(Action.COMPLETED, mp_id="MP-5.1", run_id="r1", sync=SyncOutcome())
-    assert settle(engine.ctx, done) == TickResult(Action.COMPLETED, mp_id="MP-5.1", run_id="r1")
-    troubled = TickResult(Action.COMPLETED, mp_id="MP-5.1", run_id="r1", sync=SyncOutcome(problem=PROBLEM))
-    after = settle(engine.ctx, troubled)
-    assert after.action == "error" and after.run_id != "r1"  # the sync problem's own run
-    assert result_field(ws, "Error-Kind") == "git_conflict"
+def test_no_sync_point_or_one_without_a_problem_needs_no_answer(ws, engine):
+    assert after_sync(engine.ctx, None) is None
+    assert after_sync(engine.ctx, SyncOutcome(integrated=True)) is None
+    assert not events(ws, "sync_blocked")
+
+
+def test_old_runs_are_pruned_after_a_run_ended(ws, monkeypatch):
+    monkeypatch.setenv("MP_ENGINE_ARCHIVE__KEEP_RUNS", "2")
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    for n in range(4):
+        drop(ws, f"# MP-5.{n}\n\n```bash\ntrue\n```\n")
+        assert engine.tick().action == "completed"
+    assert len([p for p in ws.runs_dir.iterdir() if p.is_dir()]) == 2
+    assert sum(e["count"] for e in events(ws, "runs_pruned")) == 2
+    assert prune_runs(engine.ctx) is None  # nothing left to prune
