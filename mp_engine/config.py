@@ -122,6 +122,9 @@ class AgentLevel(_Section):
     timeout: float = Field(900.0, gt=0, description="seconds one agent call may take")
     idle_timeout: float = Field(300.0, gt=0, description="seconds without output before the call counts as hung")
     env_allow: tuple[str, ...] = Field((), description="environment variables passed to the agent")
+    max_parallel: int | None = Field(
+        None, ge=1, description="calls of this level at once in a parallel run (a local model may take one)"
+    )
 
     @model_validator(mode="after")
     def _runnable(self) -> AgentLevel:
@@ -202,6 +205,15 @@ class AgentConfig(_Section):
     max_replans: int = Field(2, ge=0, description="re-plans per MP after a task exhausts its chain or drift is found")
     land: Literal["merge", "branch"] = Field(
         "merge", description="an EXACT run's work branch: merged into the channel branch, or left for review"
+    )
+    max_parallel: int = Field(
+        1, ge=1, le=64, description="micro-tasks of one MP at once, each in its own worktree (1: one at a time)"
+    )
+    max_parallel_checks: int | None = Field(
+        None, ge=1, description="checks running at once in a parallel run (default: the CPU count)"
+    )
+    max_integration_retries: int = Field(
+        2, ge=0, description="integration failures (conflict, broken check) before a task is tried alone"
     )
 
     @model_validator(mode="after")

@@ -1,8 +1,9 @@
-"""One attempt at one micro-task: the agent call of an iteration, the agent's claims, the
-task's checks and the iteration's record, all in one workspace. It decides nothing: the
-run applies the record (`LoopState.apply`) or, when the call did not answer, pauses,
-waits or ends. This is the unit that can run beside others (each task in its own
-worktree), and elsewhere.
+"""One attempt at one micro-task: the agent call of an iteration, the agent's claims and
+the task's checks, all in one workspace (`work`), then the iteration's record
+(`record`). It decides nothing: the run applies the record (`LoopState.apply`) or, when
+the call did not answer, pauses, waits or ends. `work` is the unit that runs beside
+others (each task in its own worktree, in a thread of its own), and elsewhere; the run
+records in one thread, in the order it applies the records.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mp_engine.agent.claims import parse_claims
+from mp_engine.agent.checks import CheckRun
+from mp_engine.agent.claims import Claims, parse_claims
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps
@@ -38,8 +40,13 @@ class Attempt:
 @dataclass(frozen=True)
 class Outcome:
     call: Call
-    record: dict[str, Any] | None = None  # the iteration's record: the call answered, the checks ran
+    claims: Claims | None = None  # the call answered: what it claimed
+    checks: list[CheckRun] | None = None  # and what the checks said (None: they did not run)
     checks_interrupted: bool = False  # a second stop signal or a cancel cut the checks short
+
+    @property
+    def answered(self) -> bool:
+        return self.checks is not None
 
 
 def call(parts: WorkspaceParts, steps: AgentSteps, a: Attempt) -> Call:
@@ -55,17 +62,24 @@ def call(parts: WorkspaceParts, steps: AgentSteps, a: Attempt) -> Call:
     )
 
 
-def attempt(parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
-    """Call, read the claims (marked with the run's `nonce`), run the checks, record."""
+def work(parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
+    """Call, read the claims (marked with the run's `nonce`), run the checks. Safe to run
+    beside other attempts, each in its own workspace."""
     answer = call(parts, steps, a)
     if answer.pauses or answer.ends_run:
         return Outcome(answer)
     claims = parse_claims(parts.caller.read_output(a.ev), nonce)
     checks = parts.checker.run(a.accepting, a.step.step_id)
     if checks is None:
-        return Outcome(answer, checks_interrupted=True)
-    assert a.mt_index is not None
-    record = parts.recorder.iteration(
+        return Outcome(answer, claims, checks_interrupted=True)
+    return Outcome(answer, claims, checks)
+
+
+def record(parts: WorkspaceParts, a: Attempt, out: Outcome, seq: int) -> dict[str, Any]:
+    """The iteration's record (the dual gate) and its evidence; `seq`: the order the run
+    applies it in."""
+    assert a.mt_index is not None and out.claims is not None and out.checks is not None
+    return parts.recorder.iteration(
         mt_id=a.mt_id,
         mt_index=a.mt_index,
         iteration=a.iteration,
@@ -73,8 +87,8 @@ def attempt(parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) ->
         level=a.level,
         step=a.step,
         ev=a.ev,
-        call=answer,
-        claims=claims,
-        checks=checks,
+        call=out.call,
+        claims=out.claims,
+        checks=out.checks,
+        seq=seq,
     )
-    return Outcome(answer, record)

@@ -11,6 +11,7 @@ model deserves a fresh start, and escalation is the first answer to repeated fai
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -76,6 +77,7 @@ class CallLimiter:
         self.per_hour = per_hour
         self._calls: list[float] | None = None
         self._lines = 0
+        self._lock = threading.Lock()  # parallel tasks call at once (docs/AGENT.md)
 
     def _load(self) -> list[float]:
         if self._calls is None:
@@ -98,15 +100,24 @@ class CallLimiter:
 
     def next_slot(self, now: float) -> float | None:
         """None if a call may start now, else the epoch second when one may."""
+        with self._lock:
+            return self._next_slot(now)
+
+    def _next_slot(self, now: float) -> float | None:
         calls = self._prune(now)
         if len(calls) < self.per_hour:
             return None
         return calls[len(calls) - self.per_hour] + WINDOW
 
     def used(self, now: float) -> int:
-        return len(self._prune(now))
+        with self._lock:
+            return len(self._prune(now))
 
     def record(self, now: float) -> None:
+        with self._lock:
+            self._record(now)
+
+    def _record(self, now: float) -> None:
         calls = self._prune(now)
         calls.append(now)
         self.path.parent.mkdir(parents=True, exist_ok=True)

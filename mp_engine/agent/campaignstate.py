@@ -84,6 +84,7 @@ class CampaignState:
 
     def apply_plan(self, rec: dict[str, Any]) -> list[Effect]:
         """Account one planning answer: valid (its tasks join the plan) or not."""
+        self.applied += 1
         where = {"round": rec["round"], "attempt": rec["attempt"]}
         if rec.get("invalid"):
             self.plan_attempt += 1
@@ -104,7 +105,7 @@ class CampaignState:
             for t in self.tasks:
                 if t.status not in ("completed",) and not t.replaced:
                     t.replaced = True
-                    if t.status in ("pending", "active"):
+                    if t.status in ("pending", "active", "accepted"):
                         t.status, t.note = "skipped", f"replaced by re-plan {rec['round']}"
             if self.replans:
                 self.replans[-1]["tasks"] = [r["mt_id"] for r in rec["tasks"]]
@@ -115,10 +116,10 @@ class CampaignState:
         self.tasks += [TaskState(t.mt_id, t.title) for t in new]
         self.pending, self.plan_attempt, self.plan_error, self.replan_cause = None, 0, "", None
         self.mt_index = first
-        self.tasks[first].status = "active"
-        self.level = self.fails_at_level = self.done_streak = 0
-        self.trend = []
-        self.breakers.reset()
+        if not self.parallel:  # parallel tasks start when the scheduler starts them
+            self.tasks[first].status = "active"
+            self.cursor.level = 0
+            self.cursor.restart()
         done = sum(1 for i in self.current_tasks() if self.tasks[i].status == "completed")
         self.drift_q = min(3, 4 * done // len(self.current_tasks()))
         return [
@@ -154,6 +155,7 @@ class CampaignState:
         return False
 
     def apply_drift(self, rec: dict[str, Any]) -> list[Effect]:
+        self.applied += 1
         self.pending = None
         verdict = rec.get("reflector") or {}
         line = {

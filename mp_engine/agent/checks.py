@@ -5,6 +5,7 @@ ones it names (`DRIFT-1_check-001`)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -43,9 +44,12 @@ class Checker:
     event of its own: checks whose agent call finished run to the end on a first stop
     signal (the iteration is "the current step"); a second signal still kills them."""
 
-    def __init__(self, ctx: StepContext, mp: MicroProject):
+    def __init__(self, ctx: StepContext, mp: MicroProject, slots: threading.Semaphore | None = None):
+        """`slots`: checks that may run at once across the run's workspaces
+        (`[agent] max_parallel_checks`), when tasks run at once."""
         self.ctx = ctx
         self.mp = mp
+        self.slots = slots
 
     def run(self, indices: Iterable[int], prefix: str) -> list[CheckRun] | None:
         """Each check `indices` names (positions in the MP's checks), as ledger steps under
@@ -53,7 +57,11 @@ class Checker:
         out = []
         for k in indices:
             chk = iter_check(self.mp.checks[k], prefix)
-            run = run_block(self.ctx, chk)
+            if self.slots is None:
+                run = run_block(self.ctx, chk)
+            else:
+                with self.slots:
+                    run = run_block(self.ctx, chk)
             if run.interrupted or run.cancelled:
                 return None
             out.append((chk, run.ok, run.report.exit_code))

@@ -68,6 +68,20 @@ class Plan:
             return sorted(out)
         return [i for i, first in enumerate(self.check_from) if first <= mt_index and first not in dead]
 
+    def own(self, mt_index: int, dead: frozenset[int] = frozenset()) -> list[int]:
+        """The checks a task is held to when tasks run at once (each in its own worktree):
+        its own and those of every task it needs, directly or not, never those of a task
+        it does not need (that work is not in its worktree). A listed task without
+        `(after ...)` needs every earlier one, so this is `accepting`."""
+        if self.tasks and self.tasks[mt_index].checks is not None:
+            return self.accepting(mt_index, dead)
+        needs, todo = {mt_index}, [mt_index]
+        while todo:
+            for n in self.needs(todo.pop()) - needs:
+                needs.add(n)
+                todo.append(n)
+        return [i for i, first in enumerate(self.check_from) if first in needs and first not in dead]
+
     def extended(self, tasks: list[MicroTask]) -> Plan:
         """This plan with a planner's tasks appended (the first plan, or a re-plan's)."""
         return Plan(self.goal, self.tasks + tuple(tasks), self.check_from)

@@ -1,7 +1,6 @@
-"""The agent loop: drive a coding-agent CLI through a bounded, verified loop.
-
-`AgentRun` sequences collaborators, each built with explicit arguments and owning one
-concern; none calls another:
+"""The agent loop: drive a coding-agent CLI through a bounded, verified loop. `AgentRun`
+sequences collaborators, each built with explicit arguments and owning one concern; none
+calls another:
 
     Caller      calling an agent (caller.py)
     Checker     the engine's own verdict: the MP's checks (checks.py)
@@ -11,7 +10,7 @@ concern; none calls another:
     AgentSteps  the run's ledger steps (ledgersteps.py)
 
 and `LoopState.apply` (loopstate.py) decides, a pure function of the records, replayed
-from the ledger after a crash (resume.py).
+from the ledger after a crash (resume.py). Tasks at once: parallel.py.
 
 One iteration (docs/AGENT.md): guard (stop, budget, limits), prepare a fresh prompt, call
 the level's CLI, parse its untrusted claims, run the checks, record the evidence, then let
@@ -29,7 +28,7 @@ from typing import Any
 
 from mp_engine.agent import campaign
 from mp_engine.agent import certificate as cert
-from mp_engine.agent.attempt import Attempt, attempt, call
+from mp_engine.agent.attempt import Attempt, call, record, work
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.caller import why_fatal
 from mp_engine.agent.chain import describe
@@ -38,6 +37,7 @@ from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps, iteration_step
 from mp_engine.agent.loopstate import Effect, LoopState
+from mp_engine.agent.parallel import Scheduler, parallel_limit
 from mp_engine.agent.parts import workspace_parts
 from mp_engine.agent.progress import BASELINE_FILE, Progress
 from mp_engine.agent.publisher import Publisher, iso_utc, missing, need_info, where
@@ -47,7 +47,7 @@ from mp_engine.agent.workbranch import NoGit, WorkBranch
 from mp_engine.atomic import atomic_write_json
 from mp_engine.config import AgentLevel
 from mp_engine.execute.base import ExecResult
-from mp_engine.execute.steps import StepContext
+from mp_engine.execute.steps import StepContext, wall_used
 
 
 class AgentRun:
@@ -62,9 +62,14 @@ class AgentRun:
         self.first_plan: Plan = goal_of(ctx.mp) if self.planned else decompose(ctx.mp)
         self.run_dir = ctx.run.dir
         self.run_rel = ctx.ws.rel(ctx.run.dir)
+        # Tasks at once (parallel.py): `[agent] max_parallel`, lowered by `Max-Parallel:`;
+        # kept in the run's progress so a restart goes on as the run began.
+        started = Progress.load(self.run_dir)
+        self.limit = (started.data.get("parallel") if started else None) or parallel_limit(self.cfg, ctx.mp)
         # The agent, its checks and the evidence work in the MP's own worktree on branch
-        # mp/<MP-id> (workbranch.py), set up when the loop starts.
-        self.work = WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id)
+        # mp/<MP-id> (workbranch.py), set up when the loop starts; parallel tasks each in a
+        # worktree of their own (taskbranch.py) beside it.
+        self.work = WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id, parallel=self.limit > 1)
         self.limiter = CallLimiter(ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
         self.learnings_path = self.run_dir / "agent" / "learnings.md"
         self.steps = AgentSteps(ctx.ledger, ctx.run.steps_dir)
@@ -92,14 +97,19 @@ class AgentRun:
                 policy=self.cfg.model_dump(mode="json"),
                 tasks=self.first_plan.summary(self.mp),
                 base={"head": base.head, "digest": base.digest},
+                parallel=self.limit,
             )
         else:
             raw = json.loads((self.run_dir / BASELINE_FILE).read_text(encoding="utf-8"))
             base = Snapshot(raw["head"], raw["files"])
         self._build(progress, worktree, base)
-        state = LoopState(self.cfg, self.first_plan, progress.data["base"]["digest"], self.planned)
+        parallel = self.limit > 1
+        state = LoopState(self.cfg, self.first_plan, progress.data["base"]["digest"], self.planned, parallel)
         replay(state, self.ctx.ledger, self.ctx.run.steps_dir)
+        if parallel:  # tasks that ran at once spent the wall time of their union, not its sum
+            self.ctx.budget.used = wall_used(self.ctx.ledger.model.steps)
         if fresh:
+            routes = {r.domain: [lv.name for lv in r.levels] for r in self.cfg.routes}
             self.emit(
                 "micro_task_loop_started",
                 "FR-EVT-MT-001",
@@ -107,11 +117,8 @@ class AgentRun:
                 micro_tasks=[t.mt_id for t in state.plan.tasks],
                 planned=self.planned,
                 levels=[lv.name for lv in self.cfg.levels],
-                **(
-                    {"routes": {r.domain: [lv.name for lv in r.levels] for r in self.cfg.routes}}
-                    if self.cfg.routes
-                    else {}
-                ),
+                **({"routes": routes} if routes else {}),
+                **({"parallel": self.limit} if parallel else {}),
             )
         else:
             report_resume(state, progress, self.ctx.ledger, self.emit)
@@ -123,6 +130,10 @@ class AgentRun:
         # durable at once (a power loss costs at most the running iteration).
         self.ctx.ledger.durable, self.ctx.ledger.deferred = False, True
         try:
+            if parallel:
+                paused = self._scheduler(progress).run(state)
+                if paused is not None:
+                    return paused
             while state.final is None:
                 paused = self.iterate(state)
                 if paused is not None:
@@ -168,7 +179,7 @@ class AgentRun:
             cancelled=self.ctx.cancelled,
             emit=self.emit,
         )
-        parts = workspace_parts(
+        self.parts = workspace_parts(
             self.ctx,
             workdir=self.work.path,
             map_cache=self.work.map_cache,
@@ -180,7 +191,22 @@ class AgentRun:
             learnings_path=self.learnings_path,
             emit=self.emit,
         )
-        self.parts = parts
+
+    def _scheduler(self, progress: Progress) -> Scheduler:
+        """Parallel tasks' scheduler; planning rounds and drift checks run one at a time,
+        in the integration worktree (this run's parts)."""
+        return Scheduler(
+            self.ctx,
+            limit=self.limit,
+            work=self.work,
+            steps=self.steps,
+            publisher=self.publisher,
+            nonce=progress.nonce,
+            limiter=self.limiter,
+            learnings_path=self.learnings_path,
+            emit=self.emit,
+            side_step=lambda state: self.plan_step(state) if state.pending == "plan" else self.drift_step(state),
+        )
 
     # -- one iteration -----------------------------------------------------------------
 
@@ -213,19 +239,19 @@ class AgentRun:
             state.level,
             step,
             ev,
-            state.plan.accepting(task.index, state.dead),
+            state.checks_of(task.index),
         )
-        out = attempt(self.parts, self.steps, a, self.progress.nonce)
+        out = work(self.parts, self.steps, a, self.progress.nonce)
         if out.checks_interrupted:
             self.steps.release(step)
             return self.publisher.pause(
                 state, "stop", "a second stop signal interrupted the checks; the iteration is retried"
             )
-        if out.record is None:
+        if not out.answered:
             who = describe(state.levels, state.level)
             killed = "a second stop signal killed the agent call; the iteration is retried"
             return self._unanswered(state, a, out.call, who, "[agent] levels", killed)
-        self.act(state, state.apply(out.record))
+        self.act(state, state.apply(record(self.parts, a, out, state.applied + 1)))
         # No publish here: the next iteration publishes as it starts, and the end of the
         # loop or a pause publishes too.
         return None
@@ -283,7 +309,15 @@ class AgentRun:
             why = why_fatal(call, a.level, who, section, self.mp.mp_id, self.cfg.transient_retries)
             mt_id = state.task.mt_id if state.task else None
             rec = self.parts.recorder.fatal(
-                a.step, a.ev, call, why, mt_id=mt_id, iteration=state.next_iteration, level_index=state.level
+                a.step,
+                a.ev,
+                call,
+                why,
+                mt_id=mt_id,
+                mt_index=a.mt_index,
+                iteration=state.next_iteration,
+                level_index=state.level,
+                seq=state.applied + 1,
             )
             state.apply_fatal(rec)
         return None
@@ -336,6 +370,7 @@ class AgentRun:
             return self._unanswered(state, a, answer, f"the planner ({level.name})", "[agent.planner]", killed)
         said = self.parts.caller.read_output(ev)
         rec = campaign.plan_record(state, said, self.progress.nonce, self.mp, answer, attempt_no, ev.rel)
+        rec["seq"] = state.applied + 1
         self.parts.recorder.side(step, ev, rec, answer, ok="invalid" not in rec)
         self.act(state, state.apply_plan(rec))
         return None
@@ -359,6 +394,7 @@ class AgentRun:
                 killed = "a second stop signal killed the reflector's call; it runs again"
                 return self._unanswered(state, a, answer, f"the reflector ({level.name})", "[agent.reflector]", killed)
             rec = campaign.reflected(rec, self.parts.caller.read_output(ev), self.progress.nonce, ev.rel)
+        rec["seq"] = state.applied + 1
         self.parts.recorder.side(step, ev, rec, None, ok=not rec["drift"])  # the reflector's time is not charged
         self.act(state, state.apply_drift(rec))
         return None

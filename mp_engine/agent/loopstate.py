@@ -13,42 +13,54 @@ from dataclasses import replace
 from typing import Any
 
 from mp_engine.agent import certificate as cert
-from mp_engine.agent.breakers import Breakers
 from mp_engine.agent.campaignstate import CampaignState, exhausted
 from mp_engine.agent.chain import chain_for
 from mp_engine.agent.decompose import Plan
-from mp_engine.agent.taskstate import Effect, TaskState
+from mp_engine.agent.parallelstate import GLOBAL_ENDS, ParallelState
+from mp_engine.agent.taskstate import Cursor, Effect, TaskState
 from mp_engine.config import AgentConfig, AgentLevel
 
 
-class LoopState(CampaignState):
-    def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str, planned: bool = False):
+class LoopState(CampaignState, ParallelState):
+    def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str, planned: bool = False, parallel: bool = False):
         self.cfg = cfg
         self.chains = [chain_for(cfg, t.domain) for t in plan.tasks]  # each task's levels (routes)
         self.plan = plan
         self.failures: list[cert.Certificate] = []  # tasks that did not pass; the first decides
         self.tasks = [TaskState(t.mt_id, t.title) for t in plan.tasks]
         self.verified = bool(plan.check_from)  # the MP has checks: EXACT is possible
-        if self.tasks:
+        # Parallel tasks (parallelstate.py): each started task has a cursor of its own and
+        # `mt_index` is the task a record is about; otherwise one task at a time, one cursor.
+        self.parallel = parallel
+        self.cursor = Cursor(last_digest=base_digest)
+        self.cursors: dict[int, Cursor] = {}
+        self.applied = 0  # records applied so far (each record carries its own as `seq`)
+        self.integrations = 0  # a parallel run's integrations (INT-<n> steps) so far
+        if self.tasks and not parallel:
             self.tasks[0].status = "active"
         self.mt_index = 0
-        self.level = 0
-        self.fails_at_level = 0
         self.total = 0
         self.escalations = 0
         self.drop_backs = 0
-        self.breakers = Breakers()
-        self.trend: list[int] = []  # residuals of the current micro-task at the current level
-        self.last_digest = base_digest
-        self.prev_passed: set[str] = set()
         self.history: list[dict[str, Any]] = []
         self.final: cert.Certificate | None = None
-        self.done_streak = 0  # iterations in a row the agent claimed the current micro-task done
         self.last_summary: str | None = None  # the agent's last SUMMARY line
         self.last_trip: dict[str, Any] | None = None  # the last breaker or divergence that fired
         self.last_record: dict[str, Any] | None = None  # the last iteration's (the result shows its checks)
         self.fatal_fix: str | None = None  # the fix a call that could not work proposed (its record's)
         self.init_campaign(planned)  # plans and drift checks (campaignstate.py)
+
+    # -- the cursor of the task in focus ---------------------------------------------
+
+    @property
+    def cur(self) -> Cursor:
+        return self.cursors.setdefault(self.mt_index, Cursor()) if self.parallel else self.cursor
+
+    level = property(lambda s: s.cur.level, lambda s, v: setattr(s.cur, "level", v))
+    fails_at_level = property(lambda s: s.cur.fails_at_level, lambda s, v: setattr(s.cur, "fails_at_level", v))
+    trend = property(lambda s: s.cur.trend, lambda s, v: setattr(s.cur, "trend", v))
+    breakers = property(lambda s: s.cur.breakers)
+    done_streak = property(lambda s: s.cur.done_streak, lambda s, v: setattr(s.cur, "done_streak", v))
 
     # -- views -----------------------------------------------------------------------
 
@@ -61,6 +73,13 @@ class LoopState(CampaignState):
     def dead(self) -> frozenset[int]:
         """The micro-tasks that failed or were skipped: no later task is held to their checks."""
         return frozenset(i for i, t in enumerate(self.tasks) if t.status in ("failed", "blocked", "skipped"))
+
+    def checks_of(self, mt_index: int) -> list[int]:
+        """The checks that accept task `mt_index` now: `Plan.own` when tasks run at once,
+        `Plan.accepting` one at a time (each task held to the earlier ones' checks too)."""
+        if self.parallel:
+            return self.plan.own(mt_index, self.dead)
+        return self.plan.accepting(mt_index, self.dead)
 
     @property
     def task(self) -> TaskState | None:
@@ -90,6 +109,8 @@ class LoopState(CampaignState):
         }
 
     def end(self, type_: str, reason: str, detail: str) -> cert.Certificate:
+        if self.parallel and self.pending is None and type_ != cert.EXACT and reason in GLOBAL_ENDS:
+            return self.end_all(type_, reason, detail)
         task = self.task
         if task is not None and type_ != cert.EXACT:
             task.status = "blocked" if type_ == cert.BLOCKED else "failed"
@@ -132,8 +153,7 @@ class LoopState(CampaignState):
         from_level = self.level
         self.level += 1
         self.escalations += 1
-        self.fails_at_level, self.trend, self.done_streak = 0, [], 0
-        self.breakers.reset()
+        self.cur.restart()
         effects = [
             Effect(
                 "event",
@@ -177,7 +197,8 @@ class LoopState(CampaignState):
         self.failures.append(self.end(type_, reason, detail))
         self.final = None
         effects: list[Effect] = []
-        for j in range(self.mt_index + 1, len(self.tasks)):  # all of them now: the result lists them
+        first = 0 if self.parallel else self.mt_index + 1
+        for j in range(first, len(self.tasks)):  # all of them now: the result lists them
             self._skip_if_needs_failed(j, effects)
         return effects + self._advance()
 
@@ -197,7 +218,10 @@ class LoopState(CampaignState):
     def _advance(self) -> list[Effect]:
         """Go on with the first pending micro-task after the current one whose needs passed
         (a pending task whose every check belongs to a task that did not pass is skipped:
-        nothing could verify it); with none left, the MP ends."""
+        nothing could verify it); with none left, the MP ends. Parallel tasks are started
+        by the scheduler: the MP ends when none is pending, running or being integrated."""
+        if self.parallel:
+            return self.settle()
         effects: list[Effect] = []
         j = self.mt_index + 1
         while j < len(self.tasks):
@@ -208,8 +232,7 @@ class LoopState(CampaignState):
                     break
             j += 1
         self.mt_index = j
-        self.fails_at_level, self.trend, self.done_streak = 0, [], 0
-        self.breakers.reset()
+        self.cursor.restart()
         if self.task is None:
             self._finish()
             return effects
@@ -247,24 +270,40 @@ class LoopState(CampaignState):
         """A call that cannot work (auth, not found, an outage): the run ends BLOCKED with
         the fix its record proposes (caller.why_fatal)."""
         fatal = rec["fatal"]
+        if self.parallel and rec.get("mt_index") is not None:
+            self.mt_index = rec["mt_index"]
         self.end(cert.BLOCKED, fatal["reason"], fatal["detail"])
         self.fatal_fix = fatal["fix"]
+        self.applied += 1
+        if self.parallel:
+            self.stop_live(f"the agent CLI of another task cannot work ({fatal['reason']})")
 
     def apply(self, rec: dict[str, Any]) -> list[Effect]:
         """Account one finished iteration; return what the executor must do about it."""
+        effects = self._apply(rec)
+        task = self.tasks[rec["mt_index"]] if self.parallel else None
+        if task is not None and task.status in ("failed", "blocked") and task.ended_at is None:
+            task.ended_at = rec.get("at")
+        return effects
+
+    def _apply(self, rec: dict[str, Any]) -> list[Effect]:
+        if self.parallel:
+            self.mt_index = rec["mt_index"]
         task = self.task
         assert task is not None and self.final is None
         effects: list[Effect] = []
         self.last_record = rec
+        self.applied += 1
         self.total += 1
         task.iterations += 1
         if rec["level"] not in task.levels:
             task.levels.append(rec["level"])
         task.records.append(rec)
         self.history.append({**self._where(rec), "residual": rec["residual"]})
-        newly_passing = set(rec["passed"]) - self.prev_passed
-        progress = rec["digest"] != self.last_digest or bool(newly_passing)
-        self.last_digest, self.prev_passed = rec["digest"], set(rec["passed"])
+        cur = self.cur
+        newly_passing = set(rec["passed"]) - cur.prev_passed
+        progress = rec["digest"] != cur.last_digest or bool(newly_passing)
+        cur.last_digest, cur.prev_passed = rec["digest"], set(rec["passed"])
         rec_progress = {**self._where(rec), "progress": progress}
         self.done_streak = self.done_streak + 1 if rec.get("claimed", rec["gate"]) else 0
         self.last_summary = rec.get("summary") or self.last_summary
@@ -281,6 +320,9 @@ class LoopState(CampaignState):
             )
             self._out_of_iterations(rec)
             return effects
+        if rec["gate"] and self.parallel:  # accepted in its worktree: the integrator decides
+            task.status = "accepted"
+            return effects + [Effect("integrate", fields={"mt_index": self.mt_index})]
         if rec["gate"]:
             task.status, task.final_level = "completed", rec["level"]
             effects.append(Effect("event", "micro_task_complete", "FR-EVT-MT-004", {**rec_progress}))

@@ -41,6 +41,7 @@ def workspace_parts(
     steps: AgentSteps,
     learnings_path: Path,
     emit: Emit,
+    check_slots: threading.Semaphore | None = None,
 ) -> WorkspaceParts:
     cfg, run_dir = ctx.config.agent, ctx.run.dir
     caller = Caller(
@@ -57,7 +58,7 @@ def workspace_parts(
     )
     # Checks of an iteration whose agent call finished run to the end on a first stop
     # signal (the iteration is "the current step"); a second signal still kills them.
-    checker = Checker(replace(ctx, stop=threading.Event(), ws=Workspace(workdir)), ctx.mp)
+    checker = Checker(replace(ctx, stop=threading.Event(), ws=Workspace(workdir)), ctx.mp, check_slots)
     recorder = Recorder(
         cfg,
         mp_id=ctx.mp.mp_id,

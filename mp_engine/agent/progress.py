@@ -35,8 +35,17 @@ class Progress:
 
     @classmethod
     def create(
-        cls, run_dir: Path, *, mp_id: str, run_id: str, policy: dict[str, Any], tasks: list[dict[str, Any]], base: dict
+        cls,
+        run_dir: Path,
+        *,
+        mp_id: str,
+        run_id: str,
+        policy: dict[str, Any],
+        tasks: list[dict[str, Any]],
+        base: dict,
+        parallel: int = 1,
     ) -> Progress:
+        """A new run's progress; `parallel`: its tasks at once, kept for a restart."""
         now = now_iso()
         progress = cls(
             Path(run_dir) / PROGRESS_FILE,
@@ -57,6 +66,7 @@ class Progress:
                 "pauses": [],
                 "waiting": None,
                 "certificate": None,
+                "parallel": parallel,
             },
         )
         progress.path.parent.mkdir(parents=True, exist_ok=True)

@@ -103,6 +103,8 @@ def build(
             "skipped": " (skipped)",
             "failed": " (did not pass)",
             "blocked": " (did not pass)",
+            "active": " (in progress at the same time, in another worktree)",
+            "accepted": " (done, being integrated)",
         }
         state_of = statuses or {t.mt_id: "completed" for t in others if t.index < task.index}
         out += [f"- {t.mt_id}{shown.get(state_of.get(t.mt_id, ''), '')}: {t.title}" for t in others] + [""]
@@ -125,6 +127,16 @@ def build(
         # The failing checks' output first: when an iteration fails as the one before it
         # did, these lines are the same and stay in the cached prefix.
         passed, failing = previous["passed"], previous["failing"]
+        merged = previous.get("integration")
+        if merged:  # parallel tasks: its accepted work did not integrate with the others'
+            out += [
+                "Your previous work on this micro-task passed its checks, but it could not join the work "
+                f"integrated meanwhile by other micro-tasks: {merged['detail']}. Your workspace was reset to the "
+                "integrated work: do this micro-task again on top of it.",
+                "",
+            ]
+            if merged.get("diff"):
+                out += ["The conflict, as git showed it:", fenced(merged["diff"], "diff"), ""]
         for check_id in failing:
             out += [f"{check_id} failed; the end of its output:", fenced(tails.get(check_id, "") or "(no output)"), ""]
     if this_mt.strip():

@@ -67,7 +67,7 @@ class Prompter:
             level_name=level.name,
             nonce=self.nonce,
             workspace=str(self.workdir),
-            checks=plan.checks_for(self.mp, mt_index, state.dead),
+            checks=[self.mp.checks[k] for k in state.checks_of(mt_index)],
             previous=previous,
             tails=self.failing_tails(previous) if previous is not None else {},
             learnings=learnings.read(self.learnings_path),

@@ -22,7 +22,8 @@ from mp_engine.agent.progress import Progress
 from mp_engine.agent.report import sections
 from mp_engine.agent.taskstate import Emit
 from mp_engine.agent.workbranch import WorkBranch
-from mp_engine.atomic import atomic_write_json
+from mp_engine.atomic import atomic_write_json, read_tail
+from mp_engine.clock import parse_iso
 from mp_engine.config import AgentConfig
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import Budget, StepContext, error_output, report_for
@@ -46,6 +47,24 @@ def where(state: LoopState) -> dict[str, Any]:
     """The fields that place an event in the loop: the task, its next iteration, its level."""
     task = state.task
     return {"mt": task.mt_id if task else None, "iteration": state.next_iteration, "level": state.level}
+
+
+def running_task(
+    mt_id: str, level: int, level_name: str, iteration: int, output: Path, started_at: str | None, worktree: str
+) -> dict[str, Any]:
+    """A task running beside others, as `status` shows it: its level, iteration, seconds
+    since it started and the last line its agent printed (in `output`)."""
+    tail = read_tail(output, 2048).strip().splitlines()
+    return {
+        "mt": mt_id,
+        "level": level,
+        "level_name": level_name,
+        "iteration": iteration,
+        "started_at": started_at,
+        "elapsed": round(time.time() - parse_iso(started_at).timestamp(), 1) if started_at else None,
+        "last_line": (tail[-1] if tail else "")[:200],
+        "worktree": worktree,
+    }
 
 
 def missing(cfg: AgentConfig, mp: MicroProject, plan: Plan, planned: bool) -> tuple[str, str] | None:
@@ -112,10 +131,14 @@ class Publisher:
 
     # -- the snapshot ------------------------------------------------------------------
 
-    def publish(self, state: LoopState, *, live: bool = False) -> None:
-        """Write the progress snapshot (what `mp-engine status` shows)."""
+    def publish(self, state: LoopState, *, live: bool = False, running: list[dict[str, Any]] | None = None) -> None:
+        """Write the progress snapshot (what `mp-engine status` shows); `running`: the
+        tasks running at once (parallel tasks), each with its level, iteration, elapsed
+        seconds and last output line."""
         task = state.task
         data = self.progress.data
+        if state.parallel:
+            data["running"] = running or []
         data["current_state"] = {
             "active_mt": task.mt_id if task else None,
             "mt_number": state.mt_index + 1 if task else None,
@@ -203,6 +226,8 @@ class Publisher:
         p.data["certificate"] = c.to_dict()
         p.data["status"] = COMPLETED_BY.get(c.type, "failed")
         p.data["completed_at"] = p.data["updated_at"]
+        if state.parallel:
+            state.overlaps()
         self.publish(state)
         p.save(durable=True)
         atomic_write_json(self.run_dir / "agent" / "certificate.json", c.to_dict())

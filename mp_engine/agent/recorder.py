@@ -21,6 +21,7 @@ from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps
 from mp_engine.agent.taskstate import Emit, TaskState
+from mp_engine.clock import now_iso
 from mp_engine.config import AgentConfig, AgentLevel
 from mp_engine.execute.steps import Budget
 from mp_engine.record.ledger import LedgerStep
@@ -66,9 +67,10 @@ class Recorder:
         call: Call,
         claims: Claims,
         checks: list[CheckRun],
+        seq: int,
     ) -> dict[str, Any]:
         """The dual gate, the iteration record and its evidence, made durable at once
-        (FR-EVT-MT-012, FR-EVT-MT-003)."""
+        (FR-EVT-MT-012, FR-EVT-MT-003). `seq`: the order the run applies it in."""
         passed = [c.check_id for c, ok, _ in checks if ok]
         failing = [c.check_id for c, ok, _ in checks if not ok]
         gate = claims.claimed_complete and not failing and not claims.blocked
@@ -108,6 +110,8 @@ class Recorder:
             "digest": snap.digest,
             "head": snap.head,
             "evidence": ev.rel,
+            "seq": seq,
+            "at": now_iso(),
         }
         self._evidence(ev, record, claims, snap, checks)
         self.steps.finish(step, record, ok=True)
@@ -168,8 +172,10 @@ class Recorder:
         why: tuple[str, str, str],
         *,
         mt_id: str | None,
+        mt_index: int | None,
         iteration: int,
         level_index: int,
+        seq: int,
     ) -> dict[str, Any]:
         """The record of a call that ends the run (`why`: reason, detail, fix)."""
         reason, detail, fix = why
@@ -178,6 +184,8 @@ class Recorder:
             "gate": False,
             "duration": call.duration,
             "mt": mt_id,
+            "mt_index": mt_index,
+            "seq": seq,
             "iteration": iteration,
             "level": level_index,
             "call": call.to_dict(),

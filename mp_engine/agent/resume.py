@@ -13,26 +13,40 @@ from mp_engine.agent.publisher import where
 from mp_engine.agent.taskstate import Emit
 from mp_engine.record.ledger import Ledger, StepStatus, read_artifact
 
-REPLAYED = ("agent", "plan", "drift")
+REPLAYED = ("agent", "plan", "drift", "start", "integrate")
+
+
+def records(ledger: Ledger, steps_dir: Path) -> list[tuple[str, dict]]:
+    """(kind, record) of every finished step the loop decided on, in the order it applied
+    them: by `seq` (parallel tasks finish in any order; the run records the order it
+    applied them in), after any record older than `seq` in ledger order."""
+    found = []
+    for position, step in enumerate(ledger.model.steps):
+        if step.kind not in REPLAYED or step.status not in (StepStatus.COMPLETED, StepStatus.FAILED):
+            continue
+        rec = read_artifact(steps_dir, step)
+        if rec is not None:
+            key = (1, rec["seq"]) if "seq" in rec else (0, position)
+            found.append((key, step.kind, rec))
+    return [(kind, rec) for _key, kind, rec in sorted(found, key=lambda f: f[0])]
 
 
 def replay(state: LoopState, ledger: Ledger, steps_dir: Path) -> None:
     """Rebuild the loop state from the records in the ledger (their artifacts in
-    `steps_dir`), in the order they ran."""
-    for step in ledger.model.steps:
+    `steps_dir`), in the order they were applied."""
+    for kind, rec in records(ledger, steps_dir):
         if state.final is not None:
             return
-        if step.kind not in REPLAYED or step.status not in (StepStatus.COMPLETED, StepStatus.FAILED):
-            continue
-        rec = read_artifact(steps_dir, step)
-        if rec is None:
-            continue
         if rec.get("fatal"):
             state.apply_fatal(rec)
-        elif step.kind == "plan":
+        elif kind == "plan":
             state.apply_plan(rec)
-        elif step.kind == "drift":
+        elif kind == "drift":
             state.apply_drift(rec)
+        elif kind == "start":
+            state.apply_start(rec)
+        elif kind == "integrate":
+            state.apply_integration(rec)
         elif "mt" in rec:
             state.apply(rec)
 

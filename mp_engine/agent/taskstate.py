@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mp_engine.agent.breakers import Breakers
+
 Emit = Callable[..., None]  # emit(name, event_id, **fields): an event of this run
 
 
@@ -17,6 +19,27 @@ class Effect:
     name: str = ""  # event name
     event_id: str = ""  # FR-EVT-MT-xxx
     fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Cursor:
+    """Where a micro-task stands in its chain: the level, the failures there, the residual
+    trend, the breakers, the done signals, and what the last iteration left (to tell
+    progress). Sequential runs keep one, carried from task to task; parallel tasks one
+    each."""
+
+    level: int = 0
+    fails_at_level: int = 0
+    trend: list[int] = field(default_factory=list)  # residuals at this level
+    breakers: Breakers = field(default_factory=Breakers)
+    done_streak: int = 0  # iterations in a row the agent claimed the task done
+    last_digest: str | None = None  # the workspace fingerprint after the last iteration
+    prev_passed: set[str] = field(default_factory=set)
+
+    def restart(self) -> None:
+        """A fresh start at a new level or on a new task: counters and trend reset."""
+        self.fails_at_level, self.trend, self.done_streak = 0, [], 0
+        self.breakers.reset()
 
 
 @dataclass
@@ -30,6 +53,15 @@ class TaskState:
     records: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""  # why it was skipped
     replaced: bool = False  # a re-plan replaced it (it did not pass, or never ran)
+    # Parallel tasks (docs/AGENT.md): when it ran, its integration failures, alone at last.
+    started_at: str | None = None
+    ended_at: str | None = None
+    overlapped_with: list[str] = field(default_factory=list)
+    starts: int = 0  # worktrees it started in (a refresh starts it again)
+    base: str | None = None  # the commit of mp/<MP-id> its worktree started from
+    refresh_due: bool = False  # its work did not integrate: its worktree starts over from the tip
+    integration_failures: int = 0
+    solo: bool = False  # integrated only when no other task runs (max_integration_retries spent)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,4 +75,9 @@ class TaskState:
             "replaced": self.replaced,
             "residuals": [r["residual"] for r in self.records],
             "evidence": [r["evidence"] for r in self.records],
+            **(
+                {"started_at": self.started_at, "ended_at": self.ended_at, "overlapped_with": self.overlapped_with}
+                if self.started_at
+                else {}
+            ),
         }

@@ -20,6 +20,7 @@ copies of them. A crash leaves the worktree in place; the resumed run works on i
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,17 +54,21 @@ def branch_name(mp_id: str) -> str:
 
 
 class WorkBranch:
-    def __init__(self, ws: Workspace, mp_id: str, run_id: str):
+    def __init__(self, ws: Workspace, mp_id: str, run_id: str, *, parallel: bool = False):
+        """`parallel`: tasks run at once, each in a worktree of its own beside this one
+        (taskbranch.py), so this one (the integrator's) is `work/<run>/integration/`."""
         self.ws = ws
         self.mp_id = mp_id
         self.branch = branch_name(mp_id)
-        self.path = ws.local_dir / "work" / run_id
+        self.parallel = parallel
+        self.run_dir = ws.local_dir / "work" / run_id
+        self.path = self.run_dir / "integration" if parallel else self.run_dir
         self._id: list[str] | None = None
 
     def _git(self, *args: str, cwd: Path | None = None, check: bool = True, env=None) -> GitResult:
         return git(cwd or self.ws.root, *args, check=check, timeout=TIMEOUT, env=env)
 
-    def _identity(self) -> list[str]:
+    def identity(self) -> list[str]:
         """`-c user.*` when the repository has no identity (asked of git once)."""
         if self._id is None:
             self._id = []
@@ -93,7 +98,7 @@ class WorkBranch:
         self._git("add", "-A", "--", *WORK_PATHSPEC, cwd=self.path, env=MAGIC)
         full = message + (f"\n\n{trailer}" if trailer else "")
         # Quiet: no summary diffstat to compute; no auto-gc check on the agent's clock.
-        ident = self._identity()
+        ident = self.identity()
         self._git(*ident, "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
         return self._git("rev-parse", "HEAD", cwd=self.path).out.strip()
 
@@ -120,7 +125,9 @@ class WorkBranch:
     def land(self, how: str, exact: bool) -> Landing:
         """Bring an EXACT run's work onto the channel branch (`how` = merge), or leave it on
         the work branch and say so."""
-        if self.leftovers():
+        # A parallel run's work is on the branch, task by task; its worktree holds only
+        # what the integration's checks left.
+        if not self.parallel and self.leftovers():
             self.commit(f"{self.mp_id}: work not yet committed at the end of the run")
         tip = self._git("rev-parse", self.branch).out.strip()
         if not exact:
@@ -143,7 +150,7 @@ class WorkBranch:
         if self._git("merge", "--ff-only", "--quiet", self.branch, check=False).ok:
             return Landing(self.branch, True, "fast-forward", tip, f"Landed: `{self.branch}` fast-forwarded.")
         merged = self._git(
-            *self._identity(),
+            *self.identity(),
             "merge",
             "--no-ff",
             "--no-edit",
@@ -175,7 +182,19 @@ class WorkBranch:
         return self.path.with_name(f"{self.path.name}.repomap.json")
 
     def remove(self) -> None:
-        """Drop the worktree and its map cache (the branch stays)."""
+        """Drop the worktree (a parallel run's task worktrees too) and its map cache (the
+        branch stays)."""
         self._git("worktree", "remove", "--force", str(self.path), check=False)
+        if self.path != self.run_dir and self.run_dir.is_dir():
+            for tree in self.run_dir.iterdir():
+                if (tree / ".git").exists():
+                    self._git("worktree", "remove", "--force", str(tree), check=False)
+            shutil.rmtree(self.run_dir, ignore_errors=True)
         self._git("worktree", "prune", check=False)
+        if self.parallel:  # the tasks' scratch branches (taskbranch.py)
+            prefix = f"refs/heads/mp-task/{self.branch.removeprefix('mp/')}/"
+            refs = self._git("for-each-ref", "--format=%(refname)", prefix, check=False).out.split()
+            if refs:
+                git(self.ws.root, "update-ref", "--stdin", check=False, timeout=TIMEOUT,
+                    input="".join(f"delete {r}\n" for r in refs))  # fmt: skip
         self.map_cache.unlink(missing_ok=True)

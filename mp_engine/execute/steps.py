@@ -12,11 +12,13 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import mp_engine.execute.diagnosis as diag
 from mp_engine.atomic import atomic_write
+from mp_engine.clock import parse_iso
 from mp_engine.config import Config
 from mp_engine.errors import ConfinementError, ProcessError
 from mp_engine.execute.errtrap import TRAP_SUFFIX, bash_argv, read_failed_at
@@ -45,6 +47,7 @@ class Budget:
         self.total = total
         self.source = source  # a key of BUDGET_SOURCES
         self.used = used
+        self._lock = threading.Lock()  # parallel agent tasks charge it from their threads
 
     @classmethod
     def of(cls, mp: MicroProject, default: tuple[float, str], used: float = 0.0) -> Budget:
@@ -62,7 +65,44 @@ class Budget:
         return self.total - self.used
 
     def charge(self, seconds: float) -> None:
-        self.used += seconds
+        with self._lock:
+            self.used += seconds
+
+    def shared(self) -> Budget:
+        """A view of this budget that reads it and charges nothing: for work that runs
+        beside other work (parallel agent tasks), whose owner charges the wall time."""
+        return _SharedView(self)
+
+
+class _SharedView(Budget):
+    def __init__(self, of: Budget):
+        super().__init__(of.total, of.source)
+        self._of = of
+
+    def remaining(self) -> float:
+        return self._of.remaining()
+
+    def charge(self, seconds: float) -> None:
+        pass
+
+
+def wall_used(steps: Iterable[LedgerStep]) -> float:
+    """Seconds during which at least one of `steps` ran: the union of their intervals, as
+    the ledger recorded them (the wall time of steps that ran at the same time)."""
+    spans = sorted(
+        (parse_iso(s.started_at), parse_iso(s.completed_at))
+        for s in steps
+        if s.started_at and s.completed_at and s.status in (StepStatus.COMPLETED, StepStatus.FAILED)
+    )
+    total, end = 0.0, None
+    for start, stop in spans:
+        if end is None or start > end:
+            total += (stop - start).total_seconds()
+            end = stop
+        elif stop > end:
+            total += (stop - end).total_seconds()
+            end = stop
+    return total
 
 
 @dataclass

@@ -54,6 +54,16 @@ def _plan(value: str) -> str:
     return value
 
 
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ValueError("must be a whole number, 1 or more") from None
+    if number < 1:
+        raise ValueError("must be a whole number, 1 or more")
+    return number
+
+
 # Canonical header keys: parser and one-line help. Matching is case-insensitive.
 HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Timeout": (_positive_seconds, "whole-MP timeout in seconds"),
@@ -61,6 +71,7 @@ HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Approves": (_mp_ref, "id of the failed MP this one approves, lifting the halt"),
     "Executor": (_executor, "`shell` (default) or `agent`"),
     "Plan": (_plan, "agent MPs: `auto` (the planner level plans) or `list` (one micro-task per list item)"),
+    "Max-Parallel": (_positive_int, "agent MPs: at most this many micro-tasks at once (lowers `[agent] max_parallel`)"),
 }
 _KEY_LOOKUP = {k.lower(): k for k in HEADER_KEYS}
 

@@ -8,13 +8,16 @@ so after a crash `recover()` can tell a step that finished from one that was cut
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,6 +26,7 @@ from mp_engine.clock import now_iso
 from mp_engine.record import journal
 
 JOURNAL_MIN_BYTES = 64 * 1024  # below this a journal is never compacted
+T = TypeVar("T")
 
 
 class StepStatus(StrEnum):
@@ -77,6 +81,17 @@ class RunLedger(BaseModel):
     journal_gen: int = 0  # the generation of ledger.journal's lines that apply (journal.py)
 
 
+def _locked(method: Callable[..., T]) -> Callable[..., T]:
+    """Run a Ledger method under its lock."""
+
+    @functools.wraps(method)
+    def wrapper(self: Ledger, *args: Any, **kwargs: Any) -> T:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 def idempotency_key(*parts: str) -> str:
     """SHA-256 over the parts, NUL-separated."""
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
@@ -108,6 +123,9 @@ class Ledger:
         self.deferred = False
         self._index = {s.step_id: s for s in model.steps}
         self._ledger_bytes = 0  # ledger.json's size at its last fold (`_changed`)
+        # Parallel agent tasks (docs/AGENT.md) record their checks from several threads:
+        # every mutation and write holds this lock (re-entrant: a transition may save).
+        self._lock = threading.RLock()
 
     @classmethod
     def create(
@@ -140,12 +158,14 @@ class Ledger:
             + "\n"
         )
 
+    @_locked
     def save(self, *, durable: bool | None = None) -> None:
         """Rewrite ledger.json whole, as a new journal generation, and drop the journal."""
         self.model.journal_gen += 1
         atomic_write(self.path, self.dumps(), durable=self.durable if durable is None else durable)
         journal.remove(self.path)  # its lines are of the older generation: ignored if it stays
 
+    @_locked
     def _changed(self, step: LedgerStep, *, durable: bool | None = None) -> None:
         """A step's transition: one line appended to the journal (O(1)); a full rewrite
         once the journal has grown past the ledger itself (amortised O(1) per step)."""
@@ -166,6 +186,7 @@ class Ledger:
     def step(self, step_id: str) -> LedgerStep | None:
         return self._index.get(step_id)
 
+    @_locked
     def ensure_step(self, step_id: str, kind: str, key: str) -> LedgerStep:
         """The step with this id, appended as pending if new. Not written: a pending step
         and an absent one mean the same to recovery, and `start` writes it."""
@@ -177,6 +198,7 @@ class Ledger:
         self._index[step_id] = step
         return step
 
+    @_locked
     def start(self, step: LedgerStep) -> None:
         step.status = StepStatus.IN_PROGRESS
         step.attempts += 1
@@ -185,6 +207,7 @@ class Ledger:
         step.pgid = step.proc_start = None
         self._changed(step)
 
+    @_locked
     def spawned(self, step: LedgerStep, pgid: int, proc_start: float | None) -> None:
         step.pgid, step.proc_start = pgid, proc_start
         # Not fsynced: the group id lets a restart kill what a `kill -9` left running; after
@@ -194,6 +217,7 @@ class Ledger:
         else:
             self._changed(step, durable=False)
 
+    @_locked
     def finish(
         self, step: LedgerStep, *, ok: bool, output_ref: str | None, error: str | None = None, **extra: Any
     ) -> None:
@@ -210,11 +234,13 @@ class Ledger:
 
     # -- lifecycle ------------------------------------------------------------------
 
+    @_locked
     def set_outcome(self, outcome: dict[str, Any]) -> None:
         self.model.outcome = outcome
         self.model.status = "finishing"
         self.save()
 
+    @_locked
     def close(self) -> None:
         self.model.status = "closed"
         self.save()

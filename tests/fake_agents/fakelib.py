@@ -3,10 +3,11 @@ or stdin), find the run's nonce and the current micro-task, carry out its instru
 and print claims. Instructions they understand, one per line of the micro-task:
 
     Write "TEXT" to `PATH`.
+    Append "TEXT" to `PATH`.      (a line at its end)
 
 Options every fake agent takes: --prompt-file F | --prompt TEXT (else stdin), --log F
 (append one JSON line per call), --wait-for F (block, printing dots, until F exists),
---touch F (create F while working).
+--touch F (create F while working), --sleep S (take S seconds, as a model does).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 WRITE_RE = re.compile(r'[Ww]rite "([^"]*)" to `([^`]+)`')
+APPEND_RE = re.compile(r'[Aa]ppend "([^"]*)" to `([^`]+)`')
 
 
 def options(extra: list[tuple[str, dict]] | None = None) -> argparse.Namespace:
@@ -29,6 +31,7 @@ def options(extra: list[tuple[str, dict]] | None = None) -> argparse.Namespace:
     p.add_argument("--log")
     p.add_argument("--wait-for")
     p.add_argument("--touch")
+    p.add_argument("--sleep", type=float, default=0.0)
     for name, kw in extra or []:
         p.add_argument(name, **kw)
     return p.parse_args()
@@ -65,6 +68,12 @@ def do_writes(text: str, transform=lambda s: s) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(transform(content) + "\n")
         done += 1
+    for content, path in APPEND_RE.findall(task(text)):
+        target = Path.cwd() / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a") as f:
+            f.write(transform(content) + "\n")
+        done += 1
     return done
 
 
@@ -93,6 +102,7 @@ def start(opts: argparse.Namespace, text: str) -> None:
             "pid": os.getpid(),
             "nonce_seen": nonce(text) is not None,
             "cwd": os.getcwd(),
+            "t0": time.time(),
         }
         with open(opts.log, "a") as f:
             f.write(json.dumps(entry) + "\n")
@@ -101,6 +111,18 @@ def start(opts: argparse.Namespace, text: str) -> None:
     if opts.wait_for:
         wait_for(opts.wait_for)
         print()
+    if opts.sleep:
+        think(opts.sleep)
+
+
+def think(seconds: float) -> None:
+    """Take `seconds`, as a model does, printing progress meanwhile (so the idle timeout
+    does not fire). Sleeping is the point here: it stands for the model's time."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        print(".", end="", flush=True)
+        time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+    print()
 
 
 def wait_for(path: str) -> None:

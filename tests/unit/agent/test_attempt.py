@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from mp_engine.agent.attempt import Attempt, attempt
+from mp_engine.agent.attempt import Attempt, record, work
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.evidence import IterationEvidence, Worktree
 from mp_engine.agent.ledgersteps import AgentSteps
@@ -49,22 +49,24 @@ def one(ctx, parts, steps) -> Attempt:
 def test_an_honest_agent_s_attempt_passes_the_gate_in_its_workspace(ws):
     ctx = agent_context(ws, ONE, [level("fast", "good.py")])
     parts, steps = setup(ctx)
-    out = attempt(parts, steps, one(ctx, parts, steps), parts.prompter.nonce)
-    assert out.call.kind == "ok" and out.record is not None and not out.checks_interrupted
-    assert out.record["gate"] and out.record["passed"] == ["check-001"]
+    a = one(ctx, parts, steps)
+    out = work(parts, steps, a, parts.prompter.nonce)
+    assert out.call.kind == "ok" and out.answered and not out.checks_interrupted
+    rec = record(parts, a, out, seq=7)
+    assert rec["gate"] and rec["passed"] == ["check-001"] and rec["seq"] == 7
     assert (ws.root / "out" / "a.txt").read_text().strip() == "hello"
 
 
 def test_a_liar_s_claim_is_checked_and_fails(ws):
     ctx = agent_context(ws, ONE, [level("fast", "liar.py")])
     parts, steps = setup(ctx)
-    out = attempt(parts, steps, one(ctx, parts, steps), parts.prompter.nonce)
-    assert out.record is not None and out.record["claimed"] and not out.record["gate"]
-    assert out.record["failing"] == ["check-001"]
+    a = one(ctx, parts, steps)
+    rec = record(parts, a, work(parts, steps, a, parts.prompter.nonce), seq=1)
+    assert rec["claimed"] and not rec["gate"] and rec["failing"] == ["check-001"]
 
 
 def test_a_call_that_cannot_work_leaves_no_record(ws):
     ctx = agent_context(ws, ONE, [{"name": "ghost", "argv": ["no-such-agent-cli", "{prompt_file}"]}])
     parts, steps = setup(ctx)
-    out = attempt(parts, steps, one(ctx, parts, steps), parts.prompter.nonce)
-    assert out.call.kind == "not_found" and out.record is None
+    out = work(parts, steps, one(ctx, parts, steps), parts.prompter.nonce)
+    assert out.call.kind == "not_found" and not out.answered

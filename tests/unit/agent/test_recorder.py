@@ -55,9 +55,10 @@ def test_the_gate_needs_the_claim_and_every_check_and_the_evidence_is_kept(ws):
         call=Call("ok", exit_code=0, duration=2.5),
         claims=Claims(claimed_complete=True),
         checks=checks,
+        seq=4,
     )
     assert (rec["gate"], rec["residual"], rec["failing"]) == (False, 1, ["check-002"])
-    assert rec["error"] == "check-002:exit 1" and ctx.budget.used == used + 2.5
+    assert rec["error"] == "check-002:exit 1" and ctx.budget.used == used + 2.5 and rec["seq"] == 4
     assert ctx.ledger.step("MT-002_iter-001").status is StepStatus.COMPLETED
     assert json.loads(ev.path("verdict.json").read_text())["gate"] is False
     assert "MT-002 iteration 1" in (ctx.run.dir / "agent" / "learnings.md").read_text()
@@ -75,8 +76,10 @@ def test_a_fatal_call_s_record_carries_its_fix(ws):
         Call("auth", detail="401"),
         ("agent_auth", "not logged in", "log in"),
         mt_id="MT-001",
+        mt_index=0,
         iteration=1,
         level_index=0,
+        seq=1,
     )
     assert rec["fatal"] == {"reason": "agent_auth", "detail": "not logged in", "fix": "log in"}
     assert ctx.ledger.step("MT-001_iter-001").status is StepStatus.FAILED
