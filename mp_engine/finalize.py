@@ -50,10 +50,12 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
         result = replace(result, detail=d.summary)
     ctx.events.sync()  # the MP's events are durable with its result (one fsync)
     ctx.events.tee = None  # the run's own copy is complete: it travels with the commit
-    published = ctx.channel.publish(outcome.commit_summary, run.run_id)
     work = outcome.extra.get("work") or {}
     if work.get("branch") and not work.get("landed"):
-        ctx.channel.push_branch(work["branch"])  # the partial (or unmerged) agent work
+        # The partial (or unmerged) agent work, pushed before the result that names it: a
+        # crash in between pushes it again with the result (finalize is repeated).
+        ctx.channel.push_branch(work["branch"])
+    published = ctx.channel.publish(outcome.commit_summary, run.run_id)
     ctx.finalized += 1
     return replace(result, sync=published)
 

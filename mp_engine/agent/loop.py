@@ -150,7 +150,7 @@ class AgentRun:
         if lacking is not None:
             return self._need_info(*lacking)
         try:
-            self.work.ensure()
+            self.work.ensure(resumed=Progress.load(self.run_dir) is not None)
         except NoGit as e:
             return self._need_info(
                 "no_git",

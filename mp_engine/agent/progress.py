@@ -115,6 +115,8 @@ def load_report(run_dir: Path) -> dict[str, Any] | None:
         "micro_tasks": len(d.get("plan") or []),
         "tasks": d.get("micro_tasks") or [],
         "campaign": d.get("campaign") or {},
+        "running": d.get("running") or [],  # parallel tasks: each one running now
+        "parallel": d.get("parallel") or 1,
         "updated_at": d.get("updated_at"),
     }
 
@@ -146,7 +148,20 @@ def plan_line(agent: dict[str, Any]) -> str | None:
 def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -> list[str]:
     """The `mp-engine status` lines of a live agent run."""
     lines = []
-    if agent:
+    if agent and agent.get("parallel", 1) > 1:
+        running = agent.get("running") or []
+        lines.append(
+            f"  agent:           {len(running)} of at most {agent['parallel']} micro-tasks running  [{agent['status']}]"
+        )
+        for r in running:
+            lines.append(
+                f"    {r['mt']}: iteration {r['iteration']}, level {r['level']} ({r['level_name']}), "
+                f"{r.get('elapsed') or 0:g} s; {str(r.get('last_line') or '')[:100]}"
+            )
+        line = plan_line(agent)
+        if line:
+            lines.append(line)
+    elif agent:
         c = agent["current"]
         residual = c.get("residual")
         lines.append(

@@ -69,16 +69,18 @@ def sections(
     out = [{"title": "Halting certificate", "body": "\n".join(lines)}]
     if state is None:
         return out
-    rows = [
-        "| MT | Instruction | Status | Iterations | Levels | Commit | Last evidence |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    # Tasks that ran at once (parallel.py): when each ran, and beside which.
+    timed = ["Started", "Ended", "Ran with"] if state.parallel else []
+    head = ["MT", "Instruction", "Status", "Iterations", "Levels", "Commit", "Last evidence", *timed]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for t in state.tasks:
         evidence = f"`{run_rel}/{t.records[-1]['evidence']}/`" if t.records else "-"
         commit = (commits or {}).get(t.mt_id)
+        when = [t.started_at or "-", t.ended_at or "-", ", ".join(t.overlapped_with) or "-"] if timed else []
         rows.append(
             f"| {t.mt_id} | {_cell(t.title)} | {t.status}{f' ({_cell(t.note)})' if t.note else ''} | {t.iterations} | "
             f"{', '.join(map(str, t.levels)) or '-'} | {f'`{commit[:12]}`' if commit else '-'} | {evidence} |"
+            + "".join(f" {w} |" for w in when)
         )
     out.append({"title": "Micro-tasks", "body": "\n".join(rows)})
     if state.planned or state.replans or state.drift_checks:

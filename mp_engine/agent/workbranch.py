@@ -78,8 +78,11 @@ class WorkBranch:
                 self._id += ["-c", "user.email=mp-engine@localhost"]
         return self._id
 
-    def ensure(self) -> Path:
-        """The worktree, made on first use (a resumed run finds it in place)."""
+    def ensure(self, *, resumed: bool = False) -> Path:
+        """The worktree, made on first use from the workspace's HEAD (a resumed run finds
+        it in place). A `resumed` run whose worktree is gone (a crash after the end of the
+        run removed it, before the result was recorded) gets it back on its branch as it
+        is: the branch holds the run's commits, and is never reset then."""
         if (self.path / ".git").exists():
             return self.path
         if not (self.ws.root / ".git").exists():
@@ -88,7 +91,11 @@ class WorkBranch:
             raise NoGit(f"the repository in {self.ws.root} has no commit yet")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._git("worktree", "prune")
-        self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), "HEAD")
+        exists = self._git("rev-parse", "-q", "--verify", f"refs/heads/{self.branch}", check=False).code == 0
+        if resumed and exists:
+            self._git("worktree", "add", "--quiet", "--force", str(self.path), self.branch)
+        else:
+            self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), "HEAD")
         return self.path
 
     def commit(self, message: str, trailer: str | None = None) -> str:

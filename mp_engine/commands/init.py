@@ -13,6 +13,8 @@ from mp_engine.sync.setup import setup_remote
 from mp_engine.workspace import CONFIG_FILE, init_workspace
 
 LEVELS_RE = re.compile(r"^\[\[agent\.levels\]\]", re.M)  # a level written out, not a comment
+PARALLEL_RE = re.compile(r"^max_parallel = 1$", re.M)  # [agent]'s, as the template writes it
+INIT_PARALLEL = 3
 
 
 def init(
@@ -48,5 +50,7 @@ def add_agents(config: Path, agents: Sequence[str], echo: Callable[[str], None])
         echo(f"{config} already has [[agent.levels]]; left as it is (docs/AGENT.md shows each preset)")
         return
     added = f"\n# Written by `mp-engine init --agent {' --agent '.join(agents)}` (docs/AGENT.md).\n" + chain(agents)
+    # Agents spend most of a call waiting on a model: a few tasks at once (docs/AGENT.md).
+    text = PARALLEL_RE.sub(f"max_parallel = {INIT_PARALLEL}", text, count=1)
     atomic_write(config, text.rstrip("\n") + "\n" + added)
     echo(f"added the agent chain {' -> '.join([*agents, 'person (hard gate)'])} to {config}")

@@ -154,7 +154,7 @@ class Orchestrator:
         engine = self.sender.liveness(s)  # the heartbeat says which step or micro-task
         progress["engine"] = engine
         if running and engine.get("current") == mp_id:
-            progress.update({k: engine[k] for k in ("run_id", "step", "micro_task") if k in engine})
+            progress.update({k: engine[k] for k in ("run_id", "step", "micro_task", "micro_tasks") if k in engine})
         return progress
 
     def get_status(self) -> dict[str, Any]:

@@ -57,6 +57,9 @@ def remote_status(
         f"  doing:    {report['progress']}",
         f"  inbox:    {report['inbox'] or 'empty'}",
     ]
+    if eng.get("micro_tasks"):  # parallel tasks, as the last heartbeat saw them
+        running = (f"{t.get('mt')} iteration {t.get('iteration')} ({t.get('level_name')})" for t in eng["micro_tasks"])
+        lines.append(f"  tasks:    {', '.join(running)}")
     if halt:
         lines.append(
             f"  halted:   on {halt.get('mp_id')}: {halt.get('reason')}; lift with `Approves: {halt.get('mp_id')}`"

@@ -103,6 +103,9 @@ def status_line(ws: Workspace, state: SessionState, now: datetime | None = None)
         if state.waiting:
             return f"waiting {mp}: {state.waiting.get('kind')} until {state.waiting.get('resume_at')}"
         agent = load_report(ws.runs_dir / state.run_id)
+        if agent is not None and agent.get("running"):
+            ids = ", ".join(r["mt"] for r in agent["running"])
+            return f"running {mp} {ids} ({len(agent['running'])} micro-tasks at once)"
         if agent is not None:
             c = agent["current"]
             if c.get("active_mt"):
@@ -122,6 +125,9 @@ def progress_of(ws: Workspace, run_id: str) -> dict[str, Any] | None:
     from mp_engine.agent.progress import load_report  # lazy, as in status
 
     agent = load_report(ws.runs_dir / run_id)
+    if agent is not None and agent.get("running"):  # parallel tasks: each one running
+        keys = ("mt", "iteration", "level_name", "elapsed", "last_line")
+        return {"micro_tasks": [{k: r.get(k) for k in keys} for r in agent["running"]]}
     if agent is not None:
         c = agent.get("current") or {}
         return {

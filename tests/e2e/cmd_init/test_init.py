@@ -42,6 +42,7 @@ def test_init_with_agents_writes_the_documented_chain_once(tmp_path):
     levels = load_config(ws).agent.levels
     assert [lv.name for lv in levels] == ["aider", "claude", "person"] and levels[-1].hard_gate
     assert levels[1].stdin and "--allowedTools" in levels[1].argv
+    assert load_config(ws).agent.max_parallel == 3  # agents mostly wait on a model: a few at once
     again = mpe("init", "--agent", "codex", str(ws))  # a chain is there: left as it is
     assert again.returncode == 0 and "already has [[agent.levels]]" in again.stdout
     assert [lv.name for lv in load_config(ws).agent.levels] == ["aider", "claude", "person"]

@@ -226,3 +226,60 @@ def test_with_max_parallel_1_calls_and_commits_are_those_of_a_recorded_run(engin
     assert [s.split(":")[0] for s in subjects(ws, only_run(ws))] == [f"MP-9.1 MT-00{n}" for n in range(1, 6)]
     assert not events(ws, "micro_task_started") and not events(ws, "micro_task_integrated")
     assert all(c["cwd"].endswith(only_run(ws).run_id) for c in calls(log))  # one worktree, as before
+
+
+def test_status_the_heartbeat_and_the_result_show_every_running_task(engine_for, ws, tmp_path):
+    import threading
+
+    from mp_engine.commands.status import render_status, status_report
+    from mp_engine.daemon.health import progress_of, status_line
+    from mp_engine.record.stateview import read_view
+    from tests.conftest import wait_for
+
+    log, gate = tmp_path / "calls.jsonl", tmp_path / "gate"
+    engine = engine_for([level("fast", "good.py", "--log", str(log), "--wait-for", str(gate))], max_parallel=2)
+    mp = listed(
+        'Write "a" to `out/a.txt`. (after none)',
+        'Write "b" to `out/b.txt`. (after none)',
+        checks=[("MT-001", "grep -qx a out/a.txt"), ("MT-002", "grep -qx b out/b.txt")],
+    )
+    drop(ws, mp)
+    done = []
+    ticking = threading.Thread(target=lambda: done.append(engine.tick()))
+    ticking.start()
+    try:
+        wait_for(lambda: len(calls(log)) == 2, what="both calls under way")
+        run_id = read_state(ws)["run_id"]
+
+        def both_shown():
+            report = status_report(ws, load_config(ws.root))
+            running = report.get("agent", {}).get("running") or []
+            return report if {r["mt"] for r in running} == {"MT-001", "MT-002"} else None
+
+        report = wait_for(both_shown, what="status --json listing both running tasks")
+        text = render_status(report)
+        assert "2 of at most 2 micro-tasks running" in text and "MT-001: iteration 1" in text
+        assert {t["mt"] for t in progress_of(ws, run_id)["micro_tasks"]} == {"MT-001", "MT-002"}  # the heartbeat's
+        assert "MT-001, MT-002 (2 micro-tasks at once)" in status_line(ws, read_view(ws.state_file))
+    finally:
+        gate.touch()
+        ticking.join(timeout=60)
+    assert done and done[0].action == "completed"
+    table = ws.result_file.read_text()
+    assert "| Started | Ended | Ran with |" in table and "| MT-002 |" in table
+    import json
+
+    tasks = json.loads((ws.system_dir / "RESULT_last.json").read_text())["micro_tasks"]
+    assert all(t["started_at"] and t["ended_at"] for t in tasks)
+    assert {t["mt_id"]: t["overlapped_with"] for t in tasks} == {"MT-001": ["MT-002"], "MT-002": ["MT-001"]}
+
+
+def test_an_mp_may_lower_max_parallel_never_raise_it(ws):
+    from mp_engine.agent.parallel import parallel_limit
+    from mp_engine.inbox.mpfile import parse
+
+    configure(ws, [level("fast", "good.py")], max_parallel=3)
+    cfg = load_config(ws.root).agent
+    for header, limit in (("", 3), ("Max-Parallel: 1\n", 1), ("Max-Parallel: 2\n", 2), ("Max-Parallel: 8\n", 3)):
+        mp = parse(f"# MP-9.9\nExecutor: agent\n{header}\nDo it.\n\n## Validate\n\n```bash\ntrue\n```\n".encode())
+        assert parallel_limit(cfg, mp) == limit, header

@@ -114,3 +114,23 @@ def test_the_result_names_each_micro_tasks_commit(ws, monkeypatch):
     assert git(ws.root, "merge-base", "--is-ancestor", tasks["MT-002"], "HEAD") == ""  # landed
     table = ws.result_file.read_text()
     assert f"`{tasks['MT-001'][:12]}`" in table and f"`{tasks['MT-002'][:12]}`" in table
+
+
+def test_a_resumed_run_whose_worktree_is_gone_gets_it_back_on_its_branch_unchanged(ws):
+    """A crash after the end of a run removed the worktree, before its result was recorded:
+    the restart must not reset mp/<MP-id> to HEAD (the run's commits would be lost)."""
+    from mp_engine.agent.workbranch import WorkBranch
+    from tests.agentutil import configure, level
+    from tests.gitutil import git
+
+    configure(ws, [level("fast", "good.py")])
+    work = WorkBranch(ws, "MP-9.4", "20261126T000000Z-MP-9.4")
+    work.ensure()
+    (work.path / "done.txt").write_text("done\n")
+    tip = work.commit("MP-9.4 MT-001: done", "Evidence: e")
+    work.remove()
+    work.ensure(resumed=True)
+    assert git(ws.root, "rev-parse", work.branch) == tip and (work.path / "done.txt").exists()
+    work.remove()
+    work.ensure()  # a fresh run of the same MP id starts from HEAD again
+    assert git(ws.root, "rev-parse", work.branch) == git(ws.root, "rev-parse", "HEAD")

@@ -56,8 +56,9 @@ def test_decode_normalises_line_endings_and_a_bom():
 
 
 def test_header_keys_are_case_insensitive_and_typed():
-    headers, end = parse_headers(["timeout: 30", "STEP-TIMEOUT: 5", "executor: Agent", "", "prose"], 0, "MP-1.0")
-    assert headers == {"Timeout": 30.0, "Step-Timeout": 5.0, "Executor": "agent"} and end == 3
+    lines = ["timeout: 30", "STEP-TIMEOUT: 5", "executor: Agent", "max-parallel: 2", "", "prose"]
+    headers, end = parse_headers(lines, 0, "MP-1.0")
+    assert headers == {"Timeout": 30.0, "Step-Timeout": 5.0, "Executor": "agent", "Max-Parallel": 2} and end == 4
     assert is_header_key("approves") and not is_header_key("Colour")
 
 
@@ -67,6 +68,8 @@ def test_header_keys_are_case_insensitive_and_typed():
         ("Timeout: -5", "must be a positive number of seconds"),
         ("Executor: docker", "must be `shell` or `agent`"),
         ("Approves: yesterday", "must name the failed MP"),
+        ("Max-Parallel: 0", "must be a whole number, 1 or more"),
+        ("Max-Parallel: four", "must be a whole number, 1 or more"),
     ],
 )
 def test_a_bad_value_says_what_the_key_takes(line, reason):
