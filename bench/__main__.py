@@ -43,6 +43,7 @@ BENCHES = {
     "prompts": ("bench.prompts:run", 1, 1),  # one MP: 3 micro-tasks x 3 iterations
     "clicost": ("bench.clicost:run", 5, 2),  # MPs per real CLI (from the conformance cache)
     "repomap": ("bench.repomap:run", 5, 2),  # cold/warm/changed builds of a 2,000-file map
+    "parallel": ("bench.parallel:run", 2, 1),  # runs of 8 tasks of 2 s at max_parallel 1, 2, 4, 8
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

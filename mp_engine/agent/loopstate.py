@@ -109,7 +109,7 @@ class LoopState(CampaignState, ParallelState):
         }
 
     def end(self, type_: str, reason: str, detail: str) -> cert.Certificate:
-        if self.parallel and self.pending is None and type_ != cert.EXACT and reason in GLOBAL_ENDS:
+        if self.parallel and reason in GLOBAL_ENDS:
             return self.end_all(type_, reason, detail)
         task = self.task
         if task is not None and type_ != cert.EXACT:
