@@ -129,11 +129,15 @@ def _prctl(option: int, arg: int = 0) -> int | None:
         return None
 
 
+_subreaper = False  # this process became one (only then can an escaped process be our child)
+
+
 def become_subreaper() -> bool:
     """`prctl(PR_SET_CHILD_SUBREAPER)` (Linux): a step's descendants that leave its process
     group (`setsid`, a double fork, a daemon) are re-parented to this process instead of
     init, so `process.kill_escaped` finds and kills them when the step ends. True when
     it took effect."""
+    global _subreaper
     if _prctl(PR_SET_CHILD_SUBREAPER, 1) is None:
         return False
     import ctypes
@@ -143,7 +147,13 @@ def become_subreaper() -> bool:
         ctypes.CDLL(None).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
     except (OSError, AttributeError):
         return False
-    return flag.value == 1
+    _subreaper = flag.value == 1
+    return _subreaper
+
+
+def is_subreaper() -> bool:
+    """Whether `become_subreaper` took effect in this process."""
+    return _subreaper
 
 
 def make_undumpable() -> bool:

@@ -1,9 +1,10 @@
 """One attempt at one micro-task: the agent call of an iteration, the agent's claims and
 the task's checks, all in one workspace (`work`), then the iteration's record
 (`record`). It decides nothing: the run applies the record (`LoopState.apply`) or, when
-the call did not answer, pauses, waits or ends. `work` is the unit that runs beside
-others (each task in its own worktree, in a thread of its own), and elsewhere; the run
-records in one thread, in the order it applies the records.
+the call did not answer, pauses, waits or ends. `work` (the call, the checks and the
+evidence) is the unit that runs beside others (each task in its own worktree, in a thread
+of its own), and elsewhere; the run places each record in one thread, in the order it
+applies the records.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mp_engine.agent.checks import CheckRun
-from mp_engine.agent.claims import Claims, parse_claims
+from mp_engine.agent.claims import parse_claims
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps
@@ -40,13 +40,12 @@ class Attempt:
 @dataclass(frozen=True)
 class Outcome:
     call: Call
-    claims: Claims | None = None  # the call answered: what it claimed
-    checks: list[CheckRun] | None = None  # and what the checks said (None: they did not run)
+    evidence: dict[str, Any] | None = None  # the call answered and the checks ran: the record, unplaced
     checks_interrupted: bool = False  # a second stop signal or a cancel cut the checks short
 
     @property
     def answered(self) -> bool:
-        return self.checks is not None
+        return self.evidence is not None
 
 
 def call(parts: WorkspaceParts, steps: AgentSteps, a: Attempt) -> Call:
@@ -71,24 +70,23 @@ def work(parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Ou
     claims = parse_claims(parts.caller.read_output(a.ev), nonce)
     checks = parts.checker.run(a.accepting, a.step.step_id)
     if checks is None:
-        return Outcome(answer, claims, checks_interrupted=True)
-    return Outcome(answer, claims, checks)
-
-
-def record(parts: WorkspaceParts, a: Attempt, out: Outcome, seq: int) -> dict[str, Any]:
-    """The iteration's record (the dual gate) and its evidence; `seq`: the order the run
-    applies it in."""
-    assert a.mt_index is not None and out.claims is not None and out.checks is not None
-    return parts.recorder.iteration(
+        return Outcome(answer, checks_interrupted=True)
+    assert a.mt_index is not None
+    evidence = parts.recorder.evidence(
         mt_id=a.mt_id,
         mt_index=a.mt_index,
         iteration=a.iteration,
         level_index=a.level_index,
         level=a.level,
-        step=a.step,
         ev=a.ev,
-        call=out.call,
-        claims=out.claims,
-        checks=out.checks,
-        seq=seq,
+        call=answer,
+        claims=claims,
+        checks=checks,
     )
+    return Outcome(answer, evidence)
+
+
+def record(parts: WorkspaceParts, a: Attempt, out: Outcome, seq: int) -> dict[str, Any]:
+    """The iteration's record placed in the run; `seq`: the order the run applies it in."""
+    assert out.evidence is not None
+    return parts.recorder.iteration(out.evidence, a.step, seq=seq)

@@ -208,9 +208,9 @@ class Scheduler:
         for i in state.live():
             if i not in flying and state.tasks[i].status == "active" and self._may_call(state, i):
                 self._attempt(state, i, pool)
-        for j in state.startable(set(state.live())):
-            if len(state.live()) >= self.limit:
-                break
+        # One worktree at a time: `git worktree add` reads the other worktrees' records,
+        # and two at once fail ("failed to read .git/worktrees/<name>/commondir").
+        for j in state.startable(set(state.live()))[: max(0, self.limit - len(state.live()))]:
             self._start(state, j, restart=False)
             if self._may_call(state, j):
                 self._attempt(state, j, pool)

@@ -54,7 +54,7 @@ class Recorder:
 
     # -- an iteration ------------------------------------------------------------------
 
-    def iteration(
+    def evidence(
         self,
         *,
         mt_id: str,
@@ -62,28 +62,18 @@ class Recorder:
         iteration: int,
         level_index: int,
         level: AgentLevel,
-        step: LedgerStep,
         ev: IterationEvidence,
         call: Call,
         claims: Claims,
         checks: list[CheckRun],
-        seq: int,
     ) -> dict[str, Any]:
-        """The dual gate, the iteration record and its evidence, made durable at once
-        (FR-EVT-MT-012, FR-EVT-MT-003). `seq`: the order the run applies it in."""
+        """The iteration's record (the dual gate: the claim AND every check) and its
+        evidence, hashed in a manifest: everything of it that is this workspace's, so it
+        may run beside other tasks' (in their worker threads). `iteration` places it in
+        the run."""
         passed = [c.check_id for c, ok, _ in checks if ok]
         failing = [c.check_id for c, ok, _ in checks if not ok]
         gate = claims.claimed_complete and not failing and not claims.blocked
-        where = {"mt": mt_id, "iteration": iteration, "level": level_index}
-        self.emit(
-            "micro_task_validation",
-            "FR-EVT-MT-012",
-            **where,
-            claimed=claims.claimed_complete,
-            passed=passed,
-            failing=failing,
-            gate=gate,
-        )
         snap = self.worktree.snapshot()
         record = {
             "ok": True,  # the iteration ran to its end; `gate` says whether the MT is done
@@ -110,48 +100,63 @@ class Recorder:
             "digest": snap.digest,
             "head": snap.head,
             "evidence": ev.rel,
-            "seq": seq,
-            "at": now_iso(),
         }
-        self._evidence(ev, record, claims, snap, checks)
-        self.steps.finish(step, record, ok=True)
-        self.budget.charge(call.duration)
-        self.emit(
-            "micro_task_iteration_complete",
-            "FR-EVT-MT-003",
-            **where,
-            gate=gate,
-            residual=len(failing),
-            claimed=claims.claimed_complete,
-            call=call.kind,
-        )
-        return record
-
-    def _evidence(
-        self, ev: IterationEvidence, record: dict[str, Any], claims: Claims, snap: Snapshot, checks: list[CheckRun]
-    ) -> None:
         ev.add(ev.path("stdout.txt"))
         ev.add(ev.path("stderr.txt"))
         if ev.path("call.json").exists():
             ev.add(ev.path("call.json"))
-        ev.write_json("verdict.json", {"claims": claims.to_dict(), "checks": record["checks"], "gate": record["gate"]})
+        ev.write_json("verdict.json", {"claims": claims.to_dict(), "checks": record["checks"], "gate": gate})
         for chk, _ok, _code in checks:
             for suffix in ("stdout", "stderr", "exit.json"):
                 ev.add(self.steps.steps_dir / f"{chk.step_id}.{suffix}")
         ev.write("diff.txt", self.worktree.diffstat(self.base, snap))
         ev.write_manifest()
+        return record
+
+    def iteration(self, record: dict[str, Any], step: LedgerStep, *, seq: int) -> dict[str, Any]:
+        """The record placed in the run, in the order the run applies it (`seq`): its
+        learnings entry, its ledger step finished durably, its events (FR-EVT-MT-012,
+        FR-EVT-MT-003)."""
+        where = {"mt": record["mt"], "iteration": record["iteration"], "level": record["level"]}
+        self.emit(
+            "micro_task_validation",
+            "FR-EVT-MT-012",
+            **where,
+            claimed=record["claimed"],
+            passed=record["passed"],
+            failing=record["failing"],
+            gate=record["gate"],
+        )
+        record = {**record, "seq": seq, "at": now_iso()}
+        self._learnings(record)
+        self.steps.finish(step, record, ok=True)
+        self.budget.charge(record["duration"])
+        self.emit(
+            "micro_task_iteration_complete",
+            "FR-EVT-MT-003",
+            **where,
+            gate=record["gate"],
+            residual=record["residual"],
+            claimed=record["claimed"],
+            call=record["call"]["kind"],
+        )
+        return record
+
+    def _learnings(self, record: dict[str, Any]) -> None:
+        """The iteration's entry in the learnings file, written from the evidence."""
         checks_text = ", ".join(f"{c['id']} {'ok' if c['ok'] else 'FAILED'}" for c in record["checks"]) or "no checks"
+        claimed = "complete" if record["claimed"] else "blocked" if record["blocked"] else "nothing"
         entry = "\n".join(
             [
                 f"### {record['mt']} iteration {record['iteration']}, level {record['level']} ({record['level_name']}): "
                 f"residual {record['residual']}{', gate passed' if record['gate'] else ''}",
-                f"- Tried: {claims.summary or '(no summary in a valid status block)'}",
-                f"- Claimed: {'complete' if claims.claimed_complete else 'blocked' if claims.blocked else 'nothing'}"
-                + (f"; status block rejected: {claims.status_problem}" if claims.status_problem else ""),
+                f"- Tried: {record['summary'] or '(no summary in a valid status block)'}",
+                f"- Claimed: {claimed}"
+                + (f"; status block rejected: {record['status_problem']}" if record["status_problem"] else ""),
                 f"- Agent call: {record['call']['kind']}"
                 + (f" ({record['call']['detail']})" if record["call"]["detail"] else ""),
                 f"- Checks: {checks_text}",
-                f"- Evidence: {ev.rel}/",
+                f"- Evidence: {record['evidence']}/",
             ]
         )
         learnings.append(

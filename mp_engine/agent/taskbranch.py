@@ -24,6 +24,7 @@ class TaskWorktrees:
     def __init__(self, work: WorkBranch):
         self.work = work
         self.root = work.run_dir
+        self._pruned = False
 
     def _git(self, cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> GitResult:
         return git(cwd, *args, check=check, timeout=TIMEOUT, env=env)
@@ -42,7 +43,9 @@ class TaskWorktrees:
         place, with the work it had); returns the commit it started from."""
         path = self.path(mt_id)
         if not (path / ".git").exists():
-            self._git(self.work.ws.root, "worktree", "prune")
+            if not self._pruned:  # once per run: what a crash left of removed worktrees
+                self._git(self.work.ws.root, "worktree", "prune")
+                self._pruned = True
             self._git(self.work.ws.root, "worktree", "add", "--quiet", "--force", "-B", self.branch(mt_id), str(path),
                       self.work.branch)  # fmt: skip
         return self.head(mt_id)

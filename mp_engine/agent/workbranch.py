@@ -191,12 +191,10 @@ class WorkBranch:
     def remove(self) -> None:
         """Drop the worktree (a parallel run's task worktrees too) and its map cache (the
         branch stays)."""
-        self._git("worktree", "remove", "--force", str(self.path), check=False)
-        if self.path != self.run_dir and self.run_dir.is_dir():
-            for tree in self.run_dir.iterdir():
-                if (tree / ".git").exists():
-                    self._git("worktree", "remove", "--force", str(tree), check=False)
+        if self.parallel:  # every worktree of the run at once: their directory, then one prune
             shutil.rmtree(self.run_dir, ignore_errors=True)
+        else:
+            self._git("worktree", "remove", "--force", str(self.path), check=False)
         self._git("worktree", "prune", check=False)
         if self.parallel:  # the tasks' scratch branches (taskbranch.py)
             prefix = f"refs/heads/mp-task/{self.branch.removeprefix('mp/')}/"

@@ -21,7 +21,7 @@ import psutil
 
 from mp_engine import secretenv
 from mp_engine.errors import ProcessError
-from mp_engine.pids import children, environ_has, group, is_zombie, proc, proc_stat
+from mp_engine.pids import children, environ_has, group, is_subreaper, is_zombie, proc, proc_stat
 
 BASE_ENV = ("PATH", "HOME", "LANG")
 STOP_NOW_GRACE = 1.0  # seconds between SIGTERM and SIGKILL when a step is stopped on request
@@ -114,8 +114,9 @@ def kill_escaped(markers: Sequence[str], since: float | None) -> list[int]:
     the step's group (`setsid`, a double fork, a daemon) becomes this process's child when
     its parent exits. Those children that started with or after the step's leader
     (`since`) and carry the step's environment markers are killed with everything below
-    them, then reaped. Where the daemon is no subreaper, nothing is found."""
-    if since is None or not markers:
+    them, then reaped. Where this process is no subreaper, none can be its child: nothing
+    is looked for (psutil finds a process's children by reading every process)."""
+    if since is None or not markers or not is_subreaper():
         return []
     roots = []
     for pid in children(os.getpid()):

@@ -44,23 +44,23 @@ def test_the_gate_needs_the_claim_and_every_check_and_the_evidence_is_kept(ws):
         (iter_check(ctx.mp.checks[1], step.step_id), False, 1),
     ]
     used = ctx.budget.used
-    rec = recorder.iteration(
+    rec = recorder.evidence(
         mt_id="MT-002",
         mt_index=1,
         iteration=1,
         level_index=0,
         level=ctx.config.agent.levels[0],
-        step=step,
         ev=ev,
         call=Call("ok", exit_code=0, duration=2.5),
         claims=Claims(claimed_complete=True),
         checks=checks,
-        seq=4,
     )
+    assert json.loads(ev.path("verdict.json").read_text())["gate"] is False  # the evidence, before its place
+    assert ctx.ledger.step("MT-002_iter-001").status is StepStatus.IN_PROGRESS and "seq" not in rec
+    rec = recorder.iteration(rec, step, seq=4)
     assert (rec["gate"], rec["residual"], rec["failing"]) == (False, 1, ["check-002"])
     assert rec["error"] == "check-002:exit 1" and ctx.budget.used == used + 2.5 and rec["seq"] == 4
     assert ctx.ledger.step("MT-002_iter-001").status is StepStatus.COMPLETED
-    assert json.loads(ev.path("verdict.json").read_text())["gate"] is False
     assert "MT-002 iteration 1" in (ctx.run.dir / "agent" / "learnings.md").read_text()
     assert [n for n, _ in events] == ["micro_task_validation", "micro_task_iteration_complete"]
 
