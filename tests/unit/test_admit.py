@@ -3,10 +3,7 @@ Engine-level paths (claim, drive, hold notices) are in test_engine.py and test_q
 
 from __future__ import annotations
 
-import pytest
-
 from mp_engine.admit import Admitted, Ended, Held, Refused, admit
-from mp_engine.config import load_config
 from mp_engine.engine import Engine
 from mp_engine.errors import InvalidMPError
 from mp_engine.inbox.cancel_request import pending, request_on_host
@@ -16,13 +13,6 @@ from tests.conftest import events, read_state, result_field
 
 GOOD = b"# MP-6.1 Fine\n\n```bash\ntrue\n```\n"
 APPROVING = b"# MP-6.2 Next\nApproves: MP-6.0\n\n```bash\ntrue\n```\n"
-
-
-@pytest.fixture
-def engine(ws) -> Engine:
-    eng = Engine(ws, load_config(ws.root))
-    eng.start(daemon=False)
-    return eng
 
 
 def halted(engine: Engine):

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import hashlib
 
-import pytest
-
-from mp_engine.config import load_config
-from mp_engine.engine import Engine
 from mp_engine.finalize import finalize
 from mp_engine.record.archive import create_run
 from mp_engine.record.diagnosis import Diagnosis
@@ -17,13 +13,6 @@ from tests.conftest import events, read_state, result_field
 
 MP = b"# MP-5.1 Done\n\n```bash\ntrue\n```\n"
 PROBLEM = Diagnosis("git_conflict", "git conflict with the remote", "Both sides changed X.", "Revert X.")
-
-
-@pytest.fixture
-def engine(ws) -> Engine:
-    eng = Engine(ws, load_config(ws.root))
-    eng.start(daemon=False)
-    return eng
 
 
 def completed_run(ws):

@@ -3,8 +3,6 @@ as an ERROR result of its own, and the sync point a finalize ends with answered.
 
 from __future__ import annotations
 
-import pytest
-
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
 from mp_engine.record.diagnosis import Diagnosis
@@ -13,13 +11,6 @@ from mp_engine.synced import after_sync, prune_runs
 from tests.conftest import drop, events, read_state, result_field
 
 PROBLEM = Diagnosis("git_conflict", "git conflict with the remote", "Both sides changed X.", "Revert X.")
-
-
-@pytest.fixture
-def engine(ws) -> Engine:
-    eng = Engine(ws, load_config(ws.root))
-    eng.start(daemon=False)
-    return eng
 
 
 def test_after_sync_turns_a_sync_problem_into_an_error_result_naming_the_last_mp(ws, engine):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 
-import pytest
-
 from mp_engine.agent.distill import DISTILL_DIR
 from mp_engine.commands.status import render_status, status_report
 from mp_engine.config import load_config
@@ -17,19 +15,6 @@ from mp_engine.workspace import Workspace
 from tests.agentutil import GATE, GREET, ONE, add_route, calls, configure, level, only_run, progress, records
 from tests.conftest import drop, events, read_state, result_field, wait_for
 from tests.gitutil import git
-
-
-@pytest.fixture
-def engine_for(ws: Workspace, monkeypatch):
-    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
-
-    def make(levels, **opts) -> Engine:
-        configure(ws, levels, **opts)
-        eng = Engine(ws, load_config(ws.root))
-        eng.start(daemon=False)
-        return eng
-
-    return make
 
 
 def alive(pid: int) -> bool:

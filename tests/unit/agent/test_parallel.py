@@ -5,8 +5,6 @@ one at a time; a conflict or a check that breaks on the combined work sends it b
 
 from __future__ import annotations
 
-import pytest
-
 from mp_engine.config import load_config
 from mp_engine.engine import Engine
 from mp_engine.workspace import Workspace
@@ -31,18 +29,17 @@ FIVE = listed(
     checks=[(f"MT-00{n}", f"grep -qx {c} out/{c}.txt") for n, c in enumerate("abcde", 1)],
 )
 
+TWO = listed(
+    'Write "a" to `out/a.txt`. (after none)',
+    'Write "b" to `out/b.txt`. (after none)',
+    checks=[("MT-001", "grep -qx a out/a.txt"), ("MT-002", "grep -qx b out/b.txt")],
+)
 
-@pytest.fixture
-def engine_for(ws: Workspace, monkeypatch):
-    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
-
-    def make(levels, **opts) -> Engine:
-        configure(ws, levels, **opts)
-        eng = Engine(ws, load_config(ws.root))
-        eng.start(daemon=False)
-        return eng
-
-    return make
+NOTES = listed(  # two tasks that append to the same file: the second to integrate conflicts
+    'Append "a" to `notes.txt`. (after none)',
+    'Append "b" to `notes.txt`. (after none)',
+    checks=[("MT-001", "grep -qx a notes.txt"), ("MT-002", "grep -qx b notes.txt")],
+)
 
 
 def subjects(ws: Workspace, run, branch: str = "mp/MP-9.1") -> list[str]:
@@ -90,11 +87,7 @@ def test_two_tasks_that_edit_the_same_line_conflict_and_the_second_is_retried_on
     (ws.root / "notes.txt").write_text("start\n")  # committed by `configure`
     log = tmp_path / "calls.jsonl"
     engine = engine_for([level("fast", "good.py", "--log", str(log), "--sleep", "0.5")], max_parallel=2)
-    mp = listed(
-        'Append "a" to `notes.txt`. (after none)',
-        'Append "b" to `notes.txt`. (after none)',
-        checks=[("MT-001", "grep -qx a notes.txt"), ("MT-002", "grep -qx b notes.txt")],
-    )
+    mp = NOTES
     drop(ws, mp)
     assert engine.tick().action == "completed"  # no halt
     run = only_run(ws)
@@ -196,11 +189,7 @@ def test_a_cancel_stops_every_running_task(engine_for, ws, tmp_path):
 
     log = tmp_path / "calls.jsonl"
     engine = engine_for([level("slow", "good.py", "--log", str(log), "--sleep", "120")], max_parallel=2)
-    mp = listed(
-        'Write "a" to `out/a.txt`. (after none)',
-        'Write "b" to `out/b.txt`. (after none)',
-        checks=[("MT-001", "grep -qx a out/a.txt"), ("MT-002", "grep -qx b out/b.txt")],
-    )
+    mp = TWO
     drop(ws, mp)
     done = []
     ticking = threading.Thread(target=lambda: done.append(engine.tick()))
@@ -238,11 +227,7 @@ def test_status_the_heartbeat_and_the_result_show_every_running_task(engine_for,
 
     log, gate = tmp_path / "calls.jsonl", tmp_path / "gate"
     engine = engine_for([level("fast", "good.py", "--log", str(log), "--wait-for", str(gate))], max_parallel=2)
-    mp = listed(
-        'Write "a" to `out/a.txt`. (after none)',
-        'Write "b" to `out/b.txt`. (after none)',
-        checks=[("MT-001", "grep -qx a out/a.txt"), ("MT-002", "grep -qx b out/b.txt")],
-    )
+    mp = TWO
     drop(ws, mp)
     done = []
     ticking = threading.Thread(target=lambda: done.append(engine.tick()))

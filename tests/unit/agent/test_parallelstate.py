@@ -11,7 +11,7 @@ from mp_engine.agent.resume import replay
 from mp_engine.config import load_config
 from mp_engine.inbox.mpfile import parse
 from tests.agentutil import configure, level, only_run
-from tests.unit.agent.test_parallel import listed
+from tests.unit.agent.test_parallel import NOTES, listed
 
 MP = listed(
     'Write "a" to `out/a.txt`. (after none)',
@@ -125,11 +125,7 @@ def test_replaying_a_parallel_run_in_the_order_it_applied_its_records_gives_its_
     configure(ws, [level("fast", "good.py", "--sleep", "0.3")], max_parallel=2)
     engine = Engine(ws, load_config(ws.root))
     engine.start(daemon=False)
-    text = listed(
-        'Append "a" to `notes.txt`. (after none)',
-        'Append "b" to `notes.txt`. (after none)',
-        checks=[("MT-001", "grep -qx a notes.txt"), ("MT-002", "grep -qx b notes.txt")],
-    )
+    text = NOTES
     drop(ws, text)
     assert engine.tick().action == "completed"
     run = only_run(ws)

@@ -5,23 +5,12 @@ from __future__ import annotations
 
 import hashlib
 
-import pytest
-
-from mp_engine.config import load_config
-from mp_engine.engine import Engine
 from mp_engine.finalize import release_slot
 from mp_engine.inbox.intake import CLAIMED_PREFIX
 from mp_engine.record.archive import create_run
 from tests.conftest import events
 
 MP = b"# MP-5.1 Done\n\n```bash\ntrue\n```\n"
-
-
-@pytest.fixture
-def engine(ws) -> Engine:
-    eng = Engine(ws, load_config(ws.root))
-    eng.start(daemon=False)
-    return eng
 
 
 def completed_run(ws):

@@ -1,0 +1,25 @@
+"""What the agent executor's tests through `Engine.tick()` share."""
+
+from __future__ import annotations
+
+import pytest
+
+from mp_engine.config import load_config
+from mp_engine.engine import Engine
+from mp_engine.workspace import Workspace
+from tests.agentutil import configure
+
+
+@pytest.fixture
+def engine_for(ws: Workspace, monkeypatch):
+    """`make(levels, **[agent] settings)`: the workspace configured so, and a started engine
+    (settle time 0: a dropped MP is taken at the next tick)."""
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
+
+    def make(levels, **opts) -> Engine:
+        configure(ws, levels, **opts)
+        eng = Engine(ws, load_config(ws.root))
+        eng.start(daemon=False)
+        return eng
+
+    return make
