@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,6 +28,7 @@ def _err(message: str) -> None:
     click.echo(escape_controls(message), err=True)
 
 
+LOUD = ("run", "mcp", "worker")  # the commands that log at info: daemons
 root_option = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -60,7 +62,7 @@ def cli(ctx: click.Context, log_level: str | None, verbose: bool) -> None:
     """
     # The daemon's log lines are its journal; the other commands speak to a person and
     # print only warnings beside their own output, unless asked (-v).
-    logs.configure(log_level or ("info" if verbose or ctx.invoked_subcommand in ("run", "mcp") else "warning"))
+    logs.configure(log_level or ("info" if verbose or ctx.invoked_subcommand in LOUD else "warning"))
 
 
 @cli.command()
@@ -112,6 +114,29 @@ def run(root: Path) -> int:
 
 @cli.command()
 @root_option
+@click.option("--temporal", metavar="HOST:PORT", help="Temporal's frontend (default: [fleet] temporal).")
+@click.option("--task-queue", metavar="QUEUE", help="The queue to serve (default: [fleet] task_queue).")
+@click.option("--max-parallel", type=click.IntRange(1, 64), default=1, show_default=True, help="Attempts at once.")
+@click.option("--remote", metavar="URL", help="The work repository (default: [fleet] work_remote).")
+@click.option("--name", metavar="NAME", help="This worker's name in Temporal and `status` (default: its pid).")
+@click.option("--metrics", metavar="HOST:PORT", default="", help="Serve the worker's Prometheus metrics here.")
+def worker(root: Path, temporal: str | None, task_queue: str | None, max_parallel: int, **more: str) -> int:
+    """Run agent tasks for channel engines on this host, through Temporal (docs/FLEET.md).
+
+    The root directory holds the worker's mp-engine.toml: its own [agent] levels and
+    credentials, which never travel. Needs the fleet extra: pip install 'mp-engine[fleet]'.
+
+    \b
+    Example:
+      mp-engine worker --temporal 10.0.0.5:7233 --task-queue mp-engine --max-parallel 2 --root ~/mp-worker
+    """
+    from mp_engine.commands.worker import worker as cmd  # lazy: see the module docstring
+
+    return cmd(root, temporal, task_queue, max_parallel, more["remote"], more["name"], more["metrics"], click.echo)
+
+
+@cli.command()
+@root_option
 def once(root: Path) -> int:
     """Do exactly one pass: run the waiting MP, if any, and exit.
 
@@ -131,9 +156,7 @@ def once(root: Path) -> int:
 @cli.command()
 @root_option
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option(
-    "--remote", metavar="URL_OR_PATH", help="Read the channel repository instead: its state, and the heartbeat."
-)
+@click.option("--remote", metavar="URL_OR_PATH", help="Read the channel repository instead: its state, the heartbeat.")
 @click.option("--branch", default="main", show_default=True, help="With --remote: the branch the engine watches.")
 def status(root: Path, as_json: bool, remote: str | None, branch: str) -> int:
     """Show the state, the current MP and step, the last MP, the halt and why, git and the last error.
@@ -259,19 +282,8 @@ def check(file: Path, as_json: bool, max_bytes: int) -> int:
 @click.option("--wait", is_flag=True, help="Wait for the result, print it, exit 0 COMPLETED / 1 ERROR.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits (then exit 7).")
 @click.option("--poll", type=float, default=2.0, show_default=True, help="Seconds between checks while waiting.")
-@click.option(
-    "--force", is_flag=True, help="Send even though the engine is halted and the MP does not approve the halt."
-)
-def send(
-    file: Path | None,
-    cancel_id: str | None,
-    repo: str,
-    branch: str,
-    wait: bool,
-    timeout: float,
-    poll: float,
-    force: bool,
-) -> int:
+@click.option("--force", is_flag=True, help="Send even though the engine is halted and the MP does not approve it.")
+def send(file: Path | None, cancel_id: str | None, repo: str, **opts: Any) -> int:
     """Send an MP to an engine through its git remote (the orchestrator's side).
 
     Validates FILE as `check` does, reads the remote's state, commits FILE as
@@ -294,14 +306,11 @@ def send(
 
     if (file is None) == (cancel_id is None):
         raise click.UsageError("give FILE to send an MP, or --cancel MP-ID to cancel one (not both)")
+    force = opts.pop("force")  # the rest: branch, wait, timeout, poll
     if cancel_id is not None:
-        return send_cancel(
-            cancel_id, repo, branch=branch, wait=wait, timeout=timeout, poll=poll, echo=click.echo, err=_err
-        )
+        return send_cancel(cancel_id, repo, **opts, echo=click.echo, err=_err)
     assert file is not None
-    return send_mp(
-        file, repo, branch=branch, wait=wait, timeout=timeout, poll=poll, force=force, echo=click.echo, err=_err
-    )
+    return send_mp(file, repo, force=force, **opts, echo=click.echo, err=_err)
 
 
 @cli.command()

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -54,6 +55,9 @@ from mp_engine.sync.local import LocalChannel
 from mp_engine.sync.redact import Redactor
 from mp_engine.workspace import EVENTS_FILE, Workspace, move_legacy_event_log
 
+if TYPE_CHECKING:
+    from mp_engine.fleet.dispatch import Fleet
+
 log = structlog.get_logger("mp_engine.engine")
 
 
@@ -67,9 +71,11 @@ class Engine:
         stop_now: threading.Event | None = None,
         redact: Redactor | None = None,
         git: bool = False,
+        fleet: Fleet | None = None,
     ):
         """`git`: talk to the remote `[git]` names (`build` sets it from the configuration);
-        otherwise the no-op `LocalChannel`."""
+        otherwise the no-op `LocalChannel`. `fleet`: agent attempts run on workers through
+        Temporal (`[fleet]`, docs/FLEET.md)."""
         self.ws = ws
         self.config = config
         self.stop = stop or threading.Event()
@@ -82,7 +88,9 @@ class Engine:
             GitChannel(ws, config.git, events=self.events, inbox=self.inbox, redact=redact) if git else LocalChannel()
         )
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
-        self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor()}
+        self.fleet = fleet
+        dispatch = fleet.runner if fleet else None
+        self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor(dispatch)}
         self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
         self.ctx = EngineContext(
             ws,
@@ -102,7 +110,15 @@ class Engine:
     @classmethod
     def build(cls, ws: Workspace, config: Config) -> Engine:
         """An engine with the redactor and the channel `[git]` asks for (docs/GIT.md)."""
-        return cls(ws, config, redact=Redactor.from_config(config), git=config.git.enabled)
+        fleet = None
+        if config.fleet.enabled:  # temporalio is imported only then
+            from mp_engine.fleet import require
+
+            require()
+            from mp_engine.fleet.dispatch import Fleet
+
+            fleet = Fleet.of(config)
+        return cls(ws, config, redact=Redactor.from_config(config), git=config.git.enabled, fleet=fleet)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -151,6 +167,8 @@ class Engine:
         self.events.sync()
         self.sync.stopping()
         self.sync.close()
+        if self.fleet is not None:
+            self.fleet.close()
 
     # -- one pass --------------------------------------------------------------------
 

@@ -71,3 +71,7 @@ class SyncConflict(SyncError):
     def __init__(self, message: str, paths: list[str]):
         self.paths = paths
         super().__init__(message)
+
+
+class FleetUnreachable(ConfigError):
+    """`[fleet] temporal` names a Temporal server that did not answer (docs/FLEET.md)."""

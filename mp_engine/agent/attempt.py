@@ -3,15 +3,17 @@ the task's checks, all in one workspace (`work`), then the iteration's record
 (`record`). It decides nothing: the run applies the record (`LoopState.apply`) or, when
 the call did not answer, pauses, waits or ends. `work` (the call, the checks and the
 evidence) is the unit that runs beside others (each task in its own worktree, in a thread
-of its own), and elsewhere; the run places each record in one thread, in the order it
-applies the records.
+of its own), or elsewhere (a `Runner`: the fleet runs the call and the checks on a worker
+and `judge`s here); the run places each record in one thread, in the order it applies
+the records.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from mp_engine.agent.checks import CheckRun
 from mp_engine.agent.claims import parse_claims
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.invoke import Call
@@ -62,15 +64,22 @@ def call(parts: WorkspaceParts, steps: AgentSteps, a: Attempt) -> Call:
 
 
 def work(parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
-    """Call, read the claims (marked with the run's `nonce`), run the checks. Safe to run
-    beside other attempts, each in its own workspace."""
+    """Call, run the checks, judge. Safe to run beside other attempts, each in its own
+    workspace."""
     answer = call(parts, steps, a)
     if answer.pauses or answer.ends_run:
         return Outcome(answer)
-    claims = parse_claims(parts.caller.read_output(a.ev), nonce)
     checks = parts.checker.run(a.accepting, a.step.step_id)
     if checks is None:
         return Outcome(answer, checks_interrupted=True)
+    return judge(parts, a, answer, checks, nonce)
+
+
+def judge(parts: WorkspaceParts, a: Attempt, answer: Call, checks: list[CheckRun], nonce: str) -> Outcome:
+    """The dual gate of an answered call whose checks ran (here, or on a worker of the
+    fleet): the agent's claims (marked with the run's `nonce`) AND the checks, and the
+    evidence of the workspace as the call left it."""
+    claims = parse_claims(parts.caller.read_output(a.ev), nonce)
     assert a.mt_index is not None
     evidence = parts.recorder.evidence(
         mt_id=a.mt_id,
@@ -84,6 +93,32 @@ def work(parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Ou
         checks=checks,
     )
     return Outcome(answer, evidence)
+
+
+class Runner(Protocol):
+    """Where attempts run: in this engine's threads (`Local`), or on a fleet of workers
+    (mp_engine/fleet/dispatch.py). Called from the scheduler's worker threads."""
+
+    def __call__(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome: ...
+
+    def where(self, mt_id: str) -> str | None:
+        """Where the task's running attempt is, for `status` (None: here)."""
+        ...
+
+    def close(self) -> None:
+        """The run stops dispatching (it ended or paused)."""
+        ...
+
+
+class Local:
+    def __call__(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
+        return work(parts, steps, a, nonce)
+
+    def where(self, mt_id: str) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass
 
 
 def record(parts: WorkspaceParts, a: Attempt, out: Outcome, seq: int) -> dict[str, Any]:

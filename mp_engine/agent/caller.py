@@ -214,6 +214,12 @@ def why_fatal(call: Call, level: AgentLevel, who: str, section: str, mp_id: str,
             f"Pass the prompt on stdin (`stdin = true` in level {level.name!r}, without {{prompt}} in its argv) or "
             f"as a file (`{{prompt_file}}`), {resend}.",
         ),
+        "fleet": (
+            "fleet_failed",
+            f"The fleet could not run the attempt of {who}: {call.detail}.",
+            f"Read the attempt's failure in Temporal (`temporal workflow show --workflow-id <id>`, docs/FLEET.md) "
+            f"and the worker's log, repair the worker, {resend}.",
+        ),
         "transient": (
             "agent_unavailable",
             f"The agent's provider stayed unavailable after {retries} retries: {call.detail}.",

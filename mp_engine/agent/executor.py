@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mp_engine.agent.decompose import decompose
 from mp_engine.agent.loop import AgentRun
+from mp_engine.agent.parallel import Dispatch
 from mp_engine.config import Config
 from mp_engine.errors import InvalidMPError
 from mp_engine.execute.base import ExecResult
@@ -13,6 +14,10 @@ from mp_engine.inbox.mpfile import MicroProject
 
 class AgentExecutor:
     name = "agent"
+
+    def __init__(self, dispatch: Dispatch | None = None):
+        """`dispatch`: where attempts run when not here (the fleet, `[fleet]`)."""
+        self.dispatch = dispatch
 
     def time_budget(self, config: Config) -> tuple[float, str]:
         return config.agent.wall_budget, "wall_budget"
@@ -26,4 +31,4 @@ class AgentExecutor:
             )
 
     def run(self, ctx: StepContext) -> ExecResult:
-        return AgentRun(ctx).run()
+        return AgentRun(ctx, self.dispatch).run()

@@ -91,8 +91,9 @@ JUST_PASSED = timedelta(minutes=15)
 UNITS = {"h": 3600, "m": 60, "s": 1}
 
 
-# The kinds of call that end the run BLOCKED: no retry helps, a person must act.
-ENDS_RUN = frozenset({"auth", "billing", "not_found", "transient", "config"})
+# The kinds of call that end the run BLOCKED: no retry helps, a person must act. `fleet`:
+# the fleet could not run the attempt (its workers failed it every time, docs/FLEET.md).
+ENDS_RUN = frozenset({"auth", "billing", "not_found", "transient", "config", "fleet"})
 
 
 @dataclass

@@ -37,7 +37,7 @@ from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps, iteration_step
 from mp_engine.agent.loopstate import Effect, LoopState
-from mp_engine.agent.parallel import Scheduler, parallel_limit
+from mp_engine.agent.parallel import Dispatch, Scheduler, parallel_limit
 from mp_engine.agent.parts import workspace_parts
 from mp_engine.agent.progress import BASELINE_FILE, Progress
 from mp_engine.agent.publisher import Publisher, iso_utc, missing, need_info, where
@@ -53,8 +53,9 @@ from mp_engine.execute.steps import StepContext, wall_used
 class AgentRun:
     """One MP's loop; rebuilt from the run archive on every (re-)entry."""
 
-    def __init__(self, ctx: StepContext):
+    def __init__(self, ctx: StepContext, dispatch: Dispatch | None = None):
         self.ctx = ctx
+        self.dispatch = dispatch
         self.cfg = ctx.config.agent
         self.mp = ctx.mp
         # `Plan: auto` (or `[agent] plan`): a planner level plans the tasks (campaign.py).
@@ -68,8 +69,10 @@ class AgentRun:
         self.limit = (started.data.get("parallel") if started else None) or parallel_limit(self.cfg, ctx.mp)
         # The agent, its checks and the evidence work in the MP's own worktree on branch
         # mp/<MP-id> (workbranch.py), set up when the loop starts; parallel tasks each in a
-        # worktree of their own (taskbranch.py) beside it.
-        self.work = WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id, parallel=self.limit > 1)
+        # worktree of their own (taskbranch.py) beside it, as do tasks whose attempts run on
+        # a fleet of workers (`dispatch`: mp_engine/fleet), even one at a time.
+        self.parallel = self.limit > 1 or dispatch is not None
+        self.work = WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id, parallel=self.parallel)
         self.limiter = CallLimiter(ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
         self.learnings_path = self.run_dir / "agent" / "learnings.md"
         self.steps = AgentSteps(ctx.ledger, ctx.run.steps_dir)
@@ -103,7 +106,7 @@ class AgentRun:
             raw = json.loads((self.run_dir / BASELINE_FILE).read_text(encoding="utf-8"))
             base = Snapshot(raw["head"], raw["files"])
         self._build(progress, worktree, base)
-        parallel = self.limit > 1
+        parallel = self.parallel
         state = LoopState(self.cfg, self.first_plan, progress.data["base"]["digest"], self.planned, parallel)
         replay(state, self.ctx.ledger, self.ctx.run.steps_dir)
         if parallel:  # tasks that ran at once spent the wall time of their union, not its sum
@@ -206,6 +209,7 @@ class AgentRun:
             learnings_path=self.learnings_path,
             emit=self.emit,
             side_step=lambda state: self.plan_step(state) if state.pending == "plan" else self.drift_step(state),
+            dispatch=self.dispatch,
         )
 
     # -- one iteration -----------------------------------------------------------------
@@ -231,16 +235,7 @@ class AgentRun:
         step = self.steps.start(step_id, "agent", task.mt_id, str(iteration), str(state.level), sha)
         self.publisher.publish(state, live=True)
         self.emit("micro_task_iteration_started", "FR-EVT-MT-002", **where(state), agent=level.name)
-        a = Attempt(
-            task.mt_id,
-            task.index,
-            iteration,
-            level,
-            state.level,
-            step,
-            ev,
-            state.checks_of(task.index),
-        )
+        a = Attempt(task.mt_id, task.index, iteration, level, state.level, step, ev, state.checks_of(task.index))
         out = work(self.parts, self.steps, a, self.progress.nonce)
         if out.checks_interrupted:
             self.steps.release(step)

@@ -1,14 +1,12 @@
 """Parallel tasks (issue #29): an agent MP's independent micro-tasks run at once, each in
-its own worktree (taskbranch.py), and are integrated onto `mp/<MP-id>` one at a time
-(integrator.py).
+its own worktree (taskbranch.py), integrated onto `mp/<MP-id>` one at a time (integrator.py).
 
 The scheduler is the one thread that decides and records. Each turn it starts what may
-start (`LoopState.startable`, `[agent] max_parallel`, each level's `max_parallel`),
-prepares each attempt's prompt and ledger step and hands the attempt's `work` (the agent
-call and the task's checks, in the task's worktree) to a worker thread; it records what
-comes back in the order it applies it (each record's `seq`: replay follows it),
-integrates accepted tasks one at a time, and runs a planning round or a drift check
-when no task is in flight. A usage limit holds that level's tasks until its reset; a
+start (`LoopState.startable`, `[agent] max_parallel`, each level's `max_parallel`), hands
+each attempt (prompt and ledger step ready) to its `Runner`: a worker thread here, or a
+worker of the fleet; records what comes back in the order it applies it (`seq`: replay
+follows it), integrates accepted tasks one at a time, and runs a planning round or a drift
+check when none is in flight. A usage limit holds that level's tasks until its reset; a
 stop lets what runs finish; a cancel or a second stop stops every task's process group.
 """
 
@@ -24,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mp_engine.agent import certificate as cert
-from mp_engine.agent.attempt import Attempt, Outcome, record, work
+from mp_engine.agent.attempt import Attempt, Local, Outcome, Runner, record
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.caller import why_fatal
 from mp_engine.agent.chain import describe
@@ -48,6 +46,7 @@ from mp_engine.workspace import Workspace
 
 TURN = 0.1  # seconds the scheduler waits for an attempt before it looks at stops again
 SideStep = Callable[[LoopState], ExecResult | None]  # a planning round or a drift check
+Dispatch = Callable[[StepContext, TaskWorktrees], Runner]  # where a run's attempts run (the fleet)
 
 
 def parallel_limit(cfg: AgentConfig, mp: MicroProject) -> int:
@@ -60,7 +59,6 @@ def parallel_limit(cfg: AgentConfig, mp: MicroProject) -> int:
 class Flight:
     a: Attempt
     parts: WorkspaceParts
-    started: float  # time.time()
 
 
 class Scheduler:
@@ -77,6 +75,7 @@ class Scheduler:
         learnings_path: Any,
         emit: Emit,
         side_step: SideStep,
+        dispatch: Dispatch | None = None,  # default: the attempts run in this engine's threads
     ):
         self.ctx = ctx
         self.cfg = ctx.config.agent
@@ -84,6 +83,7 @@ class Scheduler:
         self.steps = steps
         self.publisher = publisher
         self.trees = TaskWorktrees(work)
+        self.runner: Runner = dispatch(ctx, self.trees) if dispatch else Local()
         self.nonce = nonce
         self.limiter = limiter
         self.learnings_path = learnings_path
@@ -92,8 +92,7 @@ class Scheduler:
         # Attempts stop when the run stops them (its end, a cancel, a second signal).
         self.halt = threading.Event()
         self.task_ctx = replace(ctx, stop_now=self.halt, budget=ctx.budget.shared())
-        slots = self.cfg.max_parallel_checks or os.cpu_count() or 1
-        self.check_slots = threading.Semaphore(slots)
+        self.check_slots = threading.Semaphore(self.cfg.max_parallel_checks or os.cpu_count() or 1)
         # The integration's checks run here, stopped by a cancel or a second signal at once.
         integration = replace(ctx, stop=threading.Event(), ws=Workspace(work.path), budget=ctx.budget.shared())
         self.integrator = Integrator(work, Checker(integration, ctx.mp, self.check_slots))
@@ -154,6 +153,7 @@ class Scheduler:
         finally:
             self.halt.set()  # whatever still runs stops now (its results are not recorded)
             pool.shutdown(wait=True)
+            self.runner.close()
 
     def _recover(self, state: LoopState) -> None:
         """After a restart: an integration the crash cut short is undone (it runs again)."""
@@ -289,7 +289,7 @@ class Scheduler:
         step = self.steps.start(step_id, "agent", task.mt_id, str(iteration), str(state.level), sha)
         self.emit("micro_task_iteration_started", "FR-EVT-MT-002", **where(state), agent=level.name)
         a = Attempt(task.mt_id, i, iteration, level, state.level, step, ev, state.checks_of(i))
-        self.flights[pool.submit(work, parts, self.steps, a, self.nonce)] = Flight(a, parts, time.time())
+        self.flights[pool.submit(self.runner, parts, self.steps, a, self.nonce)] = Flight(a, parts)
         self.next_publish = 0.0
 
     # -- what comes back ---------------------------------------------------------------
@@ -392,7 +392,8 @@ class Scheduler:
                 f.a.ev.path("stdout.txt"),
                 state.tasks[f.a.mt_index or 0].started_at,
                 self.ctx.ws.rel(self.trees.path(f.a.mt_id)),
-            )
+                self.runner.where(f.a.mt_id),
+            )  # fmt: skip
             for f in sorted(self.flights.values(), key=lambda f: f.a.mt_index or 0)
         ]
         self.publisher.publish(state, live=True, running=running)

@@ -148,7 +148,7 @@ def plan_line(agent: dict[str, Any]) -> str | None:
 def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -> list[str]:
     """The `mp-engine status` lines of a live agent run."""
     lines = []
-    if agent and agent.get("parallel", 1) > 1:
+    if agent and (agent.get("parallel", 1) > 1 or agent.get("running")):
         running = agent.get("running") or []
         lines.append(
             f"  agent:           {len(running)} of at most {agent['parallel']} micro-tasks running  [{agent['status']}]"
@@ -156,7 +156,9 @@ def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -
         for r in running:
             lines.append(
                 f"    {r['mt']}: iteration {r['iteration']}, level {r['level']} ({r['level_name']}), "
-                f"{r.get('elapsed') or 0:g} s; {str(r.get('last_line') or '')[:100]}"
+                f"{r.get('elapsed') or 0:g} s"
+                + (f", {r['runs_on']}" if r.get("runs_on") else "")
+                + f"; {str(r.get('last_line') or '')[:100]}"
             )
         line = plan_line(agent)
         if line:

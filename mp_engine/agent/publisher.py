@@ -50,10 +50,18 @@ def where(state: LoopState) -> dict[str, Any]:
 
 
 def running_task(
-    mt_id: str, level: int, level_name: str, iteration: int, output: Path, started_at: str | None, worktree: str
+    mt_id: str,
+    level: int,
+    level_name: str,
+    iteration: int,
+    output: Path,
+    started_at: str | None,
+    worktree: str,
+    runs_on: str | None = None,
 ) -> dict[str, Any]:
     """A task running beside others, as `status` shows it: its level, iteration, seconds
-    since it started and the last line its agent printed (in `output`)."""
+    since it started and the last line its agent printed (in `output`); on a fleet,
+    `runs_on`: "on <worker>", "queued on <queue>" or "waiting for Temporal at <address>"."""
     tail = read_tail(output, 2048).strip().splitlines()
     return {
         "mt": mt_id,
@@ -64,6 +72,7 @@ def running_task(
         "elapsed": round(time.time() - parse_iso(started_at).timestamp(), 1) if started_at else None,
         "last_line": (tail[-1] if tail else "")[:200],
         "worktree": worktree,
+        **({"runs_on": runs_on} if runs_on else {}),
     }
 
 

@@ -123,6 +123,8 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
         report["git"] = GitChannel(ws, GitConfig.model_validate(cfg["git"])).report()
         at = read_last_sync_ok(ws.local_dir)
         report["last_sync"] = {"at": at, "ago": ago(at) if at else "never (since this engine started)"}
+    if (cfg.get("fleet") or {}).get("temporal"):
+        report["fleet"] = fleet_survey(cfg["fleet"])
     report["summary"] = status_line(ws, state)
     step = current_step(ws, state.run_id) if state.run_id and "agent" not in report else None
     if step:
@@ -217,6 +219,38 @@ def _seconds(value: float | None) -> str:
     return f"{minutes} min {sec} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
+def fleet_survey(fleet: dict[str, Any]) -> dict[str, Any]:
+    """Temporal and the workers polling each queue (`[fleet]`, docs/FLEET.md); temporalio
+    is imported only here."""
+    from mp_engine import secretenv
+    from mp_engine.config import FleetConfig
+    from mp_engine.errors import ConfigError
+    from mp_engine.fleet import require
+
+    try:
+        require()
+    except ConfigError as e:
+        return {"temporal": fleet["temporal"], "namespace": fleet.get("namespace"), "error": str(e)}
+    from mp_engine.fleet.temporal import survey
+
+    return survey(FleetConfig.model_validate(fleet), secretenv.environ())
+
+
+def fleet_lines(report: dict[str, Any]) -> list[str]:
+    lines = [f"  fleet:           Temporal {report['temporal']} (namespace {report['namespace']})"]
+    if report.get("error"):
+        return [*lines, f"    {report['error']}"]
+    for queue, who in (report.get("queues") or {}).items():
+        if who:
+            lines.append(f"    queue {queue}: {len(who)} worker(s) polling: {', '.join(who)}")
+        else:
+            lines.append(
+                f"    queue {queue}: no worker polling; its tasks wait until one starts "
+                f"(`mp-engine worker --temporal {report['temporal']} --task-queue {queue}`)"
+            )
+    return lines
+
+
 def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     """The person's view; `color` (a TTY) colours the state, the halt and the last error."""
 
@@ -297,6 +331,8 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
         lines.append(line)
     if report.get("last_sync"):
         lines.append(f"  last sync:       {report['last_sync']['ago']}")
+    if report.get("fleet"):
+        lines += fleet_lines(report["fleet"])
     if report.get("lock_holder"):
         o = report["lock_holder"]
         lines.append(

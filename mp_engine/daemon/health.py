@@ -127,7 +127,12 @@ def progress_of(ws: Workspace, run_id: str) -> dict[str, Any] | None:
     agent = load_report(ws.runs_dir / run_id)
     if agent is not None and agent.get("running"):  # parallel tasks: each one running
         keys = ("mt", "iteration", "level_name", "elapsed", "last_line")
-        return {"micro_tasks": [{k: r.get(k) for k in keys} for r in agent["running"]]}
+        return {
+            "micro_tasks": [
+                {**{k: r.get(k) for k in keys}, **({"runs_on": r["runs_on"]} if r.get("runs_on") else {})}
+                for r in agent["running"]
+            ]
+        }
     if agent is not None:
         c = agent.get("current") or {}
         return {

@@ -473,3 +473,23 @@ def test_a_python_block_runs_like_a_bash_step(engine, ws):
 def test_a_failing_python_block_fails_the_mp(engine, ws):
     drop(ws, "# MP-1.8 Python fails\n\n```python\nraise SystemExit(3)\n```\n")
     assert engine.tick().action == "error" and "exit 3" in ws.result_file.read_text()
+
+
+def test_without_a_fleet_section_nothing_imports_temporal(tmp_path):
+    """The fleet is an optional extra (issue #30): the engine, `status` and `doctor` of a
+    workspace without `[fleet]` never load temporalio."""
+    import subprocess
+    import sys
+
+    from mp_engine.commands.init import init
+
+    init(tmp_path / "ws", None, "main", lambda _: None, ())
+    code = (
+        "import sys; from mp_engine.cli import main; from mp_engine.engine import Engine;"
+        "from mp_engine.config import load_config; from mp_engine.workspace import Workspace;"
+        f"ws = Workspace.at({str(tmp_path / 'ws')!r}); Engine.build(ws, load_config(ws.root));"
+        f"main(['status', '--root', {str(tmp_path / 'ws')!r}]); main(['doctor', '--root', {str(tmp_path / 'ws')!r}]);"
+        "print('temporalio' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stdout + out.stderr

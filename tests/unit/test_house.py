@@ -47,6 +47,10 @@ TESTED_ELSEWHERE = {
     "sync/context": "tests/unit/sync/test_pull.py, test_push.py",
     "daemon/metrics": "tests/unit/daemon/test_metrics.py, test_metrics_counters.py",
     "daemon/notify": "tests/unit/daemon/test_notify.py",
+    "commands/doctor/fleet": "tests/unit/commands/test_doctor.py (and tests/e2e/test_fleet.py: no worker polling)",
+    "fleet/dispatch": "tests/e2e/test_fleet.py (the engine's side against a real Temporal server and real workers)",
+    "fleet/worker": "tests/e2e/test_fleet.py (`mp-engine worker` processes: killed, cancelled, late)",
+    "fleet/workflow": "tests/e2e/test_fleet.py (retried on another worker, cancelled, re-attached)",
 }
 
 

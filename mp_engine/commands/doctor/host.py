@@ -92,6 +92,12 @@ def network_fs(ws: Workspace, config: Config) -> Check:
 
 def agent_chain(ws: Workspace, config: Config) -> Check:
     levels = [lv for lv in config.agent.levels if not lv.hard_gate]
+    if levels and config.fleet.enabled:
+        return Check(
+            "agent chain",
+            OK,
+            f"{len(levels)} level(s) run on the fleet's workers, with their own CLIs and credentials (the fleet check)",
+        )
     if not levels:
         return Check("agent chain", OK, "no agent levels configured (agent MPs end in NEED_INFO)")
     missing = [f"{lv.name}: {lv.argv[0]}" for lv in levels if shutil.which(lv.argv[0]) is None]

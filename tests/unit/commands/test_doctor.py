@@ -29,8 +29,8 @@ def test_a_healthy_git_workspace_passes_every_check(tmp_path, capsys):
     rc, out = doctor(capsys, ws.root)
     assert rc == 0, out
     lines = out.splitlines()
-    assert lines[-1].startswith("16 checks: 0 failed")
-    assert len(lines) == 17 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
+    assert lines[-1].startswith("17 checks: 0 failed")
+    assert len(lines) == 18 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
     checks = by_name(ws.root)
     assert checks["git remote"].level == OK and "answers without a prompt" in checks["git remote"].message
     assert checks["git branch"].level == OK and "which the remote has" in checks["git branch"].message
@@ -198,3 +198,19 @@ def test_the_process_guards_say_what_is_lost_without_prctl(ws, monkeypatch):
     check = process_guards(ws, config)
     assert check.level == WARN and "setsid" in check.message and check.fix
     assert pids.become_subreaper() is False and pids.make_undumpable() is False
+
+
+def test_the_fleet_check_is_ok_when_off_and_fails_with_the_fix_when_temporal_does_not_answer(tmp_path, capsys):
+    from tests.agentutil import configure, level
+    from tests.fleetutil import add_fleet, free_port
+
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, str(bare))
+    configure(ws, [level("fast", "good.py")])
+    assert by_name(ws.root)["fleet"].level == OK and "off" in by_name(ws.root)["fleet"].message
+    address = f"127.0.0.1:{free_port()}"
+    add_fleet(ws, address, "q", connect_timeout=1)
+    check = by_name(ws.root)["fleet"]
+    assert check.level == FAIL and f"Temporal at {address} is unreachable" in check.message
+    assert "temporal server start-dev" in check.fix
+    assert "run on the fleet's workers" in by_name(ws.root)["agent chain"].message
