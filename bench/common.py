@@ -343,7 +343,9 @@ def engine_in_process(ws: Path, env: dict[str, str]) -> Iterator[Any]:
         from mp_engine.engine import Engine
         from mp_engine.workspace import Workspace
 
-        engine = Engine(Workspace(ws), load_config(ws))
+        config = load_config(ws)
+        # With [fleet], as the daemon builds it (its connection to Temporal); else bare.
+        engine = Engine.build(Workspace(ws), config) if config.fleet.enabled else Engine(Workspace(ws), config)
         engine.start(daemon=False)
         try:
             yield engine

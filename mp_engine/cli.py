@@ -116,11 +116,11 @@ def run(root: Path) -> int:
 @root_option
 @click.option("--temporal", metavar="HOST:PORT", help="Temporal's frontend (default: [fleet] temporal).")
 @click.option("--task-queue", metavar="QUEUE", help="The queue to serve (default: [fleet] task_queue).")
-@click.option("--max-parallel", type=click.IntRange(1, 64), default=1, show_default=True, help="Attempts at once.")
+@click.option("--max-parallel", type=click.IntRange(1, 64), help="Attempts at once (default: [agent] max_parallel).")
 @click.option("--remote", metavar="URL", help="The work repository (default: [fleet] work_remote).")
 @click.option("--name", metavar="NAME", help="This worker's name in Temporal and `status` (default: its pid).")
 @click.option("--metrics", metavar="HOST:PORT", default="", help="Serve the worker's Prometheus metrics here.")
-def worker(root: Path, temporal: str | None, task_queue: str | None, max_parallel: int, **more: str) -> int:
+def worker(root: Path, temporal: str | None, task_queue: str | None, max_parallel: int | None, **more: str) -> int:
     """Run agent tasks for channel engines on this host, through Temporal (docs/FLEET.md).
 
     The root directory holds the worker's mp-engine.toml: its own [agent] levels and
@@ -243,7 +243,8 @@ def service() -> None:
 @click.option("--launchd", "manager", flag_value="launchd", help="Write a launchd agent plist (default on macOS).")
 @click.option("--run-as", metavar="NAME", help="System unit: the user to run as (default: the workspace's owner).")
 @click.option("--dry-run", is_flag=True, help="Print the file and the commands; write nothing.")
-def service_install(root: Path, user_scope: bool, manager: str | None, run_as: str | None, dry_run: bool) -> int:
+@click.option("--worker", is_flag=True, help="A fleet worker's unit for the worker directory --root (docs/FLEET.md).")
+def service_install(root: Path, user_scope: bool, manager: str | None, run_as: str | None, **flags: bool) -> int:
     """Write the unit or plist for the workspace, with this venv's interpreter, and print
     the exact systemctl/launchctl commands that enable it.
 
@@ -252,10 +253,11 @@ def service_install(root: Path, user_scope: bool, manager: str | None, run_as: s
       mp-engine service install --user --root ~/mp-workspace
       sudo .venv/bin/mp-engine service install --root /var/lib/mp-engine/workspace
       mp-engine service install --launchd --root ~/mp-workspace --dry-run
+      mp-engine service install --worker --user --root ~/mp-worker
     """
     from mp_engine.commands.service import service_install as cmd  # lazy: see the module docstring
 
-    return cmd(root, user_scope, manager, run_as, dry_run, click.echo, _err)
+    return cmd(root, user_scope, manager, run_as, flags["dry_run"], click.echo, _err, worker=flags["worker"])
 
 
 @cli.command()

@@ -123,7 +123,10 @@ class Engine:
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self, *, daemon: bool = True) -> None:
-        """Prepare the workspace and announce the engine (ONLINE, or ERROR if halted)."""
+        """Prepare the workspace and announce the engine (ONLINE, or ERROR if halted).
+        With a fleet, Temporal must answer first (FleetUnreachable: exit 2, with the fix)."""
+        if self.fleet is not None:
+            self.fleet.connect()
         self.ws.check()
         self.ws.ensure_dirs()
         for d in (self.ws.root, self.ws.system_dir, self.ws.inbox_dir, self.ws.local_dir):

@@ -96,14 +96,15 @@ class FleetWorker:
     """`python -m mp_engine worker` as a real subprocess, in a directory of its own."""
 
     def __init__(self, tmp: Path, name: str, address: str, queue: str, url: str, levels: list[dict[str, Any]],
-                 max_parallel: int = 2, agent: dict[str, Any] | None = None):  # fmt: skip
+                 max_parallel: int = 2, agent: dict[str, Any] | None = None, metrics: str = ""):  # fmt: skip
         self.name = name
         self.root = tmp / f"worker-{name}"
         self.root.mkdir(parents=True, exist_ok=True)
         text = toml_table("agent", agent or {}) + level_toml(levels) + toml_table("fleet", {"work_remote": url})
         (self.root / "mp-engine.toml").write_text(text)
         self.argv = [sys.executable, "-m", "mp_engine", "worker", "--root", str(self.root), "--temporal", address,
-                     "--task-queue", queue, "--max-parallel", str(max_parallel), "--name", name]  # fmt: skip
+                     "--task-queue", queue, "--max-parallel", str(max_parallel), "--name", name,
+                     *(["--metrics", metrics] if metrics else [])]  # fmt: skip
         self.log = tmp / f"worker-{name}.log"
         self.proc: subprocess.Popen | None = None
 

@@ -71,12 +71,14 @@ def sections(
         return out
     # Tasks that ran at once (parallel.py): when each ran, and beside which.
     timed = ["Started", "Ended", "Ran with"] if state.parallel else []
-    head = ["MT", "Instruction", "Status", "Iterations", "Levels", "Commit", "Last evidence", *timed]
+    fleet = ["Ran on"] if any(t.workers for t in state.tasks) else []  # the fleet's workers (docs/FLEET.md)
+    head = ["MT", "Instruction", "Status", "Iterations", "Levels", "Commit", "Last evidence", *timed, *fleet]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for t in state.tasks:
         evidence = f"`{run_rel}/{t.records[-1]['evidence']}/`" if t.records else "-"
         commit = (commits or {}).get(t.mt_id)
         when = [t.started_at or "-", t.ended_at or "-", ", ".join(t.overlapped_with) or "-"] if timed else []
+        when += [", ".join(dict.fromkeys(t.workers)) or "-"] if fleet else []
         rows.append(
             f"| {t.mt_id} | {_cell(t.title)} | {t.status}{f' ({_cell(t.note)})' if t.note else ''} | {t.iterations} | "
             f"{', '.join(map(str, t.levels)) or '-'} | {f'`{commit[:12]}`' if commit else '-'} | {evidence} |"

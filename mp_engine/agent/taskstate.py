@@ -80,4 +80,10 @@ class TaskState:
                 if self.started_at
                 else {}
             ),
+            **({"workers": self.workers} if self.workers else {}),
         }
+
+    @property
+    def workers(self) -> list[str]:
+        """The fleet's workers its iterations ran on, in order (docs/FLEET.md)."""
+        return [r["worker"] for r in self.records if r.get("worker")]

@@ -24,8 +24,6 @@ def run(root: Path) -> ExitCode:
     held = secretenv.hold(config.secrets.env, config.secrets.env_patterns)
     subreaper = become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
     engine = Engine.build(ws, config)
-    if engine.fleet is not None:
-        engine.fleet.connect()  # Temporal unreachable: exit 2 with the fix, before anything starts
     engine.events.emit("process_hardened", undumpable=undumpable, subreaper=subreaper, secrets_held=held)
     # systemd notify + watchdog, the stall limit, log rotation and metrics (supervisor.py)
     supervisor = Supervisor(engine, config).install()

@@ -30,6 +30,7 @@ from mp_engine.workspace import Workspace
 
 UNIT_NAME = "mp-engine.service"
 LAUNCHD_LABEL = "com.mp-engine.agent"
+WORKER_LABEL = "com.mp-engine.worker"
 
 
 @dataclass(frozen=True)
@@ -102,9 +103,13 @@ def render(
     user_scope: bool,
     run_as: str | None = None,
     home: Path | None = None,
+    worker: bool = False,
 ) -> Rendered:
-    """Fill in a template; `home` is the installing user's home (for user-scope paths)."""
+    """Fill in a template; `home` is the installing user's home (for user-scope paths).
+    `worker`: a fleet worker's unit (`mp-engine worker --root`, docs/FLEET.md), not the
+    engine's."""
     home = Path(home or Path.home())
+    unit, label = ("mp-engine-worker", WORKER_LABEL) if worker else ("mp-engine", LAUNCHD_LABEL)
     values = {
         "PYTHON": _interpreter(),
         "ROOT": str(ws.root),
@@ -115,29 +120,29 @@ def render(
         "LOGDIR": str(home / "Library" / "Logs"),
     }
     if manager == "launchd":
-        name, scope = "com.mp-engine.agent.plist", "user"
-        path = home / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
+        name, scope = f"{label}.plist", "user"
+        path = home / "Library" / "LaunchAgents" / f"{label}.plist"
         target = f"gui/{os.getuid()}"
         q = shlex.quote(str(path))
         commands = [
-            f"launchctl bootout {target}/{LAUNCHD_LABEL} 2>/dev/null; launchctl bootstrap {target} {q}",
-            f"launchctl print {target}/{LAUNCHD_LABEL} | head -20    # state, pid, last exit code",
-            f"tail -f {shlex.quote(values['LOGDIR'])}/mp-engine.log",
+            f"launchctl bootout {target}/{label} 2>/dev/null; launchctl bootstrap {target} {q}",
+            f"launchctl print {target}/{label} | head -20    # state, pid, last exit code",
+            f"tail -f {shlex.quote(values['LOGDIR'])}/{unit}.log",
         ]
     elif user_scope:
-        name, scope = "mp-engine-user.service", "user"
+        name, scope = f"{unit}-user.service", "user"
         config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-        path = config_home / "systemd" / "user" / UNIT_NAME
+        path = config_home / "systemd" / "user" / f"{unit}.service"
         commands = [
             "systemctl --user daemon-reload",
-            "systemctl --user enable --now mp-engine",
+            f"systemctl --user enable --now {unit}",
             f"loginctl enable-linger {shlex.quote(pwd.getpwuid(os.getuid()).pw_name)}    # run while logged out",
-            "systemctl --user status mp-engine",
-            "journalctl --user -u mp-engine -f",
+            f"systemctl --user status {unit}",
+            f"journalctl --user -u {unit} -f",
         ]
     else:
-        name, scope = UNIT_NAME, "system"
-        path = Path("/etc/systemd/system") / UNIT_NAME
+        name, scope = f"{unit}.service", "system"
+        path = Path("/etc/systemd/system") / f"{unit}.service"
         try:
             entry = pwd.getpwnam(run_as) if run_as else pwd.getpwuid(os.stat(ws.root).st_uid)
         except KeyError as e:
@@ -148,9 +153,9 @@ def render(
         sudo = "" if os.geteuid() == 0 else "sudo "
         commands = [
             f"{sudo}systemctl daemon-reload",
-            f"{sudo}systemctl enable --now mp-engine",
-            "systemctl status mp-engine",
-            "journalctl -u mp-engine -f",
+            f"{sudo}systemctl enable --now {unit}",
+            f"systemctl status {unit}",
+            f"journalctl -u {unit} -f",
         ]
     notes = []
     if ws.root == Path("/tmp") or any(p in ws.root.parents for p in (Path("/tmp"), Path("/var/tmp"))):
@@ -191,10 +196,22 @@ def service_install(
     dry_run: bool,
     echo: Callable[[str], None],
     err: Callable[[str], None],
+    worker: bool = False,
 ) -> ExitCode:
-    ws, config = load(root)
+    if worker:  # a worker's directory is no workspace: its configuration is all it needs
+        from mp_engine.config import load_config
+
+        ws = Workspace.at(root)
+        config = load_config(ws.root)
+        if not config.fleet.temporal:
+            raise ConfigError(
+                f"{ws.root / 'mp-engine.toml'} has no [fleet] temporal: the unit runs `mp-engine worker --root "
+                f"{ws.root}` with no other flag. Set [fleet] temporal, task_queue and work_remote there (docs/FLEET.md)."
+            )
+    else:
+        ws, config = load(root)
     manager = manager or detect_manager()
-    rendered = render(ws, config, manager=manager, user_scope=user_scope, run_as=run_as)
+    rendered = render(ws, config, manager=manager, user_scope=user_scope, run_as=run_as, worker=worker)
     if dry_run:
         echo(f"# {rendered.path} ({rendered.manager} {rendered.scope} service; --dry-run: not written)")
         echo(rendered.text.removesuffix("\n"))

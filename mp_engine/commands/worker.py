@@ -34,7 +34,7 @@ def worker(
     root: Path,
     temporal: str | None,
     task_queue: str | None,
-    max_parallel: int,
+    max_parallel: int | None,
     remote: str | None,
     name: str | None,
     metrics: str,
@@ -58,6 +58,7 @@ def worker(
             f"[fleet] work_remote in {root / 'mp-engine.toml'}."
         )
     queue = task_queue or fleet.task_queue
+    max_parallel = max_parallel or config.agent.max_parallel
     make_undumpable()  # before any secret is read
     secretenv.hold(config.secrets.env, config.secrets.env_patterns)
     become_subreaper()

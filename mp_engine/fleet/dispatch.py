@@ -134,24 +134,26 @@ class FleetRunner:
         # their own; a crash gave nothing back, so a restart finds its attempt again.
         done = int(getattr(a.step, "fleet_runs", 0) or 0)
         try:
-            while True:
-                wid = attempt_id(self.ctx.run.run_id, a.mt_id, a.iteration, done + 1)
-                got = self._wait(self._spec(parts, a, wid), parts.caller.stop_now, parts)
-                if got != "again":  # "again": it ended without a result, not asked by this engine
-                    break
-                done = self._gave_back(steps, a, done)
+            out = self._attempt(parts, steps, a, nonce, done)
         finally:
             self._where.pop(a.mt_id, None)
-        if isinstance(got, AttemptResult):
-            out = self._home(parts, a, got, nonce, wid)
-        elif isinstance(got, Call):  # the fleet failed it
-            out = Outcome(got)
-        else:
-            assert got is None, got  # stopped
-            out = Outcome(Call("interrupted", detail="stopped on the fleet"))
         if not out.answered:
-            self._gave_back(steps, a, done)  # this step runs again (or never) under a new id
+            self._gave_back(steps, a, int(getattr(a.step, "fleet_runs", 0) or 0))  # runs again under a new id
         return out
+
+    def _attempt(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str, done: int) -> Outcome:
+        while True:
+            wid = attempt_id(self.ctx.run.run_id, a.mt_id, a.iteration, done + 1)
+            got = self._wait(self._spec(parts, a, wid), parts.caller.stop_now, parts)
+            if got != "again":  # "again": it ended without a result, not asked by this engine
+                break
+            done = self._gave_back(steps, a, done)
+        if isinstance(got, AttemptResult) and self._fetched(a, got, parts.caller.stop_now):
+            return self._home(parts, a, got, nonce, wid)
+        if isinstance(got, Call):  # the fleet failed it
+            return Outcome(got)
+        assert got is None or isinstance(got, AttemptResult), got  # stopped
+        return Outcome(Call("interrupted", detail="stopped on the fleet"))
 
     @staticmethod
     def _gave_back(steps: AgentSteps, a: Attempt, done: int) -> int:
@@ -297,12 +299,27 @@ class FleetRunner:
 
     # -- home --------------------------------------------------------------------------
 
+    def _fetched(self, a: Attempt, got: AttemptResult, stop: threading.Event) -> bool:
+        """The worker's commit is here (False: stopped while the work remote was away)."""
+        backoff = 1.0
+        while got.commit:
+            try:
+                snapshot.fetch(self.trees.path(a.mt_id), self.remote, self.trees.branch(a.mt_id), got.commit,
+                               f"refs/mp-engine/{a.mt_id}")  # fmt: skip
+                return True
+            except RemoteUnreachable as e:
+                self._where[a.mt_id] = f"waiting for the work remote {self.remote}"
+                self.ctx.events.emit("fleet_waiting", mp=self.ctx.mp.mp_id, mt=a.mt_id,
+                                     waiting_for=self._where[a.mt_id], error=str(e)[:300], retry_in=backoff)  # fmt: skip
+                if stop.wait(backoff):
+                    return False
+                backoff = min(BACKOFF_MAX, backoff * 2)
+        return True
+
     def _home(self, parts: WorkspaceParts, a: Attempt, got: AttemptResult, nonce: str, wid: str) -> Outcome:
-        """The worker's outcome as if the attempt had run here."""
-        workdir = parts.caller.workdir
+        """The worker's outcome as if the attempt had run here (its commit fetched)."""
         if got.commit:
-            snapshot.fetch(workdir, self.remote, self.trees.branch(a.mt_id), got.commit, f"refs/mp-engine/{a.mt_id}")
-            snapshot.adopt(workdir, got.commit)
+            snapshot.adopt(parts.caller.workdir, got.commit)
         ev = a.ev
         note = f"[first {got.stdout_omitted} bytes on the worker only]\n" if got.stdout_omitted else ""
         atomic_write(ev.path("stdout.txt"), note + got.stdout, durable=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mp_engine.agent.attempt import Attempt, call
@@ -71,14 +72,28 @@ class WorkerHost:
         # `git worktree add` and fetches into one repository, one at a time (two worktree
         # adds at once fail reading each other's records).
         self.git_lock = threading.Lock()
+        # A finished attempt's worktree is removed after its outcome went back.
+        self.cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mp-attempt-cleanup")
+        self._ready = False
 
     def prepare(self) -> None:
-        """The clone, made once (bare: the attempts' worktrees are its only checkouts)."""
+        """The clone, made once (bare: the attempts' worktrees are its only checkouts); what
+        an earlier worker process left of its attempts goes."""
+        if self._ready:
+            return
         self.root.mkdir(parents=True, exist_ok=True)
         if not (self.repo / "HEAD").exists():
             git(self.root, "clone", "--bare", "--quiet", self.remote, str(self.repo), timeout=600)
         else:
             git(self.repo, "remote", "set-url", REMOTE, self.remote)
+        for left in (self.root / "work", self.root / "runs"):
+            shutil.rmtree(left, ignore_errors=True)
+        git(self.repo, "worktree", "prune")
+        self._ready = True
+
+    def settle(self) -> None:
+        """Wait until the finished attempts' worktrees are removed."""
+        self.cleaner.submit(lambda: None).result()
 
     def level(self, name: str) -> AgentLevel | None:
         agent = self.config.agent
@@ -112,7 +127,7 @@ class WorkerHost:
             result.started_at, result.ended_at = started, now_iso()
             return result
         finally:
-            self._remove(name, path, run_dir)
+            self.cleaner.submit(self._remove, name, path, run_dir)
 
     def _checkout(self, spec: AttemptSpec, name: str, path: Path) -> None:
         with self.git_lock:
@@ -121,7 +136,7 @@ class WorkerHost:
             if path.exists():  # an earlier run of this attempt on this host died here
                 git(self.repo, "worktree", "remove", "--force", str(path), check=False)
                 shutil.rmtree(path, ignore_errors=True)
-            git(self.repo, "worktree", "prune")
+                git(self.repo, "worktree", "prune")
             git(self.repo, "worktree", "add", "--quiet", "--detach", "--force", str(path), spec.commit)
 
     def _remove(self, name: str, path: Path, run_dir: Path) -> None:
@@ -200,7 +215,7 @@ class WorkerHost:
                     stderr=self._tail(run.steps_dir / f"{chk.step_id}.stderr", CHECK_CAP)[0],
                 )
             )
-        return result
+        return result.fit()
 
     def _tail(self, path: Path, cap: int) -> tuple[str, int]:
         """The last `cap` bytes of a file, redacted; and how many bytes came before them."""

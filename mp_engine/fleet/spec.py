@@ -18,6 +18,7 @@ WORKFLOW = "mp-engine-attempt"
 ACTIVITY = "run_attempt"
 OUTPUT_CAP = 256 * 1024  # bytes of the agent's stdout (tail) an outcome carries
 CHECK_CAP = 64 * 1024  # bytes of each check's stdout and stderr (tail)
+PAYLOAD_BUDGET = 1536 * 1024  # an outcome's outputs together: Temporal refuses payloads over 2 MB
 
 
 def attempt_id(run_id: str, mt_id: str, iteration: int, run: int = 1) -> str:
@@ -81,3 +82,11 @@ class AttemptResult:
     commit: str = ""  # the worker's work, pushed to `branch` (the spec's commit when nothing changed)
     started_at: str = ""
     ended_at: str = ""
+
+    def fit(self) -> AttemptResult:
+        """Within PAYLOAD_BUDGET: many checks with long outputs keep their last 4 KiB each."""
+        size = len(self.stdout) + len(self.stderr) + sum(len(c.stdout) + len(c.stderr) for c in self.checks)
+        if size > PAYLOAD_BUDGET:
+            for c in self.checks:
+                c.stdout, c.stderr = c.stdout[-4096:], c.stderr[-4096:]
+        return self

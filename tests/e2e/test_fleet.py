@@ -20,7 +20,7 @@ from mp_engine.record.archive import RunArchive
 from tests.agentutil import calls, configure, level, planner, records, task
 from tests.conftest import events, read_state, wait_for
 from tests.e2e.cmd_send.test_send import GIT_ENV, finish, send
-from tests.fleetutil import FleetWorker, TemporalServer, add_fleet
+from tests.fleetutil import FleetWorker, TemporalServer, add_fleet, free_port
 from tests.gitutil import engine_workspace, git, make_remote, remote_file
 from tests.unit.agent.test_loop import alive
 
@@ -306,8 +306,6 @@ def test_with_no_worker_status_and_doctor_say_so_and_the_mp_waits_for_one(tmp_pa
 
 
 def test_temporal_unreachable_at_start_exits_2_with_the_fix(tmp_path):
-    from tests.fleetutil import free_port
-
     ws = engine_workspace(tmp_path, f"file://{make_remote(tmp_path)}")
     configure(ws, [level("fast", "good.py")])
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
@@ -317,3 +315,84 @@ def test_temporal_unreachable_at_start_exits_2_with_the_fix(tmp_path):
     assert run.returncode == 2, run.stderr
     assert f"Temporal at {address} is unreachable" in run.stderr
     assert "temporal server start-dev" in run.stderr and "[fleet] temporal" in run.stderr
+
+
+ROUTED = """# MP-30.4 Routed
+Executor: agent
+
+1. [gpu] Write "a" to `out/a.txt`. (after none)
+2. Write "b" to `out/b.txt`. (after none)
+
+## Validate
+
+```bash
+# MT-001
+grep -qx a out/a.txt
+```
+
+```bash
+# MT-002
+grep -qx b out/b.txt
+```
+"""
+
+
+def test_a_level_routed_to_its_own_queue_runs_only_on_the_workers_that_serve_it(tmp_path, temporal, daemon_factory):
+    from tests.agentutil import add_route
+    from tests.fleetutil import toml_table
+
+    fleet = Fleet(tmp_path, temporal, sleep=0.5, max_parallel=2)
+    gpu = level("gpu", "good.py", "--log", str(fleet.log))
+    add_route(fleet.ws, "gpu", gpu)
+    gpu_queue = f"{fleet.queue}-gpu"
+    with fleet.ws.config_file.open("a") as f:
+        f.write(toml_table("fleet.queues", {"gpu": gpu_queue}))
+    try:
+        plain = fleet.worker("plain", max_parallel=2)
+        scrape = f"127.0.0.1:{free_port()}"
+        big = FleetWorker(fleet.tmp, "big", temporal.address, gpu_queue, fleet.url, [gpu], metrics=scrape).start()
+        fleet.workers.append(big)
+        d = daemon_factory(fleet.ws.root, env=GIT_ENV).start()
+        code, out, err = finish(send(fleet.tmp, ROUTED, fleet.url, "--timeout", "120"), timeout=150)
+        assert code == 0 and "Certificate: EXACT" in out, err + d.output()[-3000:] + fleet.logs()
+        on = {t["mt_id"]: t["workers"] for t in result(fleet.bare)["micro_tasks"]}
+        assert on == {"MT-001": [big.identity], "MT-002": [plain.identity]}
+        assert "| Ran on |" in out
+        # The worker's own metrics (Temporal's SDK): the activity it ran, on its queue.
+        import urllib.request
+
+        text = urllib.request.urlopen(f"http://{scrape}/metrics", timeout=10).read().decode()
+        ran = [line for line in text.splitlines() if line.startswith("temporal_activity_execution_latency_count")]
+        assert any(f'task_queue="{gpu_queue}"' in line and 'activity_type="run_attempt"' in line for line in ran), text
+        d.signal(signal.SIGTERM)
+        d.wait()
+    finally:
+        fleet.close()
+
+
+def test_a_usage_limit_on_one_worker_holds_the_level_fleet_wide_until_its_reset(tmp_path, temporal, daemon_factory):
+    fleet = Fleet(tmp_path, temporal, max_parallel=2)
+    limited = level("fast", "limited.py", "--kind", "usage", "--count", str(tmp_path / "n"), "--times", "1",
+                    "--reset", "4", "--log", str(fleet.log))  # fmt: skip
+    fleet.level = limited
+    try:
+        fleet.worker("w1", max_parallel=1)
+        fleet.worker("w2", max_parallel=1)
+        d = daemon_factory(fleet.ws.root, env=GIT_ENV).start()
+        code, out, err = finish(send(fleet.tmp, TWO, fleet.url, "--timeout", "120"), timeout=150)
+        assert code == 0 and "Certificate: EXACT" in out, err + d.output()[-3000:] + fleet.logs()
+        from mp_engine.clock import parse_iso
+
+        # One task, or both (they start together), met the limit: the level waits for its reset.
+        paused = [e for e in events(fleet.ws, "micro_task_pause_requested") if e["kind"] == "usage_limit"]
+        limits = [e for e in paused if e.get("level_name") == "fast"]  # the level held; then the MP's wait
+        assert limits
+        resume = min(parse_iso(e["resume_at"]).timestamp() for e in limits)
+        first = min(c["t0"] for c in calls(fleet.log))
+        later = [c["t0"] for c in calls(fleet.log) if c["t0"] > first + 0.5]
+        # After the limit, no worker called that level again before its reset.
+        assert later and all(t >= resume - 1.0 for t in later), (later, resume)
+        d.signal(signal.SIGTERM)
+        d.wait()
+    finally:
+        fleet.close()

@@ -147,3 +147,55 @@ def test_a_path_a_unit_cannot_carry_is_refused(tmp_path, capsys):
     assert rc == 0
     rc, _, err = run_main(capsys, "service", "install", "--root", str(tmp_path / "50%off"), "--dry-run")
     assert rc == 2 and "cannot carry plainly" in err
+
+
+def worker_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "mp-worker"
+    root.mkdir()
+    (root / "mp-engine.toml").write_text('[fleet]\ntemporal = "10.0.0.5:7233"\nwork_remote = "git@h:w.git"\n')
+    return root
+
+
+@pytest.mark.parametrize("user_scope", [False, True], ids=["system", "user"])
+def test_a_workers_unit_runs_mp_engine_worker_on_its_directory(tmp_path, capsys, user_scope):
+    root = worker_dir(tmp_path)
+    scope = ["--user"] if user_scope else []
+    rc, out, _ = run_main(
+        capsys, "service", "install", "--worker", "--systemd", *scope, "--root", str(root), "--dry-run"
+    )
+    assert rc == 0, out
+    text = rendered_file(out)
+    unit = settings(text)
+    assert unit["ExecStart"] == [f"{os.path.abspath(sys.executable)} -m mp_engine worker --root {root}"]
+    assert unit["Type"] == ["simple"] and unit["RestartPreventExitStatus"] == ["2"] and unit["KillMode"] == ["mixed"]
+    assert unit["ReadWritePaths"] == [str(root)] and unit["ProtectSystem"] == ["strict"]
+    assert "mp-engine-worker.service" in out.splitlines()[0]
+    assert "enable --now mp-engine-worker" in out
+    analyze = shutil.which("systemd-analyze")
+    if analyze is not None:  # .ci/run installs it when apt can
+        path = tmp_path / "units" / "mp-engine-worker.service"
+        path.parent.mkdir()
+        path.write_text(text)
+        proc = subprocess.run([analyze, "verify", str(path)], capture_output=True, text=True, timeout=120)
+        problems = [line for line in proc.stderr.splitlines() if "mp-engine-worker.service" in line]
+        assert proc.returncode == 0 and not problems, proc.stderr
+
+
+def test_a_workers_plist_and_a_worker_directory_without_temporal(tmp_path, capsys, hermetic_env):
+    root = worker_dir(tmp_path)
+    rc, out, _ = run_main(capsys, "service", "install", "--worker", "--launchd", "--root", str(root))
+    path = hermetic_env / "Library" / "LaunchAgents" / "com.mp-engine.worker.plist"
+    assert rc == 0 and f"created {path}" in out
+    plist = plistlib.loads(path.read_bytes())
+    assert plist["Label"] == "com.mp-engine.worker" and plist["ProgramArguments"][3:] == ["worker", "--root", str(root)]
+    (root / "mp-engine.toml").write_text("")
+    rc, _, err = run_main(capsys, "service", "install", "--worker", "--launchd", "--root", str(root), "--dry-run")
+    assert rc == 2 and "has no [fleet] temporal" in err
+
+
+def test_the_packaged_worker_templates_are_the_shipped_files():
+    from mp_engine.commands.service import template
+
+    for name in ("mp-engine-worker.service", "mp-engine-worker-user.service"):
+        assert template(name) == (REPO_ROOT / "systemd" / name).read_text()
+    assert template("com.mp-engine.worker.plist") == (REPO_ROOT / "launchd" / "com.mp-engine.worker.plist").read_text()

@@ -51,7 +51,8 @@ def host(tmp_path: Path, url: str, *levels: dict) -> WorkerHost:
 
 def test_an_attempt_runs_the_workers_level_and_the_checks_and_pushes_its_work(tmp_path):
     url, base = remote_with_base(tmp_path)
-    result = host(tmp_path, url).run(spec(base), threading.Event(), tries=1)
+    w = host(tmp_path, url)
+    result = w.run(spec(base), threading.Event(), tries=1)
     assert result.call["kind"] == "ok" and result.worker == "w1@test" and result.tries == 1
     assert "---LOOPR_STATUS---" in result.stdout  # what the agent said, for the engine's judgement
     (check,) = result.checks
@@ -61,7 +62,8 @@ def test_an_attempt_runs_the_workers_level_and_the_checks_and_pushes_its_work(tm
     assert git(bare, "rev-parse", BRANCH) == result.commit != base
     assert git(bare, "rev-parse", f"{result.commit}^") == base  # the work, on the exact commit sent
     assert git(bare, "show", f"{result.commit}:out/a.txt") == "hello"
-    assert not any((tmp_path / "worker" / "work").iterdir())  # the attempt's worktree is gone
+    w.settle()
+    assert not any((tmp_path / "worker" / "work").iterdir())  # the attempt's worktree is gone, after
 
 
 def test_a_failing_check_comes_back_with_its_output(tmp_path):
