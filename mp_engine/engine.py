@@ -148,6 +148,8 @@ class Engine:
                 state = self.state.read()
                 status = state.status if state.run_id else (Status.ERROR if state.halt else Status.ONLINE)
                 self.state.update(status=status, daemon=info, reason="engine started")
+                if daemon:  # the remote says the engine is up from its start, not its first MP
+                    self.sync.commit_state(f"mp-engine: engine started ({status})")
         except LockTimeout:
             log.info("another engine holds the workspace; leaving its state as it is")
         self.events.emit(
@@ -164,6 +166,8 @@ class Engine:
                 if daemon and daemon.get("pid") == os.getpid():
                     status = Status.ERROR if state.halt else Status.OFFLINE
                     self.state.update(status=status, daemon=None, reason="engine stopped")
+                    if daemon.get("mode") == "daemon":  # and that it is down from its stop
+                        self.sync.commit_state(f"mp-engine: engine stopped ({status})")
         except (LockTimeout, MpEngineError, OSError) as e:  # OSError: a full disk, say
             log.warning("could not record OFFLINE", error=str(e))
         self.events.emit("engine_stopped", pid=os.getpid())

@@ -128,7 +128,7 @@ class DaemonLock:
         self.owner_path = self.path.with_name("daemon.owner")
         self._lock = _filelock(self.path)
 
-    def acquire(self, config_file: Path | None = None) -> None:
+    def acquire(self, config_file: Path | None = None, mode: str = "daemon") -> None:
         """Take the lock or raise `DaemonRunning`; record who holds it, and the digest of
         the configuration it started with (`status` says "restart to apply" when the file
         changes under a running daemon)."""
@@ -150,7 +150,7 @@ class DaemonLock:
                 f"another mp-engine daemon already runs on this workspace ({who}). Stop it first "
                 "(`systemctl stop mp-engine`, or `kill` that pid), or give this one another --root."
             ) from None
-        data = {"pid": os.getpid(), "host": hostname(), "started_at": now_iso()}
+        data = {"pid": os.getpid(), "host": hostname(), "started_at": now_iso(), "mode": mode}
         if config_file is not None:
             data["config_sha256"] = sha256_file(config_file)
         atomic_write_json(self.owner_path, data, durable=False)

@@ -9,11 +9,15 @@ from pathlib import Path
 
 from mp_engine import secretenv
 from mp_engine.commands import load
+from mp_engine.config import Config
 from mp_engine.context import Action
 from mp_engine.daemon.signals import install_signal_handlers, join
 from mp_engine.engine import Engine
+from mp_engine.errors import DaemonRunning
 from mp_engine.exitcodes import ExitCode
+from mp_engine.lock import DaemonLock
 from mp_engine.pids import become_subreaper
+from mp_engine.workspace import Workspace
 
 ONCE_EXIT: dict[Action, ExitCode] = {
     Action.COMPLETED: ExitCode.OK,
@@ -31,6 +35,20 @@ ONCE_EXIT: dict[Action, ExitCode] = {
 
 def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
     ws, config = load(root)
+    # Never beside a daemon (exit 4, nothing written): it takes the MP itself, and a pass
+    # of its own would record the engine as stopped when it ends.
+    lock = DaemonLock(ws.daemon_lock_file)
+    try:
+        lock.acquire(ws.config_file, mode="once")
+    except DaemonRunning as e:
+        raise DaemonRunning(f"{e} `once` is for a workspace no daemon serves; the daemon runs the MP.") from None
+    try:
+        return _once(ws, config, echo)
+    finally:
+        lock.release()
+
+
+def _once(ws: Workspace, config: Config, echo: Callable[[str], None]) -> ExitCode:
     become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
     secretenv.hold(config.secrets.env, config.secrets.env_patterns)  # as `run` does
     engine = Engine.build(ws, config)

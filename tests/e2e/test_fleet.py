@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -252,7 +253,7 @@ def test_the_engine_killed_mid_mp_reattaches_to_the_running_attempts(tmp_path, t
         fleet.close()
 
 
-def test_cancel_stops_every_attempt_on_the_workers(tmp_path, temporal, daemon_factory):
+def test_cancel_stops_every_attempt_on_the_workers(tmp_path, temporal, daemon_factory, record_property):
     fleet = Fleet(tmp_path, temporal, sleep=120.0, max_parallel=2)
     try:
         fleet.worker("w1", max_parallel=1)
@@ -260,6 +261,7 @@ def test_cancel_stops_every_attempt_on_the_workers(tmp_path, temporal, daemon_fa
         d = daemon_factory(fleet.ws.root, env=GIT_ENV).start()
         waiting = send(fleet.tmp, TWO, fleet.url, "--timeout", "120")
         running = wait_for(lambda: started(fleet.log, 2), timeout=60, what=lambda: d.output()[-3000:] + fleet.logs())
+        t0 = time.monotonic()
         cancel = subprocess.run([sys.executable, "-m", "mp_engine", "cancel", "MP-30.3", "--root", str(fleet.ws.root),
                                  "--timeout", "60"], capture_output=True, text=True, timeout=90)  # fmt: skip
         assert cancel.returncode == 0, cancel.stdout + cancel.stderr + d.output()[-3000:]
@@ -267,6 +269,7 @@ def test_cancel_stops_every_attempt_on_the_workers(tmp_path, temporal, daemon_fa
         assert "CANCELLED" in out, out + err + d.output()[-3000:]
         # Killed on their workers long before their 120 s were up.
         wait_for(lambda: not any(alive(c["pid"]) for c in running), timeout=30, what="the agents to be stopped")
+        record_property("seconds_from_cancel_to_every_agent_stopped", round(time.monotonic() - t0, 2))
         assert {Path(c["cwd"]).parts[-4] for c in running} == {"worker-w1", "worker-w2"}
         d.signal(signal.SIGTERM)
         d.wait()

@@ -49,3 +49,19 @@ def test_every_pass_result_has_an_exit_code():
         "failed",
     }
     assert ONCE_EXIT["interrupted"] == ExitCode.INTERRUPTED == 5
+
+
+def test_once_that_leaves_an_mp_waiting_out_a_usage_limit_records_offline_with_the_wait_kept(ws, tmp_path, monkeypatch):
+    from tests.agentutil import ONE, configure, level
+    from tests.conftest import read_state
+
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
+    limited = level("limited", "limited.py", "--kind", "usage", "--count", str(tmp_path / "n"), "--reset", "3600")
+    configure(ws, [limited])
+    drop(ws, ONE)
+    lines: list[str] = []
+    assert once(ws.root, lines.append) == ExitCode.OK and lines[0].startswith("waiting MP-3.2")
+    state = read_state(ws)
+    assert state["status"] == "OFFLINE" and state["current"] == "MP-3.2" and state["run_id"]
+    assert state["waiting"]["kind"] == "usage_limit" and state["daemon"] is None
+    assert not (ws.local_dir / "daemon.owner").exists()  # the daemon lock `once` held is released
