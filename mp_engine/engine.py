@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from mp_engine import __version__, synced
+from mp_engine import __version__, secretenv, synced
 from mp_engine.admit import Ended, Held, Refused, admit, executor_for
 from mp_engine.agent.executor import AgentExecutor
 from mp_engine.atomic import sweep_temp_files
@@ -92,6 +92,14 @@ class Engine:
         dispatch = fleet.runner if fleet else None
         self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor(dispatch)}
         self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
+        self.alerts = None  # [notify]: alerts from the events, delivered by a thread of their own
+        if config.notify.enabled:
+            from mp_engine.alerts.deliver import Alerter
+
+            self.alerts = Alerter(config.notify, ws.local_dir / "alerts.jsonl", str(ws.root), emit=self.events.emit,
+                                  redact=self.redact, environ=secretenv.environ())  # fmt: skip
+            self.events.listeners.append(self.alerts.on_event)
+        self.mode = "daemon"
         self.ctx = EngineContext(
             ws,
             config,
@@ -128,6 +136,9 @@ class Engine:
         if self.fleet is not None:
             self.fleet.connect()
         self.ws.check()
+        self.mode = "daemon" if daemon else "once"
+        if self.alerts is not None:
+            self.alerts.start()
         self.ws.ensure_dirs()
         for d in (self.ws.root, self.ws.system_dir, self.ws.inbox_dir, self.ws.local_dir):
             for path in sweep_temp_files(d):
@@ -170,7 +181,9 @@ class Engine:
                         self.sync.commit_state(f"mp-engine: engine stopped ({status})")
         except (LockTimeout, MpEngineError, OSError) as e:  # OSError: a full disk, say
             log.warning("could not record OFFLINE", error=str(e))
-        self.events.emit("engine_stopped", pid=os.getpid())
+        self.events.emit("engine_stopped", pid=os.getpid(), mode=self.mode)
+        if self.alerts is not None:
+            self.alerts.close()
         self.events.sync()
         self.sync.stopping()
         self.sync.close()

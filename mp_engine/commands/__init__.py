@@ -46,6 +46,14 @@ def escape_controls(text: str) -> str:
     return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+def say_error(message: str) -> None:
+    """An error line for the operator's terminal: it may quote an MP or a remote, so its
+    control characters are escaped (issue #20)."""
+    import click
+
+    click.echo(escape_controls(message), err=True)
+
+
 def terminal_safe(obj: Any) -> Any:
     """A copy of a report (dicts, lists, strings) with `escape_controls` applied to every
     string: for the human renderings; `--json` output escapes them itself."""

@@ -51,6 +51,14 @@ TESTED_ELSEWHERE = {
     "fleet/dispatch": "tests/e2e/test_fleet.py (the engine's side against a real Temporal server and real workers)",
     "fleet/worker": "tests/e2e/test_fleet.py (`mp-engine worker` processes: killed, cancelled, late)",
     "fleet/workflow": "tests/e2e/test_fleet.py (retried on another worker, cancelled, re-attached)",
+    "cli_orchestrator": "tests/e2e/cmd_send/test_send.py (send) and tests/e2e/cmd_mcp/test_mcp.py (mcp)",
+    "commands/notify": "tests/e2e/test_alerts.py (`mp-engine notify test` against a local receiver)",
+    "config/load": "tests/unit/test_config.py",
+    "config/section": "tests/unit/test_config.py",
+    "config/sections": "tests/unit/test_config.py",
+    "config/agent": "tests/unit/test_config.py and tests/unit/agent/test_chain.py",
+    "config/fleet": "tests/unit/fleet/test_temporal.py (the section's own checks)",
+    "config/notify": "tests/unit/alerts/test_deliver.py",
 }
 
 
@@ -131,7 +139,7 @@ FOUNDATIONS = {
 
 def _room(module: str) -> str | None:
     parts = module.split(".")
-    if parts[0] != "mp_engine" or len(parts) < 2 or (len(parts) == 2 and parts[1] in FOUNDATIONS):
+    if parts[0] != "mp_engine" or len(parts) < 2 or parts[1] in FOUNDATIONS:  # config/ is a package
         return None
     return parts[1]
 

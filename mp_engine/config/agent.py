@@ -1,0 +1,130 @@
+"""`[agent]`: the agent executor's levels, routes, planner and reflector, and the loop's
+budgets, breakers and limits (docs/AGENT.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from mp_engine.config.section import Section
+
+
+class AgentLevel(Section):
+    """One level of the agent escalation chain (docs/AGENT.md)."""
+
+    name: str = Field(min_length=1)
+    argv: tuple[str, ...] = Field(
+        (), description="command; placeholders {prompt} {prompt_file} {workspace} {mt_id} {evidence_dir} {ignore_file}"
+    )
+    hard_gate: bool = Field(False, description="stop here and wait for approval (last level only)")
+    model: str = Field("", description="model id recorded in distillation candidates (default: name)")
+    stdin: bool = Field(False, description="feed the prompt on stdin")
+    timeout: float = Field(900.0, gt=0, description="seconds one agent call may take")
+    idle_timeout: float = Field(300.0, gt=0, description="seconds without output before the call counts as hung")
+    env_allow: tuple[str, ...] = Field((), description="environment variables passed to the agent")
+    max_parallel: int | None = Field(
+        None, ge=1, description="calls of this level at once in a parallel run (a local model may take one)"
+    )
+
+    @model_validator(mode="after")
+    def _runnable(self) -> AgentLevel:
+        if self.hard_gate:
+            return self
+        if not self.argv:
+            raise ValueError(f"level {self.name!r} has no argv; give the agent command or set hard_gate = true")
+        joined = " ".join(self.argv)
+        if not self.stdin and "{prompt}" not in joined and "{prompt_file}" not in joined:
+            raise ValueError(
+                f"level {self.name!r} never passes the prompt; put {{prompt}} or {{prompt_file}} in argv or set stdin = true"
+            )
+        return self
+
+
+def _check_chain(levels: tuple[AgentLevel, ...], where: str) -> None:
+    names = [lv.name for lv in levels]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}: level names must be unique, got {names}")
+    gates = [i for i, lv in enumerate(levels) if lv.hard_gate]
+    if gates and gates != [len(levels) - 1]:
+        raise ValueError(f"{where}: hard_gate is allowed only once, as the last level")
+    if gates and len(levels) == 1:
+        raise ValueError(f"{where}: the chain needs at least one agent level before the hard gate")
+
+
+class AgentRoute(Section):
+    """`[[agent.routes]]`: the micro-tasks tagged `[domain]` run on a chain of their own
+    (issue #17); the others use `[agent] levels`."""
+
+    domain: str = Field(pattern=r"^[A-Za-z][\w-]*$", description="the tag of a list item: `1. [docs] ...`")
+    levels: tuple[AgentLevel, ...] = Field(min_length=1, description="this domain's escalation chain")
+
+    @model_validator(mode="after")
+    def _chain(self) -> AgentRoute:
+        _check_chain(self.levels, f"route {self.domain!r}")
+        return self
+
+
+class AgentConfig(Section):
+    """The agent executor (issue #4, docs/AGENT.md). An empty chain means NEED_INFO."""
+
+    levels: tuple[AgentLevel, ...] = ()
+    routes: tuple[AgentRoute, ...] = Field((), description="chains for micro-tasks tagged with a domain")
+    fail_threshold: int = Field(3, ge=1, description="failed iterations at a level before escalating")
+    max_iterations: int = Field(30, ge=1, description="agent iterations per MP, all micro-tasks together")
+    wall_budget: float = Field(3600.0, gt=0, description="active seconds per MP when it has no `Timeout:`")
+    calls_per_hour: int = Field(100, ge=1, description="agent calls in any rolling hour, across restarts")
+    require_checks: bool = Field(True, description="an agent MP without Validate checks ends in NEED_INFO")
+    learnings_max_bytes: int = Field(16384, ge=1024, description="learnings file size that triggers compaction")
+    output_tail_bytes: int = Field(2000, ge=100, description="tail of each failing check shown in the next prompt")
+    token_budget: int = Field(
+        8000, ge=0, description="estimated prompt tokens; the task's files and the repository map fill what is left"
+    )
+    max_no_progress: int = Field(3, ge=1)
+    max_same_error: int = Field(5, ge=1)
+    max_missing_status: int = Field(2, ge=1)
+    max_test_only: int = Field(3, ge=1)
+    divergence_window: int = Field(
+        3, ge=2, description="residuals in a row, each above the one before, that mean divergence (Phuc's rule: 3)"
+    )
+    done_signals: int = Field(
+        1, ge=1, description="iterations in a row an agent must claim a micro-task done (Loopr's done signals)"
+    )
+    transient_retries: int = Field(3, ge=0, description="retries of a call that hit a transient outage")
+    transient_backoff: float = Field(10.0, ge=0, description="first backoff in seconds; doubles per retry")
+    usage_limit_wait: float = Field(1800.0, gt=0, description="wait after a usage limit without a parsable reset")
+    rate_limit_wait: float = Field(
+        60.0, gt=0, description="wait after a rate limit (429, per minute) without a parsable reset"
+    )
+    plan: Literal["list", "auto"] = Field(
+        "list", description="`auto`: the planner level plans every agent MP (an MP's `Plan:` header overrides)"
+    )
+    planner: AgentLevel | None = Field(None, description="`[agent.planner]`: the level that answers with a plan")
+    reflector: AgentLevel | None = Field(
+        None, description="`[agent.reflector]`: the level asked at each drift check whether the work serves the goal"
+    )
+    max_replans: int = Field(2, ge=0, description="re-plans per MP after a task exhausts its chain or drift is found")
+    land: Literal["merge", "branch"] = Field(
+        "merge", description="an EXACT run's work branch: merged into the channel branch, or left for review"
+    )
+    max_parallel: int = Field(
+        1, ge=1, le=64, description="micro-tasks of one MP at once, each in its own worktree (1: one at a time)"
+    )
+    max_parallel_checks: int | None = Field(
+        None, ge=1, description="checks running at once in a parallel run (default: the CPU count)"
+    )
+    max_integration_retries: int = Field(
+        2, ge=0, description="integration failures (conflict, broken check) before a task is tried alone"
+    )
+
+    @model_validator(mode="after")
+    def _chain(self) -> AgentConfig:
+        _check_chain(self.levels, "[agent] levels")
+        domains = [r.domain.lower() for r in self.routes]  # tags match without case
+        if len(set(domains)) != len(domains):
+            raise ValueError(f"route domains must be unique, got {domains}")
+        for role in ("planner", "reflector"):
+            lv = getattr(self, role)
+            if lv is not None and lv.hard_gate:
+                raise ValueError(f"[agent.{role}] must call an agent; a hard gate cannot plan or reflect")
+        return self

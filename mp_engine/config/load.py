@@ -1,0 +1,113 @@
+"""The whole configuration (`Config`) and how it is loaded: `mp-engine.toml` plus
+`MP_ENGINE_<SECTION>__<KEY>` overrides, with errors that name the key and its source."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from mp_engine.config.agent import AgentConfig
+from mp_engine.config.fleet import FleetConfig
+from mp_engine.config.notify import NotifyConfig
+from mp_engine.config.section import Section
+from mp_engine.config.sections import (
+    ArchiveConfig,
+    EngineConfig,
+    ExecutionConfig,
+    GitConfig,
+    MetricsConfig,
+    RecoveryConfig,
+    SecretsConfig,
+    WatchConfig,
+)
+from mp_engine.errors import ConfigError
+from mp_engine.workspace import CONFIG_FILE
+
+ENV_PREFIX = "MP_ENGINE_"
+
+
+class Config(Section):
+    engine: EngineConfig = EngineConfig()
+    watch: WatchConfig = WatchConfig()
+    execution: ExecutionConfig = ExecutionConfig()
+    recovery: RecoveryConfig = RecoveryConfig()
+    archive: ArchiveConfig = ArchiveConfig()
+    git: GitConfig = GitConfig()
+    secrets: SecretsConfig = SecretsConfig()
+    agent: AgentConfig = AgentConfig()
+    metrics: MetricsConfig = MetricsConfig()
+    fleet: FleetConfig = FleetConfig()
+    notify: NotifyConfig = NotifyConfig()
+
+
+def _coerce_env_value(raw: str) -> Any:
+    """JSON when it parses (numbers, booleans, lists), the raw string otherwise."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], str]]:
+    overrides: dict[str, dict[str, Any]] = {}
+    origin: dict[tuple[str, str], str] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        section, _, key = name[len(ENV_PREFIX) :].lower().partition("__")
+        overrides.setdefault(section, {})[key] = _coerce_env_value(raw)
+        origin[(section, key)] = name
+    return overrides, origin
+
+
+def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
+            return []
+        model = field.annotation
+    return sorted(model.model_fields)
+
+
+def _describe(err: ValidationError, source: str, origin: dict[tuple[str, str], str]) -> str:
+    lines = []
+    for e in err.errors():
+        loc = tuple(e["loc"])
+        key = ".".join(str(p) for p in loc)
+        where = origin.get(tuple(str(p) for p in loc[:2])) if len(loc) >= 2 else None
+        where = f"environment variable {where}" if where else source
+        if e["type"] == "extra_forbidden":
+            known = ", ".join(_known_keys(Config, loc)) or "(none)"
+            lines.append(f"{key}: unknown key in {where}; known keys here: {known}")
+        else:
+            lines.append(f"{key}: {e['msg']} (got {e.get('input')!r}, from {where})")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def load_config(root: Path, environ: Mapping[str, str] | None = None) -> Config:
+    """Load `<root>/mp-engine.toml` (optional) and apply environment overrides."""
+    environ = os.environ if environ is None else environ
+    path = Path(root) / CONFIG_FILE
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(
+                f"{path} is not valid TOML: {e}. Fix the syntax at that line (or move the file aside and run `mp-engine init` to write a fresh one)."
+            ) from e
+    overrides, origin = _env_overrides(environ)
+    for section, values in overrides.items():
+        if not isinstance(data.get(section, {}), dict):
+            raise ConfigError(f"{path}: [{section}] must be a table")
+        data.setdefault(section, {}).update(values)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_describe(e, str(path), origin)) from e

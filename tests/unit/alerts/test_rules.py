@@ -1,0 +1,39 @@
+"""Which events are alerts and what they say (mp_engine/alerts/rules.py): what happened,
+for which MP, and the one command that acts on it."""
+
+from mp_engine.alerts.rules import Rules
+
+ALL = ("halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused")
+
+
+def test_a_failed_mp_that_halts_says_why_and_how_to_lift_the_halt():
+    rules = Rules("/srv/ws", ALL)
+    failed = {"event": "mp_failed", "mp": "MP-1.4", "kind": "step_failed", "summary": "step 2 exited 1", "fix": "x"}
+    error = rules.alert(failed)
+    assert error.kind == "error" and "MP-1.4: step 2 exited 1" in error.body and "Approves: MP-1.4" in error.act
+    halt = rules.alert({"event": "halted", "mp": "MP-1.4", "approve_with": "Approves: MP-1.4"})
+    assert halt.kind == "halt" and halt.mp == "MP-1.4" and "step 2 exited 1" in halt.body and "Fix: x" in halt.body
+    assert "`Approves: MP-1.4`" in halt.act and "mp-engine approve --root /srv/ws" in halt.act
+    assert "To act:" in halt.text() and "/srv/ws" in halt.text()
+
+
+def test_an_mp_that_ended_asking_a_person_is_a_blocked_alert_not_a_halt():
+    rules = Rules("/ws", ALL)
+    rules.alert({"event": "mp_failed", "mp": "MP-2.1", "kind": "agent_blocked", "summary": "MT-002 asks which DB"})
+    a = rules.alert({"event": "halted", "mp": "MP-2.1", "approve_with": "Approves: MP-2.1"})
+    assert a.kind == "blocked" and "asks a person: MT-002 asks which DB" in a.body
+
+
+def test_only_the_kinds_asked_for_and_no_engine_down_for_once():
+    rules = Rules("/ws", ("halt", "engine_down"))
+    assert rules.alert({"event": "mp_completed", "mp": "MP-1.0", "duration": 1.2}) is None
+    assert rules.alert({"event": "mp_failed", "mp": "MP-1.0", "kind": "k", "summary": "s", "fix": "f"}) is None
+    assert rules.alert({"event": "engine_stopped", "pid": 1, "mode": "once"}) is None
+    down = rules.alert({"event": "engine_stopped", "pid": 1, "mode": "daemon"})
+    assert down.kind == "engine_down" and "systemctl start mp-engine" in down.act
+    assert rules.alert({"event": "step_finished"}) is None
+    every = Rules("/ws", ALL)
+    assert every.alert({"event": "mp_completed", "mp": "MP-1.0", "duration": 1.2}).kind == "completed"
+    assert every.alert({"event": "mp_cancelled", "mp": "MP-1.0", "source": "host"}).kind == "cancelled"
+    refused = every.alert({"event": "sync_push_refused", "message": "protected branch"})
+    assert refused.kind == "push_refused" and "protected branch" in refused.body and "doctor" in refused.act
