@@ -7,6 +7,8 @@ slot lost, queued) runs now. One path for both:
   4. the executor it names and the executor's own validation, as in 2;
   5. from the slot only: a cancel request naming it ends it CANCELLED before it starts;
   6. the halt: held, unless its `Approves:` names the halt, which admission then lifts.
+An MP whose `Answers:` names the MP the engine is halted on is that MP's answer: it ends
+at once and the answered run goes on (answering.py); refused when nothing waits for it.
 
 The verdict says what the caller does next: claim and drive (`Admitted`), record the
 refusal (`Refused`), leave it (`Held`), or nothing, admission having ended it (`Ended`).
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from mp_engine.answering import take_mp
 from mp_engine.cancel_waiting import cancel_before_start
 from mp_engine.context import Action, EngineContext, TickResult
 from mp_engine.errors import InvalidMPError
@@ -75,6 +78,9 @@ def admit(
     assert data is not None
     if from_slot and (earlier := ctx.channel.earlier_run(mp.mp_id, mp.sha256, data)) is not None:
         return Ended(_drop_duplicate(ctx, mp, earlier))
+    if mp.answers is not None:  # an answer to the MP the engine is halted on (answering.py)
+        answered = take_mp(ctx, state, mp, data)
+        return Refused(answered) if isinstance(answered, InvalidMPError) else Ended(answered)
     try:
         executor = executor_for(mp, executors, ctx.config.execution.executor)
         executor.validate(mp)

@@ -320,6 +320,25 @@ def cancel(root: Path, mp_id: str | None, timeout: float) -> int:
     return cmd(root, mp_id, timeout, click.echo, _err)
 
 
+@cli.command()
+@root_option
+@click.argument("mp_id", metavar="MP-ID")
+@click.argument("text", required=False)
+@click.option("--file", "file", type=click.File("r"), help="Read the answer from this file (`-`: stdin).")
+@click.option("--mt", metavar="MT-ID", help="The micro-task answered (default: the one that asked).")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds to wait for the engine to act.")
+def answer(root: Path, mp_id: str, text: str | None, file, mt: str | None, timeout: float) -> int:
+    """Answer the agent MP the engine is halted on because it asked; the same run goes on.
+
+    \b
+    Example:
+      mp-engine answer MP-2.1 "Use PostgreSQL 16; the password is in ~/.pgpass on the CI host."
+    """
+    from mp_engine.commands.answer import answer as cmd  # lazy: see the module docstring
+
+    return cmd(root, mp_id, file.read() if file else text or "", mt, timeout, click.echo, _err)
+
+
 cli.add_command(send)  # the orchestrator's side (cli_orchestrator.py)
 cli.add_command(mcp)
 

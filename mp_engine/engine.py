@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from mp_engine import __version__, secretenv, synced
+from mp_engine import __version__, answering, secretenv, synced
 from mp_engine.admit import Ended, Held, Refused, admit, executor_for
 from mp_engine.agent.executor import AgentExecutor
 from mp_engine.atomic import sweep_temp_files
@@ -37,6 +37,8 @@ from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.execute.base import Executor
 from mp_engine.execute.shell import ShellExecutor
 from mp_engine.finalize import finalize
+from mp_engine.inbox.answer import pending as pending_answer
+from mp_engine.inbox.answer import requested as answer_requested
 from mp_engine.inbox.cancel_request import pending as pending_cancels
 from mp_engine.inbox.cancel_request import requested as cancel_requested
 from mp_engine.inbox.intake import Entry, Inbox
@@ -214,6 +216,7 @@ class Engine:
             and not len(self.inbox.queue)
             and self.state.read().run_id is None
             and not cancel_requested(self.ws)
+            and not answer_requested(self.ws)
         ):
             return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=scan.wait_until)
         try:
@@ -233,6 +236,9 @@ class Engine:
 
     def _tick_locked(self) -> TickResult:
         state = self.state.read()
+        got = pending_answer(self.ws)  # an answer to the MP the engine is halted on (answering.py)
+        if got is not None and answering.take_file(self.ctx, state, got):
+            return self._resume(RunArchive(self.ws.runs_dir / str(self.state.read().run_id)))
         waiting = state.waiting
         # A cancel request ends a wait at once: the run resumes, and its watch fires.
         if (

@@ -75,6 +75,15 @@ class _Ending:
         return f"then send the MP again with `Approves: {self.mp_id}`"
 
     @property
+    def answer(self) -> str:
+        """How a person answers a run that asks (inbox/answer.py): the same run goes on."""
+        return (
+            f"`mp-engine answer {self.mp_id} 'TEXT'` on the engine host, or `mp-engine send --answer {self.mp_id} "
+            f"FILE --repo URL` (MCP `answer`; an MP with `Answers: {self.mp_id}` does it too): the same run goes "
+            f"on, on its branch"
+        )
+
+    @property
     def best(self) -> str:
         """The best iteration, as a sentence after the detail (or nothing)."""
         best = self.cert.best or {}
@@ -154,7 +163,7 @@ RULES: list[_Rule] = [
             "agent_hard_gate",
             f"hard gate reached on {e.where}",
             e.cert.detail + e.best,
-            f"Finish {e.where} by hand (or add a stronger level before the hard gate), {e.resend}.",
+            f"Answer it, saying how {e.where} goes on (or what to do instead): {e.answer}.",
         ),
     ),
     _Rule(
@@ -182,8 +191,7 @@ RULES: list[_Rule] = [
             "agent_blocked",
             f"agent blocked on {e.where}",
             e.cert.detail,
-            f"Add what the agent asked for{e.asked} to {e.where}'s instructions in the MP (or provide it in the "
-            f"workspace), {e.resend}.",
+            f"Answer it{e.asked}: {e.answer}.",
         ),
         own_fix=True,
     ),

@@ -26,7 +26,7 @@ import json
 import time
 from typing import Any
 
-from mp_engine.agent import campaign
+from mp_engine.agent import answers, campaign
 from mp_engine.agent import certificate as cert
 from mp_engine.agent.attempt import Attempt, call, record, work
 from mp_engine.agent.breakers import CallLimiter
@@ -109,6 +109,9 @@ class AgentRun:
         parallel = self.parallel
         state = LoopState(self.cfg, self.first_plan, progress.data["base"]["digest"], self.planned, parallel)
         replay(state, self.ctx.ledger, self.ctx.run.steps_dir)
+        self.act(state, answers.take(state, self.steps, self.run_dir))  # a person answered the task it ended on
+        if any(t.answers for t in state.tasks):
+            self.work.uncommit_leftovers()
         if parallel:  # tasks that ran at once spent the wall time of their union, not its sum
             self.ctx.budget.used = wall_used(self.ctx.ledger.model.steps)
         if fresh:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from mp_engine.agent import certificate as cert
+from mp_engine.agent.answerstate import AnswerState
 from mp_engine.agent.campaignstate import CampaignState, exhausted
 from mp_engine.agent.chain import chain_for
 from mp_engine.agent.decompose import Plan
@@ -21,7 +22,7 @@ from mp_engine.agent.taskstate import Cursor, Effect, TaskState
 from mp_engine.config import AgentConfig, AgentLevel
 
 
-class LoopState(CampaignState, ParallelState):
+class LoopState(CampaignState, ParallelState, AnswerState):
     def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str, planned: bool = False, parallel: bool = False):
         self.cfg = cfg
         self.chains = [chain_for(cfg, t.domain) for t in plan.tasks]  # each task's levels (routes)

@@ -78,6 +78,7 @@ def build(
     budget: Budget,
     context: str = "",
     statuses: dict[str, str] | None = None,
+    answers: list[dict[str, str]] | None = None,
 ) -> str:
     n = len(plan.tasks)
     out = [
@@ -95,6 +96,9 @@ def build(
         task.text,
         "",
     ]
+    for qa in answers or []:  # the run ended on this task's question; a person answered (issue #32)
+        out += ["## You asked; a person answered", "", "Your question:", fenced(qa["question"], "text"), "",
+                "The answer:", fenced(qa["answer"], "text"), ""]  # fmt: skip
     others = [t for t in plan.tasks if t.mt_id != task.mt_id]
     if others:
         out += ["## Other micro-tasks of this MP (context only: done before or after this one)", ""]

@@ -72,6 +72,7 @@ class Prompter:
             tails=self.failing_tails(previous) if previous is not None else {},
             learnings=learnings.read(self.learnings_path),
             statuses={t.mt_id: t.status for t in state.tasks},
+            answers=ts.answers,
             budget=prompt.Budget(
                 iterations_left=self.cfg.max_iterations - state.total,
                 max_iterations=self.cfg.max_iterations,

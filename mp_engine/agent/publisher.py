@@ -31,6 +31,7 @@ from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.ledger import StepStatus
 from mp_engine.record.outcome import read_capped
 
+ANSWERABLE = ("agent_blocked", "hard_gate")  # endings a person's answer resumes (inbox/answer.py)
 COMPLETED_BY = {cert.EXACT: "completed", cert.UNVERIFIED: "completed", cert.BACKPRESSURE: "cancelled"}
 ENDED_EVENT = {
     cert.EXACT: ("micro_task_loop_completed", "FR-EVT-MT-009"),
@@ -280,6 +281,8 @@ class Publisher:
         }
         if c.type in (cert.EXACT, cert.UNVERIFIED):
             return ExecResult(status="completed", checks=checks, extra=extra)
+        if c.type == cert.BLOCKED and c.reason in ANSWERABLE and c.mt:  # a person can answer: the run goes on
+            extra["answerable"] = {"mt": c.mt, "question": c.detail}
         res = ExecResult(
             status="failed",
             checks=checks,

@@ -13,7 +13,7 @@ from mp_engine.agent.publisher import where
 from mp_engine.agent.taskstate import Emit
 from mp_engine.record.ledger import Ledger, StepStatus, read_artifact
 
-REPLAYED = ("agent", "plan", "drift", "start", "integrate")
+REPLAYED = ("agent", "plan", "drift", "start", "integrate", "answer")
 
 
 def records(ledger: Ledger, steps_dir: Path) -> list[tuple[str, dict]]:
@@ -35,9 +35,11 @@ def replay(state: LoopState, ledger: Ledger, steps_dir: Path) -> None:
     """Rebuild the loop state from the records in the ledger (their artifacts in
     `steps_dir`), in the order they were applied."""
     for kind, rec in records(ledger, steps_dir):
-        if state.final is not None:
-            return
-        if rec.get("fatal"):
+        if kind == "answer":  # a person answered the task the run ended on: it goes on (answers.py)
+            state.apply_answer(rec)
+        elif state.final is not None:
+            continue
+        elif rec.get("fatal"):
             state.apply_fatal(rec)
         elif kind == "plan":
             state.apply_plan(rec)

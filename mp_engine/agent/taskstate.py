@@ -62,6 +62,7 @@ class TaskState:
     refresh_due: bool = False  # its work did not integrate: its worktree starts over from the tip
     integration_failures: int = 0
     solo: bool = False  # integrated only when no other task runs (max_integration_retries spent)
+    answers: list[dict[str, str]] = field(default_factory=list)  # what it asked and a person answered
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +82,7 @@ class TaskState:
                 else {}
             ),
             **({"workers": self.workers} if self.workers else {}),
+            **({"answers": self.answers} if self.answers else {}),
         }
 
     @property

@@ -31,6 +31,7 @@ from mp_engine.workspace import WORK_PATHSPEC, Workspace
 # runner sets GIT_LITERAL_PATHSPECS=1 for the engine's own named paths).
 MAGIC = {"GIT_LITERAL_PATHSPECS": "0"}
 TIMEOUT = 120.0
+LEFTOVERS = "work not yet committed at the end of the run"
 
 
 class NoGit(Exception):
@@ -98,6 +99,18 @@ class WorkBranch:
             self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), "HEAD")
         return self.path
 
+    def uncommit_leftovers(self) -> bool:
+        """An answered run goes on (issue #32): the work its end committed as leftovers is
+        uncommitted again (the branch steps back over that commit, the files stay), so the
+        task that asked still ends as one commit. True when there was such a commit."""
+        if self.parallel:
+            return False
+        subject = self._git("log", "-1", "--format=%s", cwd=self.path, check=False).out.strip()
+        if subject != f"{self.mp_id}: {LEFTOVERS}":
+            return False
+        self._git("reset", "--soft", "--quiet", "HEAD~1", cwd=self.path)
+        return True
+
     def commit(self, message: str, trailer: str | None = None) -> str:
         """Commit everything the agent changed in the worktree but the engine's files;
         an empty commit when it changed nothing (one commit per accepted micro-task).
@@ -135,7 +148,7 @@ class WorkBranch:
         # A parallel run's work is on the branch, task by task; its worktree holds only
         # what the integration's checks left.
         if not self.parallel and self.leftovers():
-            self.commit(f"{self.mp_id}: work not yet committed at the end of the run")
+            self.commit(f"{self.mp_id}: {LEFTOVERS}")
         tip = self._git("rev-parse", self.branch).out.strip()
         if not exact:
             return Landing(

@@ -77,11 +77,15 @@ class Rules:
             failed = self._failed.pop(str(mp), {})
             approve = f"an MP with the header `{e.get('approve_with')}`, or `mp-engine approve {root}` on the host"
             if failed.get("kind") in BLOCKED_KINDS:
+                answer = (
+                    f"answer it: `mp-engine answer {mp} 'TEXT' {root}` on the host, or `mp-engine send --answer {mp} "
+                    f"FILE --repo URL` (the same run goes on)"
+                )
                 return Alert(
                     "blocked",
                     f"mp-engine: {mp} is waiting for an answer",
                     f"{mp} asks a person: {failed.get('summary')}.\n{failed.get('fix') or ''}".rstrip(),
-                    approve,
+                    answer if failed.get("kind") != "agent_need_info" else approve,
                     mp,
                     e,
                 )

@@ -43,7 +43,9 @@ a goal the engine's planner splits into tasks; its `## Validate` checks alone de
 it is done, so give it checks. Use a new id for every MP. Send with send_mp, then call wait_result with the MP id until done is
 true (each call waits at most 25 s). A failed MP halts the engine: read the result's
 diagnosis and its one fix, then send the corrected MP with approve (it adds
-`Approves: <failed id>`). get_status tells whether the engine is up, running or halted.
+`Approves: <failed id>`). An agent MP that ended asking a question (its diagnosis says
+so) goes on when you answer it with answer. get_status tells whether the engine is up,
+running or halted.
 """
 
 
@@ -81,7 +83,7 @@ def _logged(tool: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[
 
 
 def build_server(orch: Orchestrator, token: str | None = None, url: str | None = None) -> Any:
-    """The MCP server with the seven tools; with `token`, HTTP requests need it."""
+    """The MCP server with the eight tools; with `token`, HTTP requests need it."""
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
@@ -139,6 +141,12 @@ def build_server(orch: Orchestrator, token: str | None = None, url: str | None =
         CANCELLED (wait_result)."""
         return orch.cancel(mp_id)
 
+    def answer(mp_id: str, text: str) -> dict[str, Any]:
+        """Answer the agent MP mp_id, which ended asking a question (the engine is halted
+        on it; its result's diagnosis has the question): `text` is the answer. The same
+        run goes on with it; wait_result(mp_id) then waits for its new result."""
+        return orch.answer(mp_id, text)
+
     write = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
     danger = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
     for fn, notes in (
@@ -149,6 +157,7 @@ def build_server(orch: Orchestrator, token: str | None = None, url: str | None =
         (get_run_file, read),
         (approve, danger),
         (cancel, danger),
+        (answer, write),
     ):
         server.add_tool(_logged(fn.__name__, fn), name=fn.__name__, description=fn.__doc__, annotations=notes)
     return server

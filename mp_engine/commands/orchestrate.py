@@ -137,7 +137,9 @@ class Orchestrator:
         waiting_again = pending_mp is not None and (pending_mp.sha256 == ref if by_sha else pending_mp.mp_id == ref)
         running = state.get("status") == "RUNNING" and mp_id is not None and state.get("current") == mp_id
         entries = [r for r in self._index(s, tip) if r.get(key) == ref]
-        if entries and not (waiting_again and not by_sha):
+        # A run a person answered goes on: its earlier result is not the answer to wait for.
+        resumed = running and bool(entries) and entries[-1].get("run_id") == state.get("run_id")
+        if entries and not (waiting_again and not by_sha) and not resumed:
             entry = entries[-1]
             return {
                 "done": True,
@@ -239,6 +241,18 @@ class Orchestrator:
             "waiting_mp_sha256": sent[2],
             "note": " ".join(self.said),
         }
+
+    def answer(self, mp_id: str, text: str) -> dict[str, Any]:
+        if not MP_ID_RE.fullmatch(mp_id):
+            return {"sent": False, "error": f"{mp_id!r} is not an MP id; give one like MP-1.4"}
+        if not text.strip():
+            return {"sent": False, "error": "the answer is empty"}
+        with self._lock:
+            self.said.clear()
+            sent = self.sender.answer(mp_id, text, None)
+        if isinstance(sent, int):
+            return {"sent": False, "error": " ".join(self.said)}
+        return {"sent": True, "mp_id": mp_id, "commit": sent[1], "note": "its run goes on; wait_result waits for it"}
 
 
 def _ids(mp: MicroProject) -> dict[str, Any]:

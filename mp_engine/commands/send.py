@@ -28,8 +28,10 @@ import mp_engine.sync.heartbeat as heartbeat
 from mp_engine.errors import InvalidMPError, SyncError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.gitcmd import git
+from mp_engine.inbox.answer import ANSWER_PATH
+from mp_engine.inbox.answer import render as render_answer
 from mp_engine.inbox.cancel_request import CANCEL_PATH
-from mp_engine.inbox.header import MP_ID_RE, header_summary
+from mp_engine.inbox.header import header_summary
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
 from mp_engine.sync.heartbeat import HEARTBEAT_BRANCH, verdict
 from mp_engine.sync.push import PushRejected, push_checked
@@ -137,6 +139,24 @@ class Sender:
             return None
 
         sent = self.commit(CANCEL_PATH, f"{mp_id}\n".encode(), f"{mp_id}: cancel", precheck)
+        return sent if isinstance(sent, int) else (*sent, found[0])
+
+    def answer(self, mp_id: str, text: str, mt: str | None) -> tuple[Path, str, str | None] | int:
+        """Commit `Claude_Inbox/answer.txt` answering `mp_id`, which the engine must be
+        halted on; also return that MP's SHA-256 (the answered run's result names it)."""
+        found: list[str | None] = [None]
+
+        def precheck(state: dict, pending: bytes | None, first: bool) -> int | None:
+            halt = state.get("halt") or {}
+            if halt.get("mp_id") != mp_id:
+                on = f"halted on {halt['mp_id']}" if halt.get("mp_id") else f"{state.get('status', '?')}, not halted"
+                self.err(f"not sent: {mp_id} waits for no answer (the engine is {on})")
+                return ExitCode.NOT_RUNNABLE
+            last = state.get("last_result") or {}
+            found[0] = last.get("mp_sha256") if last.get("mp_id") == mp_id else None
+            return None
+
+        sent = self.commit(ANSWER_PATH, render_answer(mp_id, text, mt).encode(), f"{mp_id}: answer", precheck)
         return sent if isinstance(sent, int) else (*sent, found[0])
 
     def commit(
@@ -268,7 +288,7 @@ def state_at(s: GitSession, commit: str) -> dict:
 def _cannot_run(state: dict, mp: MicroProject) -> str | None:
     """Why `mp` could not run on an engine in `state`, or None."""
     halt = state.get("halt") or {}
-    if not halt or mp.approves in (halt.get("mp_id"), halt.get("run_id")):
+    if not halt or mp.approves in (halt.get("mp_id"), halt.get("run_id")) or mp.answers == halt.get("mp_id"):
         return None
     return (
         f"the engine is halted on {halt.get('mp_id')} ({halt.get('reason', 'see its result')}) and {mp.mp_id} does "
@@ -331,41 +351,6 @@ def send_mp(
         if not wait:
             return ExitCode.OK
         return sender.wait(clone, commit, (mp.mp_id, mp.sha256, "COMPLETED"), timeout, poll, stop or threading.Event())
-    except SyncError as e:
-        err(f"mp-engine send: {e}")
-        return ExitCode.GIT
-
-
-def send_cancel(
-    mp_id: str,
-    repo: str,
-    *,
-    branch: str = "main",
-    wait: bool = False,
-    timeout: float = 600.0,
-    poll: float = 2.0,
-    echo: Callable[[str], None] = print,
-    err: Callable[[str], None] = print,
-    stop: threading.Event | None = None,
-) -> int:
-    """`send --cancel MP-ID`: commit a cancel request naming it; with `--wait`, wait for
-    the MP's CANCELLED result (exit 0; 1 when it ended otherwise)."""
-    if not MP_ID_RE.match(mp_id):
-        err(f"mp-engine send --cancel: {mp_id!r} is not an MP id; give one like MP-1.4")
-        return ExitCode.USAGE
-    sender = Sender(repo, branch, echo, err)
-    try:
-        sent = sender.cancel(mp_id)
-        if isinstance(sent, int):
-            return sent
-        clone, commit, sha256 = sent
-        echo(f"sent a cancel request for {mp_id} in {commit[:12]} to {repo} ({branch})")
-        if not wait:
-            return ExitCode.OK
-        if sha256 is None:
-            err(f"not waiting: {mp_id} is not in the remote's inbox, so no result will name it")
-            return ExitCode.MP_ERROR
-        return sender.wait(clone, commit, (mp_id, sha256, "CANCELLED"), timeout, poll, stop or threading.Event())
     except SyncError as e:
         err(f"mp-engine send: {e}")
         return ExitCode.GIT

@@ -69,6 +69,7 @@ HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Timeout": (_positive_seconds, "whole-MP timeout in seconds"),
     "Step-Timeout": (_positive_seconds, "per-step timeout in seconds"),
     "Approves": (_mp_ref, "id of the failed MP this one approves, lifting the halt"),
+    "Answers": (_mp_ref, "id of the agent MP that asked a question; this MP's text is the answer, and its run goes on"),
     "Executor": (_executor, "`shell` (default) or `agent`"),
     "Plan": (_plan, "agent MPs: `auto` (the planner level plans) or `list` (one micro-task per list item)"),
     "Max-Parallel": (_positive_int, "agent MPs: at most this many micro-tasks at once (lowers `[agent] max_parallel`)"),

@@ -98,6 +98,10 @@ class MicroProject:
         return self.headers.get("Approves")
 
     @property
+    def answers(self) -> str | None:
+        return self.headers.get("Answers")
+
+    @property
     def executor(self) -> str | None:
         return self.headers.get("Executor")
 
@@ -302,7 +306,14 @@ def parse_head(data: bytes, *, max_bytes: int = 1024 * 1024) -> tuple[str, str, 
 
 
 def require_executable(mp: MicroProject) -> None:
-    """For the shell executor: an MP with no steps and no checks is an error."""
+    """For the shell executor: an MP with no steps and no checks is an error, but for an
+    answer (`Answers:`), whose text is the answer."""
+    if mp.answers is not None:
+        if not any(line.strip() for _, line in mp.body):
+            raise InvalidMPError(
+                f"the MP answers {mp.answers} but says nothing", "Write the answer below the headers.", mp_id=mp.mp_id
+            )
+        return
     if not mp.steps and not mp.checks:
         raise InvalidMPError(
             "the MP has nothing to execute: no ```bash, ```sh or ```file block",

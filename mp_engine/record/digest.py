@@ -107,9 +107,10 @@ def write_digest(ws: Workspace, o: Outcome, redact=lambda s: s) -> list[Path]:
     without fsync: the paths are returned for the caller's one round of fsyncs."""
     last = write_last(ws, o, redact, durable=False)
     index = ws.system_dir / INDEX
-    # Not twice after a crash mid-finalize: the run's line would be the last one.
-    if f'"run_id": "{o.run_id}"' not in read_tail(index, 4096):
-        line = redact(json.dumps(index_line(o), ensure_ascii=False))
+    # Not twice after a crash mid-finalize: the line would be the last one. (A run a person
+    # answered ends again, later: a line of its own.)
+    line = redact(json.dumps(index_line(o), ensure_ascii=False))
+    if line not in read_tail(index, max(4096, 2 * len(line))):
         _rotate(index, len(line) + 1)
         append_durable(index, line, durable=False)
     return [last, index]

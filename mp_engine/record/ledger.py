@@ -241,6 +241,21 @@ class Ledger:
         self.save()
 
     @_locked
+    def reopen(self, reason: str) -> None:
+        """A run that ended asking a person goes on after the answer (issue #32): its
+        outcome is kept under `answered`, it is open again and will end with a new one; its
+        inbox slot was released at its first end and is left alone."""
+        earlier = list(getattr(self.model, "answered", None) or [])
+        if self.model.outcome is not None:
+            earlier.append(self.model.outcome)
+        self.model.answered = earlier
+        self.model.outcome = None
+        self.model.status = "open"
+        self.model.inbox_entry = "untouched"
+        self.model.resume_reason = reason
+        self.save()
+
+    @_locked
     def close(self) -> None:
         self.model.status = "closed"
         self.save()

@@ -31,6 +31,7 @@ class PushRefused(SyncError):
 
 # What remotes say when they refuse a push on purpose (git's own `[remote rejected]`, and
 # GitHub's / GitLab's wording for size limits, protected branches and permissions).
+LOST_RACE_RE = re.compile(r"cannot lock ref .*is at [0-9a-f]+ but expected|incorrect old value provided")
 REFUSED_RE = re.compile(
     r"\[remote rejected\]|hook declined|protected branch|GH00\d|large files? detected|file size limit|"
     r"not allowed to (push|force)|permission to \S+ denied|returned error: 403|insufficient permission",
@@ -58,7 +59,10 @@ def push_checked(s: GitSession, remote_name: str, branch: str, timeout: float) -
     results = [line.split("\t") for line in r.out.splitlines() if line.count("\t") >= 2]
     for flag, _ref, summary, *_ in results:
         if flag == "!":
-            if summary.startswith("[rejected]"):
+            # A push that lost a race at the remote (another push updated the branch between
+            # its check and its update: git's "cannot lock ref ... is at X but expected Y")
+            # is a rejection like any other: fetch, rebase and push again.
+            if summary.startswith("[rejected]") or LOST_RACE_RE.search(r.err):
                 raise PushRejected(f"push of {branch} rejected: {summary}")
             raise _refusal(summary, r.err)
     if r.code != 0:

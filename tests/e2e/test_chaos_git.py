@@ -20,7 +20,7 @@ import time
 import pytest
 
 from tests.conftest import read_state, wait_for
-from tests.gitutil import clone, engine_workspace, git, make_remote, remote_file
+from tests.gitutil import clone, engine_workspace, git, make_remote, push_file, remote_file
 
 pytestmark = pytest.mark.daemon
 
@@ -66,11 +66,8 @@ def send(orch, n: int) -> None:
         timeout=60,
         what=f"the inbox to be free for MP-30.{n}",
     )
-    (orch / INBOX).parent.mkdir(exist_ok=True)
-    (orch / INBOX).write_text(f"# MP-30.{n} Chaos\n\n```bash\nmkdir -p out && echo run >> out/ran-{n}.txt\n```\n")
-    git(orch, "add", "-A")
-    git(orch, "commit", "-qm", f"send MP-30.{n}")
-    git(orch, "push", "-q", "origin", "HEAD:main")
+    text = f"# MP-30.{n} Chaos\n\n```bash\nmkdir -p out && echo run >> out/ran-{n}.txt\n```\n"
+    push_file(orch, INBOX, text, f"send MP-30.{n}")  # rebased and pushed again if the engine pushed first
 
 
 def test_random_kills_during_a_stream_of_mps_lose_nothing_and_run_nothing_twice(tmp_path, daemon_factory):

@@ -16,7 +16,7 @@ from mp_engine.clock import parse_iso
 from tests.agentutil import calls, configure, level
 from tests.conftest import events, read_state, wait_for
 from tests.e2e.cmd_send.test_send import GIT_ENV, finish, send
-from tests.gitutil import clone, engine_workspace, git, make_remote, remote_file
+from tests.gitutil import clone, engine_workspace, git, make_remote, push_file, remote_file
 from tests.unit.agent.test_loop import alive
 from tests.unit.agent.test_parallel import FIVE, listed
 
@@ -72,13 +72,7 @@ def test_random_kills_during_parallel_mps_leave_one_result_each_and_one_commit_p
                 checks=[(f"MT-00{k}", f"grep -qx {c}{n} notes-{c}.txt") for k, c in enumerate("abc", 1)]
                 + [("MT-004", f"grep -qx 'done {n}' out/done.txt")],
             ).replace("MP-9.1", f"MP-31.{n}")
-            git(orch, "pull", "-q", "--ff-only")
-            inbox = orch / "Claude_Inbox" / "incoming_microproject.txt"
-            inbox.parent.mkdir(exist_ok=True)
-            inbox.write_text(text)
-            git(orch, "add", "-A")
-            git(orch, "commit", "-qm", f"send MP-31.{n}")
-            git(orch, "push", "-q", "origin", "HEAD:main")
+            push_file(orch, "Claude_Inbox/incoming_microproject.txt", text, f"send MP-31.{n}")
             for _ in range(KILLS):
                 time.sleep(rng.uniform(0.3, 2.5))  # a kill at a random moment is the point here
                 daemon.kill9()

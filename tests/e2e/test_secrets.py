@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import read_state, wait_for
 from tests.e2e.conftest import GIT_ENV
-from tests.gitutil import clone, engine_workspace, git, make_remote, remote_file
+from tests.gitutil import clone, engine_workspace, git, make_remote, push_file, remote_file
 
 pytestmark = pytest.mark.daemon
 
@@ -65,12 +65,8 @@ def test_a_step_finds_no_secret_in_the_daemon_or_the_git_it_runs(tmp_path, daemo
     assert hardened[-1]["secrets_held"] == ["DEMO_API_KEY", "OTHER_TOKEN"] and hardened[-1]["undumpable"]
 
     orch = clone(url, tmp_path / "orch")
-    (orch / INBOX).write_text(
-        f"# MP-40.1 Look for the daemon's secrets\n\n```bash\n{sys.executable} - {d.pid} <<'EOF'\n{SPY}\nEOF\n```\n"
-    )
-    git(orch, "add", INBOX)
-    git(orch, "commit", "-qm", "MP-40.1")
-    git(orch, "push", "-q", "origin", "HEAD:main")
+    text = f"# MP-40.1 Look for the daemon's secrets\n\n```bash\n{sys.executable} - {d.pid} <<'EOF'\n{SPY}\nEOF\n```\n"
+    push_file(orch, INBOX, text, "MP-40.1")
 
     def result() -> str:
         text = remote_file(bare, "SYSTEM/RESULT_last.md") or ""

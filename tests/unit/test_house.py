@@ -59,6 +59,10 @@ TESTED_ELSEWHERE = {
     "config/agent": "tests/unit/test_config.py and tests/unit/agent/test_chain.py",
     "config/fleet": "tests/unit/fleet/test_temporal.py (the section's own checks)",
     "config/notify": "tests/unit/alerts/test_deliver.py",
+    "agent/answers": "tests/unit/test_answering.py (answers recorded as ledger steps and replayed)",
+    "agent/answerstate": "tests/unit/test_answering.py (one task at a time, and at once)",
+    "commands/answer": "tests/e2e/test_answer_daemon.py (`mp-engine answer` against the real daemon)",
+    "commands/send_request": "tests/e2e/cmd_send/test_send.py (--cancel) and tests/e2e/test_answer_daemon.py (--answer)",
 }
 
 

@@ -22,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 pytestmark = pytest.mark.daemon
 
-TOOLS = {"send_mp", "wait_result", "get_status", "list_results", "get_run_file", "approve", "cancel"}
+TOOLS = {"send_mp", "wait_result", "get_status", "list_results", "get_run_file", "approve", "cancel", "answer"}
 
 
 def mp(mp_id: str, body: str) -> str:
@@ -259,5 +259,39 @@ def test_get_status_tells_what_the_remote_cannot_show_a_refused_push(tmp_path, d
     held = status["not_on_the_remote"]
     assert held["blocked"]["kind"] == "push_refused" and "over the 1 MiB limit" in held["blocked"]["message"]
     assert held["unpushed"] >= 1
+    d.signal(15)
+    d.wait()
+
+
+def test_a_model_answers_an_agent_mp_that_asked_and_waits_for_the_same_runs_result(tmp_path, daemon_factory):
+    from tests.agentutil import ONE, configure, level
+    from tests.conftest import read_state
+    from tests.e2e.conftest import GIT_ENV
+    from tests.gitutil import engine_workspace, make_remote
+
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url, poll_interval=0.3)
+    configure(ws, [level("asker", "asker.py")], land="branch")
+    d = daemon_factory(ws.root, env=GIT_ENV).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="engine ONLINE")
+
+    async def main() -> None:
+        params = StdioServerParameters(command=MP_ENGINE, args=["mcp", "--repo", url], env=env(tmp_path))
+        async with Client(params) as client:
+            await call(client, "send_mp", text=ONE)
+            asked = await until_done(client, "MP-3.2")
+            assert asked["status"] == "ERROR" and "Which database" in str(asked), asked
+            sent = await call(client, "answer", mp_id="MP-3.2", text="PostgreSQL 16.")
+            assert sent["sent"] is True, sent
+            for _ in range(60):
+                got = await call(client, "wait_result", mp="MP-3.2", max_wait_s=2)
+                if got["done"] and got.get("status") == "COMPLETED":
+                    break
+            assert got["status"] == "COMPLETED" and got["result"]["run_id"] == asked["result"]["run_id"], got
+            refused = await call(client, "answer", mp_id="MP-3.2", text="again")
+            assert refused["sent"] is False and "waits for no answer" in refused["error"]
+
+    anyio.run(main)
     d.signal(15)
     d.wait()

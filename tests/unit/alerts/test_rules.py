@@ -22,6 +22,7 @@ def test_an_mp_that_ended_asking_a_person_is_a_blocked_alert_not_a_halt():
     rules.alert({"event": "mp_failed", "mp": "MP-2.1", "kind": "agent_blocked", "summary": "MT-002 asks which DB"})
     a = rules.alert({"event": "halted", "mp": "MP-2.1", "approve_with": "Approves: MP-2.1"})
     assert a.kind == "blocked" and "asks a person: MT-002 asks which DB" in a.body
+    assert "mp-engine answer MP-2.1 'TEXT' --root /ws" in a.act
 
 
 def test_only_the_kinds_asked_for_and_no_engine_down_for_once():
