@@ -151,7 +151,7 @@ class Caller:
         # Limits are read from the CLI's own error (never the agent's answer, never the
         # echoed prompt: issue #16); without structured output, from all it printed.
         cli_said = (shaped.error if shaped else out) + "\n" + err
-        return classify(
+        call = classify(
             res,
             echo.for_limits(cli_said, prompt),
             status_seen="---LOOPR_STATUS---" in echo.for_claims(said, prompt),
@@ -161,6 +161,9 @@ class Caller:
             api_status=shaped.api_status if shaped and shaped.is_error else None,
             resets_at=shaped.resets_at if shaped else None,
         )
+        # What it cost, as the CLI reported it: its fields, or aider's token lines (issue #32).
+        call.usage = shaped.usage if shaped and shaped.usage else structured.text_usage(out + "\n" + err)
+        return call
 
     def ignore_file(self) -> Path:
         """`{ignore_file}`: what is not the agent's work, as gitignore patterns anchored at the

@@ -85,6 +85,7 @@ class CampaignState:
     def apply_plan(self, rec: dict[str, Any]) -> list[Effect]:
         """Account one planning answer: valid (its tasks join the plan) or not."""
         self.applied += 1
+        self.usage.add(rec, task="plan", level=rec.get("level_name", "planner"))
         where = {"round": rec["round"], "attempt": rec["attempt"]}
         if rec.get("invalid"):
             self.plan_attempt += 1
@@ -156,6 +157,7 @@ class CampaignState:
 
     def apply_drift(self, rec: dict[str, Any]) -> list[Effect]:
         self.applied += 1
+        self.usage.add(rec, task="drift", level=rec.get("level_name", "reflector"))
         self.pending = None
         verdict = rec.get("reflector") or {}
         line = {

@@ -106,6 +106,7 @@ class Call:
     idle_timed_out: bool = False
     detail: str = ""
     resume_at: str | None = None  # ISO UTC, for usage_limit
+    usage: dict[str, Any] | None = None  # tokens and dollars, as the CLI reported them (structured.py)
 
     @property
     def ends_run(self) -> bool:

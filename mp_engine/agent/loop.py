@@ -368,7 +368,7 @@ class AgentRun:
             return self._unanswered(state, a, answer, f"the planner ({level.name})", "[agent.planner]", killed)
         said = self.parts.caller.read_output(ev)
         rec = campaign.plan_record(state, said, self.progress.nonce, self.mp, answer, attempt_no, ev.rel)
-        rec["seq"] = state.applied + 1
+        rec.update(seq=state.applied + 1, usage=answer.usage, level_name=level.name)
         self.parts.recorder.side(step, ev, rec, answer, ok="invalid" not in rec)
         self.act(state, state.apply_plan(rec))
         return None
@@ -392,6 +392,7 @@ class AgentRun:
                 killed = "a second stop signal killed the reflector's call; it runs again"
                 return self._unanswered(state, a, answer, f"the reflector ({level.name})", "[agent.reflector]", killed)
             rec = campaign.reflected(rec, self.parts.caller.read_output(ev), self.progress.nonce, ev.rel)
+            rec.update(usage=answer.usage, level_name=level.name)
         rec["seq"] = state.applied + 1
         self.parts.recorder.side(step, ev, rec, None, ok=not rec["drift"])  # the reflector's time is not charged
         self.act(state, state.apply_drift(rec))

@@ -19,6 +19,7 @@ from mp_engine.agent.chain import chain_for
 from mp_engine.agent.decompose import Plan
 from mp_engine.agent.parallelstate import GLOBAL_ENDS, ParallelState
 from mp_engine.agent.taskstate import Cursor, Effect, TaskState
+from mp_engine.agent.usage import Usage
 from mp_engine.config import AgentConfig, AgentLevel
 
 
@@ -49,6 +50,7 @@ class LoopState(CampaignState, ParallelState, AnswerState):
         self.last_trip: dict[str, Any] | None = None  # the last breaker or divergence that fired
         self.last_record: dict[str, Any] | None = None  # the last iteration's (the result shows its checks)
         self.fatal_fix: str | None = None  # the fix a call that could not work proposed (its record's)
+        self.usage = Usage()  # tokens and dollars of its calls, as the CLIs reported them (usage.py)
         self.init_campaign(planned)  # plans and drift checks (campaignstate.py)
 
     # -- the cursor of the task in focus ---------------------------------------------
@@ -281,7 +283,12 @@ class LoopState(CampaignState, ParallelState, AnswerState):
 
     def apply(self, rec: dict[str, Any]) -> list[Effect]:
         """Account one finished iteration; return what the executor must do about it."""
+        self.usage.add(rec, task=rec["mt"], level=rec.get("level_name") or str(rec["level"]))
         effects = self._apply(rec)
+        if self.final is None and (ceiling := self.cfg.max_cost_usd) is not None and self.usage.cost >= ceiling:
+            self.end(cert.TIMEOUT, "cost_budget",
+                     f"The agent calls cost ${self.usage.cost:.4f}, the MP's budget (`[agent] max_cost_usd`) "
+                     f"is ${ceiling:g}, before every micro-task passed.")  # fmt: skip
         task = self.tasks[rec["mt_index"]] if self.parallel else None
         if task is not None and task.status in ("failed", "blocked") and task.ended_at is None:
             task.ended_at = rec.get("at")

@@ -25,7 +25,7 @@ from mp_engine.agent import certificate as cert
 from mp_engine.agent.taskstate import Cursor, Effect
 
 # Ends that are the run's, not one task's: every running task stops with them.
-GLOBAL_ENDS = ("stop_file", "wall_budget", "max_iterations")
+GLOBAL_ENDS = ("stop_file", "wall_budget", "max_iterations", "cost_budget")
 LIVE = ("active", "accepted")  # started and not yet ended
 
 

@@ -118,6 +118,7 @@ def load_report(run_dir: Path) -> dict[str, Any] | None:
         "running": d.get("running") or [],  # parallel tasks: each one running now
         "parallel": d.get("parallel") or 1,
         "updated_at": d.get("updated_at"),
+        "usage": d.get("usage"),
     }
 
 
@@ -185,6 +186,10 @@ def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -
             what = f"{trip.get('reason')} on {trip.get('mt')} at level {trip.get('level')}" if trip else "-"
             after = " (escalated)" if trip and trip.get("escalated") else ""
             lines.append(f"  agent circuit:   {c.get('circuit', 'closed')}; last trip: {what}{after}")
+    used = (agent or {}).get("usage") or {}
+    if used.get("calls"):
+        cost = f", ${used['cost_usd']:.4f}" if used.get("priced") else ""
+        lines.append(f"  agent usage:     {used['input']} input and {used['output']} output tokens{cost}")
     if waiting:
         lines.append(
             f"  waiting:         {waiting.get('kind')} until {waiting.get('resume_at')} ({waiting.get('reason')})"

@@ -185,6 +185,7 @@ class Publisher:
             "drift_checks": state.drift_checks,
         }
         data["residual_history"] = state.history
+        data["usage"] = state.usage.to_dict()
         self.progress.save()
 
     def committed(self, mt_id: str, sha: str) -> None:
@@ -263,6 +264,7 @@ class Publisher:
         extra = {
             "work": landing.to_dict(),
             "certificate": c.to_dict(),
+            "usage": state.usage.to_dict(),
             "agent": {
                 "iterations": state.total,
                 "escalations": state.escalations,

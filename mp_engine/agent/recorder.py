@@ -139,6 +139,8 @@ class Recorder:
             residual=record["residual"],
             claimed=record["claimed"],
             call=record["call"]["kind"],
+            level_name=record["level_name"],
+            usage=record["call"].get("usage"),
         )
         return record
 

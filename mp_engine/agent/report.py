@@ -61,6 +61,8 @@ def sections(
         )
     if state is not None:
         lines.append(f"- Iterations: {state.total}, escalations: {state.escalations}, drop-backs: {state.drop_backs}")
+        if state.usage.total["calls"]:
+            lines.append(f"- Agent usage: {state.usage.line()}")
     for p in pauses:
         lines.append(
             f"- Paused at {p['at']}: {p['kind']} ({p['reason']})"

@@ -19,6 +19,14 @@ is not echoed in this mode.
 
 Output that is neither shape is not structured: the text rules apply (invoke.classify,
 echo.py).
+
+What a call cost (issue #32) comes from the same fields: claude's result has `usage`
+(`input_tokens`, `output_tokens`, `cache_read_input_tokens`,
+`cache_creation_input_tokens`) and `total_cost_usd`; codex's `turn.completed` events each
+have `usage` (`input_tokens`, `cached_input_tokens`, `output_tokens`), summed; aider prints
+`Tokens: 2.3k sent, 120 received. Cost: $0.01 message, $0.02 session.` per message
+(`text_usage`). A usage is `{"input", "output", "cache_read", "cache_write", "cost_usd"}`
+(tokens; dollars, or None when the CLI does not say).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ class Structured:
     api_status: int | None  # HTTP status of the failed API call
     resets_at: str | None  # ISO UTC, when a rate or usage limit said so
     error: str = ""  # the CLI's own error message when the call failed: where limits are read
+    usage: dict[str, Any] | None = None  # what the call cost, when the CLI says (module docstring)
 
 
 def parse(stdout: str, now: datetime | None = None) -> Structured | None:
@@ -79,12 +88,23 @@ def _claude(objs: list[dict[str, Any]]) -> Structured | None:
     status = result.get("api_error_status")
     answer = str(result.get("result") or "")
     is_error = bool(result.get("is_error"))
+    used = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    cost = result.get("total_cost_usd")
     return Structured(
         answer=answer,
         is_error=is_error,
         api_status=status if isinstance(status, int) else None,
         resets_at=resets_at,
         error=answer if is_error else "",
+        usage=_usage(
+            used.get("input_tokens"),
+            used.get("output_tokens"),
+            used.get("cache_read_input_tokens"),
+            used.get("cache_creation_input_tokens"),
+            cost if isinstance(cost, int | float) else None,
+        )
+        if used or cost is not None
+        else None,
     )
 
 
@@ -93,6 +113,7 @@ def _codex(objs: list[dict[str, Any]], now: datetime) -> Structured:
     failure = ""
     completed = False
     resets_at = None
+    turns: list[dict[str, Any]] = []
     for obj in objs:
         kind = obj.get("type")
         item = obj.get("item") if isinstance(obj.get("item"), dict) else {}
@@ -100,6 +121,8 @@ def _codex(objs: list[dict[str, Any]], now: datetime) -> Structured:
             said.append(str(item.get("text") or ""))
         elif kind == "turn.completed":
             completed = True
+            if isinstance(obj.get("usage"), dict):
+                turns.append(obj["usage"])
         elif kind in ("turn.failed", "error"):
             err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
             failure = str(err.get("message") or failure)
@@ -112,6 +135,57 @@ def _codex(objs: list[dict[str, Any]], now: datetime) -> Structured:
         api_status=int(status.group(1)) if status and is_error else None,
         resets_at=resets_at if is_error else None,
         error=failure if is_error else "",
+        usage=_usage(
+            sum(_int(t.get("input_tokens")) for t in turns),
+            sum(_int(t.get("output_tokens")) for t in turns),
+            sum(_int(t.get("cached_input_tokens")) for t in turns),
+            0,
+            None,
+        )
+        if turns
+        else None,
+    )
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and value >= 0 else 0
+
+
+def _usage(inp: Any, out: Any, cache_read: Any, cache_write: Any, cost: float | None) -> dict[str, Any]:
+    return {
+        "input": _int(inp),
+        "output": _int(out),
+        "cache_read": _int(cache_read),
+        "cache_write": _int(cache_write),
+        "cost_usd": round(float(cost), 6) if cost is not None else None,
+    }
+
+
+# aider (base_coder.py): "Tokens: 2.3k sent, 1.1k cache write, 800 cache hit, 120 received." then
+# " Cost: $0.01 message, $0.02 session." (on the next line when both cache counts show)
+AIDER_RE = re.compile(
+    r"^Tokens: ([\d.]+)(k?) sent,(?: ([\d.]+)(k?) cache write,)?(?: ([\d.]+)(k?) cache hit,)? ([\d.]+)(k?) received\."
+    r"(?:\s+Cost: \$([\d.]+) message)?",
+    re.M,
+)
+
+
+def text_usage(text: str) -> dict[str, Any] | None:
+    """aider's per-message `Tokens: ... Cost: ...` lines, summed; None without one."""
+
+    def n(value: str | None, k: str | None) -> float:
+        return float(value) * (1000 if k else 1) if value else 0.0
+
+    found = list(AIDER_RE.finditer(text))
+    if not found:
+        return None
+    costs = [float(m.group(9)) for m in found if m.group(9)]
+    return _usage(
+        round(sum(n(m.group(1), m.group(2)) for m in found)),
+        round(sum(n(m.group(7), m.group(8)) for m in found)),
+        round(sum(n(m.group(5), m.group(6)) for m in found)),
+        round(sum(n(m.group(3), m.group(4)) for m in found)),
+        sum(costs) if costs else None,
     )
 
 

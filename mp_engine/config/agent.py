@@ -113,6 +113,11 @@ class AgentConfig(Section):
     max_parallel_checks: int | None = Field(
         None, ge=1, description="checks running at once in a parallel run (default: the CPU count)"
     )
+    max_cost_usd: float | None = Field(
+        None,
+        gt=0,
+        description="dollars the MP's agent calls may cost, as their CLIs report it (a budget, like wall_budget)",
+    )
     max_integration_retries: int = Field(
         2, ge=0, description="integration failures (conflict, broken check) before a task is tried alone"
     )

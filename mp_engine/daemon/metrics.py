@@ -45,6 +45,15 @@ class Metrics:
         self.sync_failures = Counter(
             "mp_engine_sync_failures", "Failed git syncs, by kind of event", ["event"], registry=r
         )
+        self.tokens = Counter(
+            "mp_engine_agent_tokens",
+            "Tokens of agent calls, as their CLIs reported them",
+            ["level", "kind"],
+            registry=r,
+        )
+        self.cost = Counter(
+            "mp_engine_agent_cost_usd", "Dollars of agent calls, as their CLIs reported them", ["level"], registry=r
+        )
         since = Gauge(
             "mp_engine_seconds_since_last_sync",
             "Seconds since the last successful git sync (NaN: none yet, or [git] off)",
@@ -83,6 +92,13 @@ class Metrics:
                 self.mp_seconds.labels("ERROR").observe(duration)
         elif event in SYNC_FAILURES:
             self.sync_failures.labels(event).inc()
+        elif event == "micro_task_iteration_complete" and isinstance(record.get("usage"), dict):
+            level, used = str(record.get("level_name")), record["usage"]
+            for kind in ("input", "output", "cache_read", "cache_write"):
+                if used.get(kind):
+                    self.tokens.labels(level, kind).inc(int(used[kind]))
+            if used.get("cost_usd"):
+                self.cost.labels(level).inc(float(used["cost_usd"]))
 
     def _failed_duration(self, run_id: str | None) -> float | None:
         """mp_failed carries no duration: the run's result.json has it (written just before)."""

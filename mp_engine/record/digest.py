@@ -87,6 +87,7 @@ def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
         "micro_tasks": (o.extra.get("agent") or {}).get("micro_tasks"),
         "replans": (o.extra.get("agent") or {}).get("replans"),
         "drift_checks": (o.extra.get("agent") or {}).get("drift_checks"),
+        "usage": o.extra.get("usage"),
         "notes": o.notes,
     }
 

@@ -98,6 +98,9 @@ def test_it_edits_and_claims_exact(aider, ws):
     assert "NONCE" in (iter1 / "aider.chat.md").read_text()
     assert not list(ws.root.glob(".aider*"))
     assert ".aider" not in git(ws.root, "log", "--all", "--name-only", "--format=")
+    # Tokens as aider printed them ("Tokens: N sent, M received."), read from its output.
+    usage = first_call(ws).get("usage")
+    assert usage and usage["input"] > 0 and usage["output"] > 0, usage
     assert not (ws.root / ".gitignore").exists() or ".aider" not in (ws.root / ".gitignore").read_text()
 
 

@@ -103,6 +103,14 @@ def test_it_edits_and_claims_exact(claude, ws):
         for b in m["content"]
         if isinstance(m["content"], list)
     )
+    # Tokens and cost as the CLI reported them (issue #32): its JSON result sums the two
+    # requests' usage; plain text reports none, and the engine claims none.
+    usage = first_call(ws).get("usage")
+    if claude.fmt == "json":
+        assert usage["input"] >= 200 and usage["output"] >= 20 and usage["cost_usd"] is not None, usage
+        assert "Agent usage:" in ws.result_file.read_text()
+    else:
+        assert usage is None
 
 
 def test_it_lies_and_is_never_exact(claude, ws):

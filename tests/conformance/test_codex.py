@@ -98,6 +98,13 @@ def test_it_edits_and_claims_exact(codex, ws):
     assert "grep -qx hello out/a.txt" in first and "---LOOPR_STATUS---" in first
     outputs = [i for i in api.calls()[1]["input"] if i.get("type") == "function_call_output"]
     assert outputs and "call_0" == outputs[0]["call_id"]
+    # Tokens as codex reported them (its --json turn.completed, the fake API's 100 in, 20 out
+    # per request); plain text reports none, and the engine claims none.
+    usage = first_call(ws).get("usage")
+    if codex.fmt == "json":
+        assert usage["input"] >= 200 and usage["output"] >= 40, usage
+    else:
+        assert usage is None
     if codex.fmt == "text":  # codex echoed the prompt (with the protocol's example claims) on stderr
         stderr = (only_run(ws).dir / "agent" / "MT-001" / "iter-001" / "stderr.txt").read_text()
         assert "<blocked nonce=" in stderr

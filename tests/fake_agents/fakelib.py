@@ -32,6 +32,7 @@ def options(extra: list[tuple[str, dict]] | None = None) -> argparse.Namespace:
     p.add_argument("--wait-for")
     p.add_argument("--touch")
     p.add_argument("--sleep", type=float, default=0.0)
+    p.add_argument("--cost", type=float, help="print aider's token and cost line for one message of this cost")
     for name, kw in extra or []:
         p.add_argument(name, **kw)
     return p.parse_args()
@@ -113,6 +114,8 @@ def start(opts: argparse.Namespace, text: str) -> None:
         print()
     if opts.sleep:
         think(opts.sleep)
+    if opts.cost is not None:  # as aider prints it after each message (base_coder.py)
+        print(f"Tokens: 1.2k sent, 30 received. Cost: ${opts.cost:.2f} message, ${opts.cost:.2f} session.")
 
 
 def think(seconds: float) -> None:

@@ -60,3 +60,16 @@ def test_served_over_http_on_loopback_and_closed(metrics):
         assert host == "127.0.0.1" and samples['mp_engine_mps_total{status="COMPLETED"}'] == 1.0
     finally:
         m.close()
+
+
+def test_agent_tokens_and_dollars_are_counted_by_level(metrics):
+    engine, m = metrics
+    used = {"input": 1200, "output": 80, "cache_read": 500, "cache_write": 0, "cost_usd": 0.0123}
+    for _ in range(2):
+        engine.events.emit("micro_task_iteration_complete", mp="MP-1.0", mt="MT-001", level_name="claude", usage=used)
+    engine.events.emit("micro_task_iteration_complete", mp="MP-1.0", mt="MT-001", level_name="local", usage=None)
+    assert value(m, "mp_engine_agent_tokens_total", {"level": "claude", "kind": "input"}) == 2400
+    assert value(m, "mp_engine_agent_tokens_total", {"level": "claude", "kind": "cache_read"}) == 1000
+    assert value(m, "mp_engine_agent_tokens_total", {"level": "claude", "kind": "cache_write"}) is None  # none reported
+    assert value(m, "mp_engine_agent_cost_usd_total", {"level": "claude"}) == pytest.approx(0.0246)
+    assert value(m, "mp_engine_agent_tokens_total", {"level": "local", "kind": "input"}) is None
