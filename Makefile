@@ -1,16 +1,18 @@
 # The two commands a newcomer needs (see README.md):
-#   make run    set up .venv if needed, then run the daemon on this repository's own Claude_Inbox/
+#   make run    set up .venv if needed, then run the daemon on this repository's own Claude_Inbox/,
+#               with its dashboard at http://127.0.0.1:8470/ (DASHBOARD= to change or empty it)
 #   make test   set up .venv if needed, then run the whole test suite (what .ci/run runs)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+DASHBOARD ?= 127.0.0.1:8470
 
 .PHONY: run test lint setup clean bench
 
 run: $(STAMP)
-	$(BIN)/mp-engine run --root .
+	MP_ENGINE_DASHBOARD__LISTEN=$(DASHBOARD) $(BIN)/mp-engine run --root .
 
 # pytest exits 5 when it collects no tests. This suite always has tests, so 5 means
 # discovery broke (wrong directory, import error in conftest); fail loudly instead of

@@ -189,6 +189,25 @@ def history(root: Path, limit: int, as_json: bool) -> int:
     return cmd(root, limit, as_json, click.echo)
 
 
+@cli.command()
+@root_option
+@click.option(
+    "--listen", metavar="HOST:PORT", help="Where to serve it.  [default: [dashboard] listen, or 127.0.0.1:8470]"
+)
+@click.option("--token", envvar="MP_ENGINE_DASHBOARD_TOKEN", help="Required of every request; needed off loopback.")
+def dashboard(root: Path, listen: str | None, token: str | None) -> int:
+    """Serve the live dashboard (read-only) in the foreground: the state, a halt and its fix,
+    the queue, the running MP's steps or task board, history, tokens and cost.
+
+    \b
+    Example:
+      mp-engine dashboard --listen 127.0.0.1:8470
+    """
+    from mp_engine.commands.dashboard.server import dashboard as cmd  # lazy: Starlette only here
+
+    return cmd(root, listen, token, click.echo)
+
+
 @cli.command("logs")
 @root_option
 @click.option("-n", "lines", type=click.IntRange(min=0), default=20, show_default=True, help="Lines of history first.")

@@ -75,6 +75,7 @@ class TaskState:
             "note": self.note,
             "replaced": self.replaced,
             "residuals": [r["residual"] for r in self.records],
+            "level_names": [r.get("level_name") for r in self.records],
             "evidence": [r["evidence"] for r in self.records],
             **(
                 {"started_at": self.started_at, "ended_at": self.ended_at, "overlapped_with": self.overlapped_with}

@@ -13,8 +13,18 @@ from mp_engine.exitcodes import ExitCode
 from mp_engine.workspace import Workspace
 
 
-def history(ws: Workspace, limit: int | None = None) -> list[dict[str, Any]]:
-    """One entry per run directory (newest first): id, title, status, certificate, duration, time."""
+def read_result(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def history(
+    ws: Workspace, limit: int | None = None, read: Callable[[Path], dict[str, Any] | None] = read_result
+) -> list[dict[str, Any]]:
+    """One entry per run directory (newest first): id, title, status, certificate, duration,
+    time. `read`: how a run's result.json is read (the dashboard caches them)."""
     try:
         dirs = sorted((d for d in ws.runs_dir.iterdir() if d.is_dir() and TEMP_MARKER not in d.name), reverse=True)
     except FileNotFoundError:
@@ -24,10 +34,7 @@ def history(ws: Workspace, limit: int | None = None) -> list[dict[str, Any]]:
         if limit is not None and len(out) >= limit:
             break
         entry: dict[str, Any] = {"run_id": d.name}
-        try:
-            res = json.loads((d / "result.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            res = None
+        res = read(d)
         if res is not None:
             cert = (res.get("extra") or {}).get("certificate")
             entry.update(

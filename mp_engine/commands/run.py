@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mp_engine import secretenv
 from mp_engine.commands import load
@@ -13,6 +15,26 @@ from mp_engine.engine import Engine
 from mp_engine.exitcodes import ExitCode
 from mp_engine.lock import DaemonLock
 from mp_engine.pids import become_subreaper, make_undumpable
+
+if TYPE_CHECKING:
+    from mp_engine.config import Config
+
+
+def serve_dashboard(engine: Engine, config: Config) -> Any:
+    """`[dashboard] listen`: the dashboard in a thread of the daemon; its URL is printed
+    (where its token comes from, never the token) and recorded as the event `dashboard_listening`."""
+    if not config.dashboard.listen:
+        return None
+    from mp_engine.commands.dashboard.server import Served, opening, token_for
+
+    def refused(**what: Any) -> None:
+        engine.events.emit("dashboard_refused", **what)
+
+    token = token_for(config)
+    served = Served(engine.ws, config, *config.dashboard.address, token, on_refused=refused).start()
+    engine.events.emit("dashboard_listening", address=f"{served.host}:{served.port}", token=bool(token))
+    print(f"mp-engine: dashboard at {opening(served, config.dashboard.token_env)}", file=sys.stderr, flush=True)
+    return served
 
 
 def run(root: Path) -> ExitCode:
@@ -29,10 +51,14 @@ def run(root: Path) -> ExitCode:
     supervisor = Supervisor(engine, config).install()
     daemon = Daemon(engine, supervisor)
     emitters = daemon.install_signal_handlers()
+    served = None
     try:
         supervisor.start_metrics()
+        served = serve_dashboard(engine, config)
         daemon.run()
     finally:
+        if served is not None:
+            served.close()
         supervisor.uninstall()
         join(emitters)
         daemon_lock.release()

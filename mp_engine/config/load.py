@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mp_engine.config.agent import AgentConfig
+from mp_engine.config.dashboard import DashboardConfig
 from mp_engine.config.fleet import FleetConfig
 from mp_engine.config.notify import NotifyConfig
 from mp_engine.config.section import Section
@@ -44,6 +45,7 @@ class Config(Section):
     metrics: MetricsConfig = MetricsConfig()
     fleet: FleetConfig = FleetConfig()
     notify: NotifyConfig = NotifyConfig()
+    dashboard: DashboardConfig = DashboardConfig()
 
 
 def _coerce_env_value(raw: str) -> Any:

@@ -25,8 +25,10 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from mp_engine.atomic import atomic_write
 from mp_engine.clock import now_iso, parse_iso
 from mp_engine.errors import SyncError
 from mp_engine.gitcmd import git
@@ -34,6 +36,7 @@ from mp_engine.pids import hostname
 from mp_engine.sync.context import SyncContext
 
 HEARTBEAT_BRANCH = "mp-engine/heartbeat"
+LAST_BEAT_FILE = "last_heartbeat"  # in SYSTEM/.engine/: when a beat was last pushed
 SCHEMA = "mp-engine/heartbeat/1"
 GRACE = 60.0  # at most this is added to twice the interval before a beat counts as missed
 
@@ -122,6 +125,8 @@ class Heartbeat:
             )
             if pushed and pushed.ok:
                 self.sent += 1
+                # Where the dashboard reads the heartbeat's age (the remote has it too).
+                atomic_write(self.sync.ws.local_dir / LAST_BEAT_FILE, json.loads(doc)["at"].encode(), durable=False)
                 self._failing = False
                 return True
             if not self._failing:
@@ -129,6 +134,14 @@ class Heartbeat:
                 self.sync.events.emit("heartbeat_failed", error=why, branch=HEARTBEAT_BRANCH)
             self._failing = True
             return False
+
+
+def last_beat_at(local_dir: Path) -> str | None:
+    """When this engine last pushed a beat (UTC ISO), or None."""
+    try:
+        return (local_dir / LAST_BEAT_FILE).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 def parse(message: str) -> dict[str, Any] | None:

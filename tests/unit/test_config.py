@@ -116,3 +116,16 @@ def test_the_planner_and_the_reflector_are_levels_that_call_an_agent(tmp_path):
         (tmp_path / "mp-engine.toml").write_text("[agent]\n" + text)
         with pytest.raises(ConfigError, match=message):
             load_config(tmp_path)
+
+
+def test_the_dashboard_is_off_by_default_and_its_address_is_checked(ws, monkeypatch):
+    from mp_engine.config import DashboardConfig
+
+    assert load_config(ws.root).dashboard.listen == ""
+    monkeypatch.setenv("MP_ENGINE_DASHBOARD__LISTEN", "127.0.0.1:0")
+    cfg = load_config(ws.root).dashboard
+    assert cfg.address == ("127.0.0.1", 0) and cfg.token_env == "MP_ENGINE_DASHBOARD_TOKEN"
+    assert DashboardConfig(listen="[::1]:8470").address == ("::1", 8470)
+    monkeypatch.setenv("MP_ENGINE_DASHBOARD__LISTEN", "localhost")
+    with pytest.raises(ConfigError, match=r"dashboard.*listen must be HOST:PORT"):
+        load_config(ws.root)

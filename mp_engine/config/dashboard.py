@@ -1,0 +1,35 @@
+"""`[dashboard]`: the live dashboard served by the daemon itself (README, Operations)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from mp_engine.config.section import Section
+
+DEFAULT_LISTEN = "127.0.0.1:8470"
+
+
+class DashboardConfig(Section):
+    """Off unless `listen` is set. A non-loopback address needs a token, read from the
+    environment variable `token_env` (never from this file): the dashboard shows MPs,
+    outputs and results, as `status` does."""
+
+    listen: str = Field(
+        "", description=f'"host:port" to serve the dashboard on, e.g. "{DEFAULT_LISTEN}" (port 0: any free)'
+    )
+    token_env: str = Field(
+        "MP_ENGINE_DASHBOARD_TOKEN", description="the environment variable holding the token (required off loopback)"
+    )
+
+    @model_validator(mode="after")
+    def _address(self) -> DashboardConfig:
+        if self.listen:
+            host, sep, port = self.listen.rpartition(":")
+            if not sep or not host.strip("[]") or not port.isdigit() or not 0 <= int(port) < 65536:
+                raise ValueError(f"listen must be HOST:PORT, got {self.listen!r}")
+        return self
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]"), int(port)

@@ -1,0 +1,201 @@
+"""The dashboard served by the real daemon (`[dashboard] listen`, issue #32): its JSON API
+against the schema docs/PROTOCOL.md §9 gives, before, during and after an MP; and a real
+browser (Debian's headless Chromium, driven by Selenium through Debian's chromedriver)
+watching a planned agent MP's tasks move from pending to running to done without a
+reload, a halt showing its fix, and an MP title with HTML in it shown as text.
+Screenshots are saved under the test's tmp_path (`screenshots/`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agentutil import configure, level, planner, task
+from tests.conftest import drop, events, read_state, wait_for
+
+pytestmark = pytest.mark.daemon
+
+ENV = {"MP_ENGINE_DASHBOARD__LISTEN": "127.0.0.1:0", "MP_ENGINE_ENGINE__SETTLE_SECONDS": "0"}
+
+# docs/PROTOCOL.md §9: the keys each document always has, and their types.
+STATE_KEYS = {"schema": str, "generated_at": str, "root": str, "state": dict, "summary": str, "daemon": dict,
+              "queue": list, "heartbeat": dict, "actions": list}  # fmt: skip
+STATE_STATE_KEYS = {"status": str, "current": str, "last_updated": str}
+RUNNING_KEYS = {"run_id": str, "mp_id": str, "started_at": str}
+RUNS_KEYS = {"schema": str, "generated_at": str, "runs": list, "stats": dict}
+RUN_ENTRY_KEYS = {"run_id": str, "mp_id": str, "title": str, "status": str}
+RUN_KEYS = {"schema": str, "run_id": str, "finished": bool, "ledger": dict}
+
+
+def conforms(doc: dict[str, Any], keys: dict[str, type], what: str) -> None:
+    for k, t in keys.items():
+        assert k in doc, f"{what}: no {k!r} in {sorted(doc)}"
+        assert isinstance(doc[k], t), f"{what}: {k!r} is {type(doc[k]).__name__}, not {t.__name__}"
+
+
+def get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=10) as r:
+        assert r.headers["content-type"].startswith("application/json")
+        return json.loads(r.read())
+
+
+def serve(ws, daemon_factory, env: dict[str, str] | None = None):
+    d = daemon_factory(ws.root, env={**ENV, **(env or {})}).start()
+    wait_for(lambda: events(ws, "dashboard_listening"), what=lambda: "dashboard_listening\n" + d.output())
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what=lambda: "ONLINE\n" + d.output())
+    assert "mp-engine: dashboard at http://127.0.0.1:" in d.output()
+    return d, "http://" + events(ws, "dashboard_listening")[-1]["address"]
+
+
+SLOW = "# MP-8.1 Slow steps\n\n```bash\necho first-line; sleep 1.5; echo second-line\n```\n\n```bash\nsleep 0.2\n```\n"
+
+
+def test_the_api_before_during_and_after_an_mp(ws, daemon_factory):
+    d, base = serve(ws, daemon_factory)
+    try:
+        before = get(base, "/api/v1/state")
+        conforms(before, STATE_KEYS, "state")
+        conforms(before["state"], STATE_STATE_KEYS, "state.state")
+        assert before["state"]["status"] == "ONLINE" and "running" not in before and before["daemon"]["alive"]
+        assert get(base, "/api/v1/runs")["runs"] == []
+        drop(ws, SLOW)
+        during = wait_for(lambda: (s := get(base, "/api/v1/state")).get("running") and s, what="a running MP")
+        conforms(during["running"], RUNNING_KEYS, "state.running")
+        assert during["state"]["status"] == "RUNNING" and during["running"]["mp_id"] == "MP-8.1"
+        assert any(a["command"].startswith("mp-engine cancel") for a in during["actions"])
+        tail = wait_for(lambda: "first-line" in " ".join(get(base, "/api/v1/state").get("step", {}).get("output_tail", [])),
+                        what="the live tail of step 1")  # fmt: skip
+        assert tail
+        wait_for(lambda: read_state(ws)["status"] == "ONLINE" and read_state(ws)["last_result"], what="the result")
+        after = get(base, "/api/v1/runs?limit=5")
+        conforms(after, RUNS_KEYS, "runs")
+        conforms(after["runs"][0], RUN_ENTRY_KEYS, "runs[0]")
+        assert after["runs"][0]["status"] == "COMPLETED" and after["stats"]["outcomes"] == {"COMPLETED": 1}
+        run = get(base, f"/api/v1/runs/{after['runs'][0]['run_id']}")
+        conforms(run, RUN_KEYS, "run")
+        assert run["finished"] and run["result"]["status"] == "COMPLETED"
+        assert [s["exit_code"] for s in run["result"]["steps"]] == [0, 0]
+        assert "second-line" in run["result"]["steps"][0]["stdout_tail"]
+    finally:
+        d.signal(15)
+        d.wait()
+
+
+# -- the browser ---------------------------------------------------------------------------
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+PLANNED_HTML = """# MP-9.7 <img src=x onerror="window.pwned=1"> three <b>files</b>
+Executor: agent
+Plan: auto
+
+Write the three files the checks ask for.
+
+## Validate
+
+```bash
+grep -qx a out/a.txt
+```
+
+```bash
+grep -qx b out/b.txt
+```
+
+```bash
+grep -qx c out/c.txt
+```
+"""
+
+
+def browser(shots: Path):
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip(
+            "needs Debian's chromium and chromium-driver (.ci/run installs them: apt-get install chromium chromium-driver)"
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={shots.parent / 'chromium-profile'}", "--window-size=1280,1000"):  # fmt: skip
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+def statuses(driver) -> dict[str, str]:
+    """Each task row's status, read in one script (the live parts are replaced under us)."""
+    rows = "#running tr[data-mt]"
+    return dict(
+        driver.execute_script(
+            f"return Array.from(document.querySelectorAll('{rows}')).map(r => [r.dataset.mt, r.dataset.status])"
+        )
+    )
+
+
+def text_of(driver, selector: str) -> str:
+    return driver.execute_script(f"const e = document.querySelector('{selector}'); return e ? e.innerText : ''")
+
+
+def test_a_browser_watches_tasks_move_sees_a_halt_and_its_fix_and_html_as_text(ws, tmp_path, daemon_factory):
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    plan = {"tasks": [task("a", ("a", "out/a.txt")), task("b", ("b", "out/b.txt"), checks=("check-002",)),
+                      task("c", ("c", "out/c.txt"), checks=("check-003",), after=("a", "b"))]}  # fmt: skip
+    configure(ws, [level("worker", "good.py", "--sleep", "1.5")], max_parallel=2,
+              planner=planner(tmp_path / "plans", plan))  # fmt: skip
+    d, base = serve(ws, daemon_factory)
+    driver = browser(shots)
+    try:
+        driver.get(base + "/")
+        wait_for(lambda: "● live" in text_of(driver, "#live"), what="the event stream")
+        loaded = driver.execute_script("return window.mpDashboard.loadedAt")
+        drop(ws, PLANNED_HTML)
+        seen: dict[str, list[str]] = {}
+
+        def watch() -> bool:
+            for mt, st in statuses(driver).items():
+                if not seen.get(mt) or seen[mt][-1] != st:
+                    seen.setdefault(mt, []).append(st)
+                    driver.save_screenshot(str(shots / f"{len(list(shots.iterdir())):02d}-{mt}-{st}.png"))
+            return len(seen) == 3 and all(went[-1] == "completed" for went in seen.values())
+
+        wait_for(watch, timeout=60, interval=0.1, what=lambda: f"every task done; seen {seen}\n{d.output()[-3000:]}")
+        assert read_state(ws)["last_result"]["status"] == "COMPLETED"
+        # Every task was seen running and then done, in the page loaded once (no reload).
+        assert set(seen) == {"MT-001", "MT-002", "MT-003"}, seen
+        for mt, went in seen.items():
+            assert "running" in went and "completed" in went[went.index("running") :], (mt, went)
+        assert seen["MT-003"][0] == "pending"  # it needed the other two
+        assert driver.execute_script("return window.mpDashboard.loadedAt") == loaded
+        assert int(driver.execute_script("return window.mpDashboard.updates")) >= 3
+        assert driver.execute_script("return window.pwned") is None and not driver.find_elements(
+            "css selector", "main img"
+        )
+
+        # A halt: its fix appears, and the MP's title (HTML) is shown as text.
+        drop(ws, '# MP-9.8 <b>bold</b> fails\n\n```bash\necho "no such thing" >&2; exit 3\n```\n')
+        halt = wait_for(lambda: text_of(driver, "#halt"), timeout=30, what="the halt on the page")
+        driver.save_screenshot(str(shots / "halt.png"))
+        assert "Halted on MP-9.8: <b>bold</b> fails" in halt and "Fix:" in halt
+        assert "mp-engine approve" in text_of(driver, ".actions")
+        assert driver.execute_script("return window.mpDashboard.loadedAt") == loaded
+        # The history page, and the planned run's page with its graph.
+        driver.get(base + "/history")
+        assert "MP-9.7" in driver.page_source and driver.find_elements("css selector", "svg.plot rect")
+        driver.find_element("link text", "MP-9.7").click()
+        assert len(driver.find_elements("css selector", "svg.graph g.node")) == 3
+        assert len(driver.find_elements("css selector", "svg.graph line")) == 2
+        assert '<img src=x onerror="window.pwned=1"> three <b>files</b>' in driver.find_element("tag name", "h1").text
+        driver.save_screenshot(str(shots / "run.png"))
+        assert len(list(shots.glob("*.png"))) >= 8
+    finally:
+        driver.quit()
+        d.signal(15)
+        d.wait()
