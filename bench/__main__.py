@@ -45,6 +45,7 @@ BENCHES = {
     "repomap": ("bench.repomap:run", 5, 2),  # cold/warm/changed builds of a 2,000-file map
     "parallel": ("bench.parallel:run", 2, 1),  # runs of 8 tasks of 2 s at max_parallel 1, 2, 4, 8
     "fleet": ("bench.fleet:run", 2, 1),  # runs of 12 tasks of 2 s on 1, 2, 3 workers through Temporal
+    "dashboard": ("bench.dashboard:run", 40, 12),  # requests per figure; a fifth of them browser updates
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

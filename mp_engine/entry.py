@@ -32,7 +32,20 @@ def plain_status(args: Sequence[str]) -> tuple[Path, bool] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    """The process's entry (`argv` None: sys.argv) or a call from a test (its `argv`)."""
+    code = run(list(sys.argv[1:] if argv is None else argv))
+    if argv is None and "temporalio" in sys.modules:
+        # Temporal's Rust core keeps threads that may touch the interpreter while it
+        # finalizes, which then aborts (SIGABRT, "PyGILState_Release: thread state ...
+        # must be current"; temporalio/sdk-python#300). Its users' workaround: once the
+        # command is done, leave without finalizing.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def run(args: list[str]) -> int:
     fast = plain_status(args)
     if fast is None:
         from mp_engine.cli import main as cli_main

@@ -1,6 +1,6 @@
 """What wakes the dashboard's event stream: a look at the few files whose change means
 the page is out of date (the state file, the event log, the queue, the running run's
-ledger, progress and current outputs), taken every `tick` by each open stream. A look
+ledger, progress and current outputs), taken every half second by each open stream. A look
 is a handful of stat calls, cheaper than an observer on the whole archive; the files
 stay the truth, the look only says when to read them again (bench figure 19)."""
 
@@ -14,7 +14,7 @@ from typing import Any
 from mp_engine.record.journal import journal_path
 from mp_engine.workspace import RUN_LEDGER, Workspace
 
-REFRESH = 10.0  # seconds after which a page is sent again anyway (ages and elapsed times move)
+REFRESH = 30.0  # seconds after which a page is sent again anyway (ages and elapsed times move)
 
 
 class Watch:
