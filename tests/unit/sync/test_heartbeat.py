@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from mp_engine.config import load_config
 from mp_engine.sync.channel import GitChannel
-from mp_engine.sync.heartbeat import HEARTBEAT_BRANCH, parse, verdict
+from mp_engine.sync.heartbeat import HEARTBEAT_BRANCH, last_beat_at, parse, verdict
 from tests.gitutil import engine_workspace, git, make_remote, remote_log
 
 
@@ -26,6 +26,7 @@ def test_a_beat_goes_to_its_own_branch_and_the_last_one_says_stopped(tmp_path):
     assert doc["status"] == json.loads(ws.state_file.read_text())["status"] and doc["interval"] == 300.0
     assert doc["unpushed"] == 0 and "blocked" not in doc
     assert verdict(doc)["engine"] == "up"
+    assert last_beat_at(ws.local_dir) == doc["at"]  # where the dashboard reads its age
     assert ch.heartbeat.beat() is False  # not due again for 300 s
     ch.stopping()
     assert verdict(beat_on_remote(bare))["engine"] == "stopped"
@@ -39,7 +40,7 @@ def test_off_when_the_interval_is_zero(tmp_path):
     ch = GitChannel(ws, load_config(ws.root).git)
     assert ch.heartbeat.beat() is False
     ch.stopping()
-    assert beat_on_remote(bare) is None
+    assert beat_on_remote(bare) is None and last_beat_at(ws.local_dir) is None
 
 
 def test_a_refused_push_is_reported_once_and_never_raises(tmp_path):

@@ -74,3 +74,13 @@ def test_the_queue_and_the_slot(ws):
     assert [(q["mp_id"], q["title"], q["kind"]) for q in doc["queue"]] == [("MP-6.1", "Queued one", "git")]
     assert doc["pending"]["mp_id"] == "MP-6.2" and doc["pending"]["title"] == "<b>In the slot</b>"
     assert "running" not in doc and doc["heartbeat"]["state_written_at"]
+
+
+def test_with_git_on_the_state_has_the_channel_the_last_sync_and_the_heartbeat(tmp_path):
+    from tests.gitutil import engine_workspace, make_remote
+
+    ws = engine_workspace(tmp_path, f"file://{make_remote(tmp_path)}")
+    doc = Documents(ws, load_config(ws.root).model_dump(mode="json")).state()
+    assert doc["git"]["branch"] == "main" and doc["git"]["unpushed"] == 0 and "error" not in doc["git"]
+    assert doc["last_sync"] == {"at": None, "age": None}
+    assert doc["heartbeat"]["pushed_at"] is None and doc["heartbeat"]["interval"] == 300.0
