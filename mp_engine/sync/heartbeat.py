@@ -19,6 +19,7 @@ an older engine).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -126,7 +127,8 @@ class Heartbeat:
             if pushed and pushed.ok:
                 self.sent += 1
                 # Where the dashboard reads the heartbeat's age (the remote has it too).
-                atomic_write(self.sync.ws.local_dir / LAST_BEAT_FILE, json.loads(doc)["at"].encode(), durable=False)
+                with contextlib.suppress(OSError):  # a beat never fails for its local note
+                    atomic_write(self.sync.ws.local_dir / LAST_BEAT_FILE, json.loads(doc)["at"].encode(), durable=False)
                 self._failing = False
                 return True
             if not self._failing:
