@@ -12,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mp_engine.workspace import Workspace
+from tests.conftest import wait_for
 from tests.gitutil import toml_value
 
 BIN = Path(sys.executable).parent
@@ -56,11 +56,10 @@ class TemporalServer:
                 "--db-filename", str(self.db), "--log-level", "error"]  # fmt: skip
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while not asyncio.run(self._ready()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"Temporal did not start on {self.address}:\n{self.log.read_text(errors='replace')}")
-            time.sleep(0.2)
+        wait_for(lambda: self.proc.poll() is not None or asyncio.run(self._ready()), timeout, interval=0.2,
+                 what=lambda: f"Temporal on {self.address}:\n{self.log.read_text(errors='replace')}")  # fmt: skip
+        if self.proc.poll() is not None:
+            pytest.fail(f"Temporal exited at its start on {self.address}:\n{self.log.read_text(errors='replace')}")
         return self
 
     async def _ready(self) -> bool:

@@ -41,6 +41,19 @@ def load_for_reading(root: Path) -> tuple[Workspace, Config, str | None]:
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def taken(request: Path, timeout: float, poll: float = 0.05) -> bool:
+    """Wait until the engine has taken (removed) a request file this host wrote for it
+    (`cancel`, `answer`): True when it did within `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while request.exists():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
+    return True
+
+
 def escape_controls(text: str) -> str:
     r"""`text` with every control character shown as `\xNN` (newline and tab kept)."""
     return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

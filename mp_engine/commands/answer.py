@@ -3,17 +3,15 @@ because it asked (inbox/answer.py); the same run goes on. Says what the engine d
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mp_engine.commands import taken
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.answer import host_path, write_host
 from mp_engine.inbox.header import MP_ID_RE
 from mp_engine.record.stateview import read_view
 from mp_engine.workspace import Workspace
-
-POLL = 0.05
 
 
 def answer(
@@ -39,15 +37,12 @@ def answer(
         err(f"{mp_id} waits for no answer: the engine is {on}. `mp-engine status` says what it waits for.")
         return ExitCode.NOT_RUNNABLE
     write_host(ws, mp_id, text, mt)
-    deadline = time.monotonic() + timeout
-    while host_path(ws).exists():
-        if time.monotonic() >= deadline:
-            err(
-                f"the answer to {mp_id} waits in {ws.rel(host_path(ws))}: the engine has not taken it within "
-                f"{timeout:g} s; it does when the daemon runs (`mp-engine status` says whether it does)"
-            )
-            return ExitCode.SEND_TIMEOUT
-        time.sleep(POLL)
+    if not taken(host_path(ws), timeout):
+        err(
+            f"the answer to {mp_id} waits in {ws.rel(host_path(ws))}: the engine has not taken it within "
+            f"{timeout:g} s; it does when the daemon runs (`mp-engine status` says whether it does)"
+        )
+        return ExitCode.SEND_TIMEOUT
     state = read_view(ws.state_file)
     if state.current == mp_id and state.status == "RUNNING":
         echo(f"answered {mp_id}: its run {state.run_id} goes on (`mp-engine status`, then SYSTEM/RESULT_last.md)")

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mp_engine.commands import taken
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.cancel_request import host_path, request_on_host
 from mp_engine.inbox.header import MP_ID_RE
 from mp_engine.record.stateview import read_view
 from mp_engine.workspace import Workspace
-
-POLL = 0.05
 
 
 def cancel(
@@ -32,15 +30,12 @@ def cancel(
         err(f"{mp_id!r} is not an MP id; give one like MP-1.4")
         return ExitCode.USAGE
     request_on_host(ws, mp_id)
-    deadline = time.monotonic() + timeout
-    while host_path(ws).exists():
-        if time.monotonic() >= deadline:
-            err(
-                f"asked to cancel {mp_id}, but the engine has not acted within {timeout:g} s; the request stays in "
-                f"{ws.rel(host_path(ws))} and takes effect when the daemon runs (`mp-engine status` says whether it does)"
-            )
-            return ExitCode.SEND_TIMEOUT
-        time.sleep(POLL)
+    if not taken(host_path(ws), timeout):
+        err(
+            f"asked to cancel {mp_id}, but the engine has not acted within {timeout:g} s; the request stays in "
+            f"{ws.rel(host_path(ws))} and takes effect when the daemon runs (`mp-engine status` says whether it does)"
+        )
+        return ExitCode.SEND_TIMEOUT
     last = read_view(ws.state_file).last_result or {}
     if last.get("mp_id") == mp_id and last.get("status") == "CANCELLED":
         echo(f"cancelled {mp_id} (run {last.get('run_id')}, SYSTEM/RESULT_last.md)")

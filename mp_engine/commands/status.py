@@ -209,7 +209,8 @@ def liveness(ws: Workspace, state: StateView, step: dict[str, Any] | None) -> di
     return out
 
 
-def _seconds(value: float | None) -> str:
+def seconds(value: float | None) -> str:
+    """A duration for a person: "4.2 s", "3 min 5 s", "2 h 10 min" ("?" when unknown)."""
     if value is None:
         return "?"
     value = float(value)
@@ -283,7 +284,7 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if st:
         current += f", step {st['number']}/{st['of']} ({st['id']})"
         if "elapsed" in st:
-            current += f", running {_seconds(st['elapsed'])}, {_seconds(st['time_left'])} left before its timeout"
+            current += f", running {seconds(st['elapsed'])}, {seconds(st['time_left'])} left before its timeout"
     lines += [
         f"  current:         {current}",
         f"  last completed:  {s['last_completed'] or '-'}",
@@ -292,7 +293,7 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if s.get("last_result"):
         r = report.get("last_mp") or s["last_result"]
         colour = "green" if r["status"] in ("ONLINE", "COMPLETED") else "red"
-        extra = f", {_seconds(r['duration'])}" if r.get("duration") is not None else ""
+        extra = f", {seconds(r['duration'])}" if r.get("duration") is not None else ""
         extra += f", certificate {r['certificate']}" if r.get("certificate") else ""
         extra += f", {r['ago']}" if r.get("ago") else ""
         title = f" {r['title']}" if r.get("title") else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from mp_engine.config.section import Section
+from mp_engine.config.section import Section, listen_address
 
 DEFAULT_LISTEN = "127.0.0.1:8470"
 
@@ -24,12 +24,9 @@ class DashboardConfig(Section):
     @model_validator(mode="after")
     def _address(self) -> DashboardConfig:
         if self.listen:
-            host, sep, port = self.listen.rpartition(":")
-            if not sep or not host.strip("[]") or not port.isdigit() or not 0 <= int(port) < 65536:
-                raise ValueError(f"listen must be HOST:PORT, got {self.listen!r}")
+            listen_address(self.listen)
         return self
 
     @property
     def address(self) -> tuple[str, int]:
-        host, _, port = self.listen.rpartition(":")
-        return host.strip("[]"), int(port)
+        return listen_address(self.listen)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from mp_engine.config.section import Section, is_loopback
+from mp_engine.config.section import Section, is_loopback, listen_address
 
 
 class EngineConfig(Section):
@@ -104,10 +104,7 @@ class MetricsConfig(Section):
     def _loopback(self) -> MetricsConfig:
         if not self.listen:
             return self
-        host, sep, port = self.listen.rpartition(":")
-        host = host.strip("[]")
-        if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-            raise ValueError(f"listen must be HOST:PORT, got {self.listen!r}")
+        host, _ = listen_address(self.listen)
         if not self.allow_remote and not is_loopback(host):
             raise ValueError(
                 f"listen = {self.listen!r} is not a loopback address; metrics carry no authentication. "
@@ -117,5 +114,4 @@ class MetricsConfig(Section):
 
     @property
     def address(self) -> tuple[str, int]:
-        host, _, port = self.listen.rpartition(":")
-        return host.strip("[]"), int(port)
+        return listen_address(self.listen)

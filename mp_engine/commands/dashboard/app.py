@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 from mp_engine.commands.dashboard import graph, plots
 from mp_engine.commands.dashboard.documents import Documents
 from mp_engine.commands.dashboard.live import Watch
+from mp_engine.commands.status import seconds
 
 COOKIE = "mp_dashboard_token"
 FRAGMENTS = ("state", "queue", "running")  # the index page's live parts, each a template `_<name>.html`
@@ -40,20 +41,10 @@ log = structlog.get_logger("mp_engine.dashboard")
 
 def templates() -> Environment:
     env = Environment(loader=PackageLoader("mp_engine.commands.dashboard", "templates"), autoescape=select_autoescape())
-    env.filters["secs"] = seconds
+    env.filters["secs"] = lambda v: "-" if v is None else seconds(v)
     env.filters["short"] = lambda v, n=12: str(v)[:n] if v else ""
     env.globals.update(layout=graph.layout, durations=plots.durations, rates=plots.rates)
     return env
-
-
-def seconds(value: Any) -> str:
-    if value is None:
-        return "-"
-    v = float(value)
-    if v < 60:
-        return f"{v:.1f} s"
-    m, s = divmod(int(v), 60)
-    return f"{m} min {s} s" if m < 60 else f"{m // 60} h {m % 60} min"
 
 
 class Dashboard:

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.progress import Progress
+from mp_engine.atomic import read_tail
 from mp_engine.clock import now_iso, parse_iso
-from mp_engine.commands.history import history
+from mp_engine.commands.history import history, read_result
 from mp_engine.commands.status import status_report
+from mp_engine.daemon.health import read_last_sync_ok
 from mp_engine.inbox.mpfile import parse_head
 from mp_engine.inbox.queue import MPQueue
 from mp_engine.record import journal
@@ -51,10 +53,7 @@ class ResultCache:
             hit = self._seen.get(run_dir.name)
         if hit is not None and hit[0] == mtime:
             return hit[1]
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            doc = None
+        doc = read_result(run_dir)
         with self._lock:
             self._seen[run_dir.name] = (mtime, doc)
         return doc
@@ -142,10 +141,7 @@ class Documents:
         """The running MP: its steps (shell) or its task board (agent), with the live tails."""
         run_dir = self.ws.runs_dir / run_id
         out: dict[str, Any] = {"run_id": run_id}
-        try:
-            ledger = journal.read(run_dir / RUN_LEDGER)
-        except (OSError, ValueError):
-            ledger = {}
+        ledger = ledger_of(run_dir)
         out.update(
             mp_id=ledger.get("mp_id"), started_at=ledger.get("created_at"), elapsed=age(ledger.get("created_at"))
         )
@@ -214,7 +210,7 @@ class Documents:
         if not rel:
             return None
         ev = run_dir / rel
-        out: dict[str, Any] = {"path": rel, "diffstat": read_text(ev / "diff.txt", TAIL_BYTES)}
+        out: dict[str, Any] = {"path": rel, "diffstat": read_tail(ev / "diff.txt", TAIL_BYTES)}
         try:
             verdict = json.loads((ev / "verdict.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -229,7 +225,7 @@ class Documents:
     def check_tail(self, run_dir: Path, step: str | None) -> str:
         if not step:
             return ""
-        text = "".join(read_text(run_dir / "steps" / f"{step}.{s}", TAIL_BYTES) for s in ("stdout", "stderr"))
+        text = "".join(read_tail(run_dir / "steps" / f"{step}.{s}", TAIL_BYTES) for s in ("stdout", "stderr"))
         return self.redact(text[-TAIL_BYTES:])
 
     # -- /api/v1/runs and /api/v1/runs/<run_id> ------------------------------------------
@@ -252,10 +248,7 @@ class Documents:
         raw = self.results.get(run_dir)
         result = document(Outcome.from_dict(raw), self.ws) if raw else None
         progress = Progress.load(run_dir)
-        try:
-            ledger = journal.read(run_dir / RUN_LEDGER)
-        except (OSError, ValueError):
-            ledger = {}
+        ledger = ledger_of(run_dir)
         doc: dict[str, Any] = {"schema": SCHEMA, "run_id": run_id, "finished": result is not None, "result": result}
         doc["ledger"] = {
             "mp_id": ledger.get("mp_id"),
@@ -332,9 +325,15 @@ def actions(ws: Workspace, doc: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-def read_last_sync(ws: Workspace) -> dict[str, Any]:
-    from mp_engine.daemon.health import read_last_sync_ok
+def ledger_of(run_dir: Path) -> dict[str, Any]:
+    """A run's ledger with its journal applied, or {} when it cannot be read."""
+    try:
+        return journal.read(run_dir / RUN_LEDGER)
+    except (OSError, ValueError):
+        return {}
 
+
+def read_last_sync(ws: Workspace) -> dict[str, Any]:
     at = read_last_sync_ok(ws.local_dir)
     return {"at": at, "age": age(at)}
 
@@ -347,9 +346,3 @@ def age(iso: Any) -> float | None:
         return round(time.time() - parse_iso(str(iso)).timestamp(), 1)
     except ValueError:
         return None
-
-
-def read_text(path: Path, cap: int) -> str:
-    from mp_engine.atomic import read_tail
-
-    return read_tail(path, cap)

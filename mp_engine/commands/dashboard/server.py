@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from mp_engine.workspace import Workspace
 
 
+ANY = ("0.0.0.0", "::")  # listen on every address
+
+
 def token_for(config: Config, given: str | None = None) -> str | None:
     """The token: given on the command line, else from `[dashboard] token_env`."""
     return given or secretenv.environ().get(config.dashboard.token_env) or None
@@ -37,7 +40,7 @@ def check_address(host: str, token: str | None, token_env: str) -> None:
 
 def url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else shown
+    shown = "127.0.0.1" if host in ANY else shown
     return f"http://{shown}:{port}/"
 
 
@@ -83,9 +86,8 @@ class Served:
         check_address(host, token, config.dashboard.token_env)
         self.stop = threading.Event()
         docs = Documents(ws, config.model_dump(mode="json"), Redactor.from_config(config))
-        hosts = () if is_loopback(host) or host in ("0.0.0.0", "::") else (host,)
-        if host in ("0.0.0.0", "::"):
-            hosts = ("*",)  # any name reaches it: the token guards it
+        # On every address any name reaches it (the token guards it); on one, its own name.
+        hosts = ("*",) if host in ANY else () if is_loopback(host) else (host,)
         self.dashboard = Dashboard(docs, token=token, hosts=hosts, stop=self.stop, on_refused=on_refused)
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
