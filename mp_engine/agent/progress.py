@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mp_engine.agent.usage import describe
 from mp_engine.atomic import atomic_write
 from mp_engine.clock import now_iso
 
@@ -188,8 +189,7 @@ def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -
             lines.append(f"  agent circuit:   {c.get('circuit', 'closed')}; last trip: {what}{after}")
     used = (agent or {}).get("usage") or {}
     if used.get("calls"):
-        cost = f", ${used['cost_usd']:.4f}" if used.get("priced") else ""
-        lines.append(f"  agent usage:     {used['input']} input and {used['output']} output tokens{cost}")
+        lines.append(f"  agent usage:     {describe(used)}")
     if waiting:
         lines.append(
             f"  waiting:         {waiting.get('kind')} until {waiting.get('resume_at')} ({waiting.get('reason')})"

@@ -51,8 +51,12 @@ class Usage:
         return {**self.total, "by_level": self.by_level, "by_task": self.by_task}
 
     def line(self) -> str:
-        t = self.total
-        cost = f", ${t['cost_usd']:.4f}" + (
-            "" if t["priced"] == t["calls"] else f" ({t['priced']} of {t['calls']} calls priced)"
-        )
-        return f"{t['input']} input and {t['output']} output tokens in {t['calls']} calls{cost if t['priced'] else ''}"
+        return describe(self.total)
+
+
+def describe(t: dict[str, Any]) -> str:
+    """The one line a person reads (the result, `status`): tokens, calls and, when priced, dollars."""
+    cost = f", ${t['cost_usd']:.4f}" + (
+        "" if t["priced"] == t["calls"] else f" ({t['priced']} of {t['calls']} calls priced)"
+    )
+    return f"{t['input']} input and {t['output']} output tokens in {t['calls']} calls{cost if t['priced'] else ''}"

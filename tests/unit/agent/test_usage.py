@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from mp_engine.agent.progress import render_lines
 from mp_engine.agent.usage import Usage
 from tests.agentutil import GREET, ONE, level, only_run, records
 from tests.conftest import drop, result_field
@@ -22,6 +23,9 @@ def test_usage_is_summed_per_task_and_level_into_the_result(engine_for, ws):
     assert used["by_level"]["cheap"]["calls"] == 2 and set(used["by_task"]) == {"MT-001", "MT-002"}
     assert json.loads((ws.root / "SYSTEM" / "RESULT_last.json").read_text())["usage"]["cost_usd"] == 0.02
     assert "Agent usage: 2400 input and 60 output tokens in 2 calls, $0.0200" in ws.result_file.read_text()
+    # `status` says the same of a live run (its progress snapshot holds the same sums).
+    lines = render_lines({"current": {}, "status": "in_progress", "usage": used}, None)
+    assert "  agent usage:     2400 input and 60 output tokens in 2 calls, $0.0200" in lines
 
 
 def test_the_cost_budget_ends_the_mp_like_the_wall_budget(engine_for, ws):
