@@ -16,20 +16,20 @@ import threading
 import time
 from typing import Any
 
+from mp_engine.commands.channel import Already, progress_line, results_at, state_at
 from mp_engine.commands.remote import read_remote
-from mp_engine.commands.send import GIT_TIMEOUT, Sender, progress_line, state_at
+from mp_engine.commands.send import GIT_TIMEOUT, Sender
 from mp_engine.errors import InvalidMPError
 from mp_engine.inbox.header import MP_ID_RE, RUN_ID_RE
 from mp_engine.inbox.lines import key_line
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
-from mp_engine.record.digest import INDEX, LAST_JSON
+from mp_engine.record.digest import LAST_JSON
 from mp_engine.sync.attribution import RUNS_PREFIX
 from mp_engine.sync.context import BLOCKED_BRANCH
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 from mp_engine.workspace import SYSTEM_DIR
 
-INDEX_PATH = f"{SYSTEM_DIR}/{INDEX}"
 LAST_JSON_PATH = f"{SYSTEM_DIR}/{LAST_JSON}"
 MAX_WAIT = 25.0  # seconds one wait_result call may hold (clients time out near 30 s)
 MAX_FILE_BYTES = 1024 * 1024
@@ -41,21 +41,12 @@ class Orchestrator:
 
     def __init__(self, repo: str, branch: str = "main", poll: float = 1.0):
         self.said: list[str] = []
-        self.sender = Sender(repo, branch, self.said.append, self.said.append)
+        # No --force here: a model lifts a halt with approve, it does not queue past one.
+        self.sender = Sender(repo, branch, self.said.append, self.said.append, force_hint=None)
         self.poll = poll
         self._lock = threading.Lock()  # one git operation at a time in the shared clone
 
     # -- reading the remote ----------------------------------------------------------
-
-    def _index(self, s: GitSession, tip: str) -> list[dict[str, Any]]:
-        blob = s.blob(tip, INDEX_PATH) or b""
-        out = []
-        for line in blob.decode("utf-8", errors="replace").splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-        return out
 
     def _result_document(self, s: GitSession, tip: str, run_id: str) -> dict[str, Any] | None:
         """RESULT_last.json as it was when run `run_id` ended (it is replaced by later runs)."""
@@ -71,8 +62,9 @@ class Orchestrator:
 
     # -- the tools -------------------------------------------------------------------
 
-    def send_mp(self, text: str, *, approves: str | None = None) -> dict[str, Any]:
-        """Validate as `check` does, then push; idempotent on the MP's SHA-256."""
+    def send_mp(self, text: str, *, approves: str | None = None, rerun: bool = False) -> dict[str, Any]:
+        """Validate as `check` does, then push; nothing when these bytes wait in the
+        remote's inbox or already ran (unless `rerun`)."""
         if approves is not None:
             text = with_approval(text, approves)
         data = text.encode("utf-8")
@@ -91,17 +83,11 @@ class Orchestrator:
                 "line": None,
             }
         with self._lock:
-            s, tip = self.sender.at_tip()
-            try:
-                done = [r for r in self._index(s, tip) if r.get("mp_sha256") == mp.sha256]
-                if done:
-                    return {**_ids(mp), "sent": False, "already": "ran", "result": done[-1]}
-                if s.blob(tip, INBOX_PATH) == data:
-                    return {**_ids(mp), "sent": False, "already": "waiting in the remote's inbox"}
-            finally:
-                s.close()
             self.said.clear()
-            sent = self.sender.send(data, mp, force=False)
+            sent = self.sender.send(data, mp, force=False, rerun=rerun)
+        if isinstance(sent, Already):
+            out = {**_ids(mp), "sent": False, "already": sent.what, "note": sent.say(mp.mp_id)}
+            return {**out, "result": sent.result} if sent.result else out
         if isinstance(sent, int):
             return {**_ids(mp), "sent": False, "refused": " ".join(self.said).removeprefix("not sent: ")}
         out = {**_ids(mp), "sent": True, "commit": sent[1]}
@@ -116,6 +102,11 @@ class Orchestrator:
         if not by_sha and not MP_ID_RE.fullmatch(ref):
             return {"done": False, "error": f"{ref!r} is neither an MP id (MP-1.4) nor an MP's SHA-256"}
         deadline = time.monotonic() + max(0.0, min(float(max_wait_s), MAX_WAIT))
+        clamped = (
+            {"note": f"max_wait_s={max_wait_s:g} is above the cap; each call waits at most {MAX_WAIT:g} s"}
+            if float(max_wait_s) > MAX_WAIT
+            else {}
+        )
         while True:
             with self._lock:
                 s, tip = self.sender.at_tip()
@@ -123,8 +114,8 @@ class Orchestrator:
                     found = self._lookup(s, tip, ref, by_sha)
                 finally:
                     s.close()
-            if found.get("done") or time.monotonic() >= deadline:
-                return found
+            if found.get("done") or "error" in found or time.monotonic() >= deadline:
+                return {**found, **clamped}
             time.sleep(min(self.poll, max(0.0, deadline - time.monotonic())))
 
     def _lookup(self, s: GitSession, tip: str, ref: str, by_sha: bool) -> dict[str, Any]:
@@ -136,7 +127,7 @@ class Orchestrator:
         # An MP id sent again after an earlier run of the same id: the newer one counts.
         waiting_again = pending_mp is not None and (pending_mp.sha256 == ref if by_sha else pending_mp.mp_id == ref)
         running = state.get("status") == "RUNNING" and mp_id is not None and state.get("current") == mp_id
-        entries = [r for r in self._index(s, tip) if r.get(key) == ref]
+        entries = [r for r in results_at(s, tip) if r.get(key) == ref]
         # A run a person answered goes on: its earlier result is not the answer to wait for.
         resumed = running and bool(entries) and entries[-1].get("run_id") == state.get("run_id")
         if entries and not (waiting_again and not by_sha) and not resumed:
@@ -146,8 +137,13 @@ class Orchestrator:
                 "status": entry.get("status"),
                 "result": self._result_document(s, tip, str(entry.get("run_id"))) or entry,
             }
-        if not running and not waiting_again:
-            return {"done": False, "status": "unknown", "why": f"no MP {ref} in the remote's inbox or results"}
+        if not running and not waiting_again and not _queued(s, tip, ref, by_sha):
+            return {
+                "done": False,
+                "status": "unknown",
+                "error": f"no MP {ref} was sent or seen: it is not in the remote's inbox (nor queued in its history), "
+                "not running, and no result names it. Send it with send_mp first; waiting will not make it appear.",
+            }
         progress = {
             "done": False,
             "status": "RUNNING" if running else "waiting",
@@ -190,11 +186,11 @@ class Orchestrator:
         with self._lock:
             s, tip = self.sender.at_tip()
             try:
-                entries = self._index(s, tip)
+                entries = results_at(s, tip)
             finally:
                 s.close()
-        limit = max(1, min(int(limit), 500))
-        return {"count": len(entries), "results": list(reversed(entries[-limit:]))}
+        limit = max(0, min(int(limit), 500))
+        return {"count": len(entries), "results": list(reversed(entries[-limit:])) if limit else []}
 
     def get_run_file(self, run_id: str, path: str, max_bytes: int = 64 * 1024) -> dict[str, Any]:
         """One archived file of a run, confined to `SYSTEM/runs/<run_id>/`."""
@@ -232,6 +228,15 @@ class Orchestrator:
         with self._lock:
             self.said.clear()
             sent = self.sender.cancel(mp_id)
+        if isinstance(sent, Already):
+            status = (sent.result or {}).get("status")
+            return {
+                "sent": False,
+                "already": "finished",
+                "status": status,
+                "note": sent.say(mp_id),
+                "result": sent.result,
+            }
         if isinstance(sent, int):
             return {"sent": False, "error": " ".join(self.said)}
         return {
@@ -257,6 +262,16 @@ class Orchestrator:
 
 def _ids(mp: MicroProject) -> dict[str, Any]:
     return {"mp_id": mp.mp_id, "sha256": mp.sha256}
+
+
+def _queued(s: GitSession, tip: str, ref: str, by_sha: bool, depth: int = 20) -> bool:
+    """Whether one of the last `depth` MPs sent to the inbox is `ref`: an MP sent while
+    another waited is queued in the branch's history, not in the inbox at the tip."""
+    for commit in s.run("log", "-n", str(depth), "--format=%H", tip, "--", INBOX_PATH).split():
+        mp = _parse_quietly(s.blob(commit, INBOX_PATH))
+        if mp is not None and (mp.sha256 if by_sha else mp.mp_id) == ref:
+            return True
+    return False
 
 
 def _parse_quietly(data: bytes | None) -> MicroProject | None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from mp_engine.commands.send import Sender, progress_line, state_at
+from mp_engine.commands.channel import progress_line, state_at
+from mp_engine.commands.send import Sender
 from mp_engine.errors import SyncError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.inbox.header import header_summary
@@ -27,7 +28,7 @@ def read_remote(sender: Sender) -> dict:
             "state": state,
             "engine": sender.liveness(s),
             "inbox": header_summary(pending) if pending is not None else None,
-            "progress": progress_line(state, str(state.get("current"))),
+            "progress": progress_line(state),
         }
     finally:
         s.close()

@@ -5,9 +5,10 @@ with `--wait`, poll the remote until the engine pushes the result for exactly th
 (`MP-SHA256:` in RESULT_last.md), print it, and exit by its status.
 
 Exit codes (docs/GIT.md):
-  0  sent (without --wait), or the result is COMPLETED
-  1  the MP is invalid (nothing sent), or the result is ERROR
-  6  an MP is still pending in the remote's inbox (use --force to replace it)
+  0  sent (without --wait), or already waiting or run (nothing sent; `--rerun` sends an MP
+     that ran again), or the result is COMPLETED
+  1  the MP is invalid (nothing sent), or the result is ERROR, CANCELLED or SUPERSEDED
+  6  the engine is halted and the MP does not approve the halt (nothing sent; --force sends)
   7  --wait timed out before the result arrived (the MP stays sent)
   8  git failed: clone, fetch or push (the message says which and why)
 """
@@ -15,7 +16,6 @@ Exit codes (docs/GIT.md):
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
 import time
@@ -25,6 +25,15 @@ from pathlib import Path
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 import mp_engine.sync.heartbeat as heartbeat
+from mp_engine.commands.channel import (
+    Already,
+    cannot_run,
+    describe_pending,
+    field_of,
+    progress_line,
+    results_at,
+    state_at,
+)
 from mp_engine.errors import InvalidMPError, SyncError
 from mp_engine.exitcodes import ExitCode
 from mp_engine.gitcmd import git
@@ -46,8 +55,16 @@ SPARSE = ["/Claude_Inbox/", f"/{STATE_FILE}", f"/{SYSTEM_DIR}/RESULT_last.*", f"
 
 
 class Sender:
-    def __init__(self, repo: str, branch: str, echo: Callable[[str], None], err: Callable[[str], None]):
+    def __init__(
+        self,
+        repo: str,
+        branch: str,
+        echo: Callable[[str], None],
+        err: Callable[[str], None],
+        force_hint: str | None = "send it anyway with --force",
+    ):
         self.repo_arg = repo
+        self.force_hint = force_hint  # how this caller forces an MP past a halt, if it can
         self.branch = branch
         self.echo = echo
         self.err = err
@@ -109,28 +126,44 @@ class Sender:
 
     # -- sending ---------------------------------------------------------------------
 
-    def send(self, data: bytes, mp: MicroProject, force: bool) -> tuple[Path, str] | int:
-        def precheck(state: dict, pending: bytes | None, first: bool) -> int | None:
-            refused = _cannot_run(state, mp)
+    def send(self, data: bytes, mp: MicroProject, force: bool, rerun: bool = False) -> tuple[Path, str] | Already | int:
+        """Commit and push `data`; nothing when the remote's inbox holds these bytes, or a
+        result names them (unless `rerun`), or the engine is halted and `mp` does not
+        approve it (unless `force`)."""
+
+        def precheck(s: GitSession, tip: str, first: bool) -> Already | int | None:
+            state, pending = state_at(s, tip), s.blob(tip, INBOX_PATH)
+            if pending == data:
+                return Already("waiting", s.run("log", "-1", "--format=%H", tip, "--", INBOX_PATH).strip() or tip)
+            ran = [r for r in results_at(s, tip) if r.get("mp_sha256") == mp.sha256]
+            if ran and not rerun:
+                return Already("ran", tip, ran[-1])
+            refused = cannot_run(state, mp, self.force_hint)
             if refused and not force:
                 self.err(f"not sent: {refused}")
                 return ExitCode.NOT_RUNNABLE
             if pending is not None and first:
-                self.err(f"{_describe_pending(pending, state)}; {mp.mp_id} is queued behind it")
+                self.err(f"{describe_pending(pending, state)}; {mp.mp_id} is queued behind it")
             return None
 
         title = f" {mp.title}" if mp.title else ""
         return self.commit(INBOX_PATH, data, f"{mp.mp_id}: send{title}", precheck)
 
-    def cancel(self, mp_id: str) -> tuple[Path, str, str | None] | int:
+    def cancel(self, mp_id: str) -> tuple[Path, str, str | None] | Already | int:
         """Commit `Claude_Inbox/cancel_request.txt` naming `mp_id`; also return the SHA-256
-        of that MP when the remote's inbox holds it (what `--wait` looks for)."""
+        of that MP when the remote's inbox holds it (what `--wait` looks for). Nothing when
+        the MP neither runs nor waits and its result is in."""
         found: list[str | None] = [None]
 
-        def precheck(state: dict, pending: bytes | None, first: bool) -> int | None:
+        def precheck(s: GitSession, tip: str, first: bool) -> Already | int | None:
+            state, pending = state_at(s, tip), s.blob(tip, INBOX_PATH)
             waiting = pending is not None and header_summary(pending).split(" ", 1)[0] == mp_id
             found[0] = hashlib.sha256(pending).hexdigest() if waiting and pending is not None else None
-            if first and not waiting:
+            running = state.get("status") == "RUNNING" and state.get("current") == mp_id
+            ended = [r for r in results_at(s, tip) if r.get("mp_id") == mp_id]
+            if not waiting and not running and ended:
+                return Already("finished", tip, ended[-1])
+            if first and not waiting and not running:
                 self.err(
                     f"{mp_id} is neither running nor waiting in the remote's inbox (the engine is "
                     f"{state.get('status', '?')}, current {state.get('current', '?')}); the engine will record "
@@ -139,14 +172,15 @@ class Sender:
             return None
 
         sent = self.commit(CANCEL_PATH, f"{mp_id}\n".encode(), f"{mp_id}: cancel", precheck)
-        return sent if isinstance(sent, int) else (*sent, found[0])
+        return sent if isinstance(sent, int | Already) else (*sent, found[0])
 
     def answer(self, mp_id: str, text: str, mt: str | None) -> tuple[Path, str, str | None] | int:
         """Commit `Claude_Inbox/answer.txt` answering `mp_id`, which the engine must be
         halted on; also return that MP's SHA-256 (the answered run's result names it)."""
         found: list[str | None] = [None]
 
-        def precheck(state: dict, pending: bytes | None, first: bool) -> int | None:
+        def precheck(s: GitSession, tip: str, first: bool) -> int | None:
+            state = state_at(s, tip)
             halt = state.get("halt") or {}
             if halt.get("mp_id") != mp_id:
                 on = f"halted on {halt['mp_id']}" if halt.get("mp_id") else f"{state.get('status', '?')}, not halted"
@@ -160,11 +194,15 @@ class Sender:
         return sent if isinstance(sent, int) else (*sent, found[0])
 
     def commit(
-        self, path: str, data: bytes, message: str, precheck: Callable[[dict, bytes | None, bool], int | None]
-    ) -> tuple[Path, str] | int:
+        self,
+        path: str,
+        data: bytes,
+        message: str,
+        precheck: Callable[[GitSession, str, bool], Already | int | None],
+    ) -> tuple[Path, str] | Already | int:
         """Write `path` in the working clone, commit and push it on the remote's tip,
-        redone on a fresh tip when another push got there first. `precheck(state,
-        pending MP, first attempt)` may refuse with an exit code."""
+        redone on a fresh tip when another push got there first. `precheck(session, tip,
+        first attempt)` may refuse with an exit code, or find it `Already` done."""
         clone = self.working_clone()
         own = clone != Path(self.repo_arg).expanduser().resolve()
         s = GitSession(clone, GIT_TIMEOUT)
@@ -178,9 +216,7 @@ class Sender:
             ):
                 with attempt:
                     tip = self.refresh(s, own_clone=own)
-                    refused = precheck(
-                        state_at(s, tip), s.blob(tip, INBOX_PATH), attempt.retry_state.attempt_number == 1
-                    )
+                    refused = precheck(s, tip, attempt.retry_state.attempt_number == 1)
                     if refused is not None:
                         return refused
                     target = clone / path
@@ -226,7 +262,7 @@ class Sender:
                     found = self._find_result(s, sent, sha256)
                     if found is not None:
                         self.echo(found.rstrip("\n"))
-                        return ExitCode.OK if _field(found, "Status") == good else ExitCode.MP_ERROR
+                        return ExitCode.OK if field_of(found, "Status") == good else ExitCode.MP_ERROR
                     progress = progress_line(state_at(s, self.tracking), mp_id)
                     engine = self.liveness(s)
                     if engine["engine"] in ("silent", "stopped"):
@@ -263,59 +299,9 @@ class Sender:
             if blob is None:
                 continue
             text = blob.decode("utf-8", errors="replace")
-            if _field(text, "MP-SHA256") == sha:
+            if field_of(text, "MP-SHA256") == sha:
                 return text
         return None
-
-
-def _field(text: str, key: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(f"{key}: "):
-            return line.split(": ", 1)[1].strip()
-    return None
-
-
-def state_at(s: GitSession, commit: str) -> dict:
-    """SESSION_STATE.json at `commit` ({} when missing or unreadable)."""
-    blob = s.blob(commit, STATE_FILE)
-    try:
-        data = json.loads(blob) if blob else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _cannot_run(state: dict, mp: MicroProject) -> str | None:
-    """Why `mp` could not run on an engine in `state`, or None."""
-    halt = state.get("halt") or {}
-    if not halt or mp.approves in (halt.get("mp_id"), halt.get("run_id")) or mp.answers == halt.get("mp_id"):
-        return None
-    return (
-        f"the engine is halted on {halt.get('mp_id')} ({halt.get('reason', 'see its result')}) and {mp.mp_id} does "
-        f"not approve it, so it could not run. Add the header line `Approves: {halt.get('mp_id')}` to the MP "
-        "(after fixing what failed), or send it anyway with --force (it then waits, and is SUPERSEDED by the "
-        "next MP sent before the halt is lifted)."
-    )
-
-
-def _describe_pending(pending: bytes, state: dict) -> str:
-    line = header_summary(pending)
-    if state.get("status") == "RUNNING" and line.startswith(str(state.get("current"))):
-        return f"the engine is running {state.get('current')} (run {state.get('run_id')})"
-    return f"{line} is waiting in the remote's inbox (the engine has not taken it yet)"
-
-
-def progress_line(state: dict, mp_id: str) -> str:
-    """One line on where the engine is, as the remote shows it."""
-    status, current = state.get("status", "?"), state.get("current", "?")
-    if status == "RUNNING" and current == mp_id:
-        return f"{mp_id} is RUNNING (run {state.get('run_id')})"
-    if status == "RUNNING":
-        return f"{mp_id} is queued; the engine is running {current}"
-    if status == "ERROR" and state.get("halt"):
-        halt = state["halt"]
-        return f"the engine is halted on {halt.get('mp_id')}: {halt.get('reason')}"
-    return f"{mp_id} is not taken yet; the engine is {status}"
 
 
 def send_mp(
@@ -327,6 +313,7 @@ def send_mp(
     timeout: float = 600.0,
     poll: float = 2.0,
     force: bool = False,
+    rerun: bool = False,
     echo: Callable[[str], None] = print,
     err: Callable[[str], None] = print,
     stop: threading.Event | None = None,
@@ -343,9 +330,17 @@ def send_mp(
         return ExitCode.MP_ERROR
     sender = Sender(repo, branch, echo, err)
     try:
-        sent = sender.send(data, mp, force)
+        sent = sender.send(data, mp, force, rerun)
         if isinstance(sent, int):
             return sent
+        if isinstance(sent, Already):
+            echo(sent.say(mp.mp_id))
+            if sent.what == "ran":  # its result is in: --wait has nothing more to wait for
+                good = (sent.result or {}).get("status") == "COMPLETED"
+                return ExitCode.OK if good or not wait else ExitCode.MP_ERROR
+            if not wait:
+                return ExitCode.OK
+            sent = (sender.working_clone(), sent.commit)
         clone, commit = sent
         echo(f"sent {mp.mp_id} in {commit[:12]} to {repo} ({branch})")
         if not wait:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from mp_engine.commands.channel import Already
 from mp_engine.commands.send import Sender
 from mp_engine.errors import SyncError
 from mp_engine.exitcodes import ExitCode
@@ -72,6 +73,9 @@ def send_cancel(
         sent = sender.cancel(mp_id)
         if isinstance(sent, int):
             return sent
+        if isinstance(sent, Already):  # nothing to stop: --wait exits by the result it already has
+            echo(sent.say(mp_id))
+            return ExitCode.OK if not wait or (sent.result or {}).get("status") == "CANCELLED" else ExitCode.MP_ERROR
         clone, commit, sha256 = sent
         echo(f"sent a cancel request for {mp_id} in {commit[:12]} to {repo} ({branch})")
         if not wait:

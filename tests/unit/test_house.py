@@ -26,7 +26,9 @@ TESTED_ELSEWHERE = {
     "commands/run": "tests/e2e/test_daemon.py runs the daemon",
     "commands/send": "tests/e2e/cmd_send/test_send.py",
     "commands/remote": "tests/e2e/cmd_send/test_send.py (status --remote against the real daemon and its heartbeat)",
-    "commands/mcp": "tests/e2e/cmd_mcp/test_mcp.py (the SDK's client over stdio and streamable HTTP, the real daemon)",
+    "commands/mcp/server": "tests/e2e/cmd_mcp/test_mcp.py (the SDK's client over stdio and HTTP, the real daemon), "
+    "test_oauth.py (the SDK's OAuth client through a TLS tunnel), test_action.py (the GPT Action over HTTP)",
+    "commands/mcp/clients": "tests/e2e/cmd_mcp/test_oauth.py (mcp clients, mcp revoke), test_action.py (clients add)",
     "cancel_waiting": "tests/e2e/test_operator.py (the real daemon: a waiting MP cancelled, a request ignored)",
     "commands/status": "tests/unit/commands/test_status.py",
     "commands/logs": "tests/unit/commands/test_logs.py",

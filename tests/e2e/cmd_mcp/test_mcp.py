@@ -35,6 +35,13 @@ async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+async def refused(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    """A call that fails: MCP's isError, with the same structured answer (issue #31)."""
+    result = await client.call_tool(tool, args)
+    assert result.is_error, result.structured_content
+    return result.structured_content
+
+
 async def until_done(client: Client, ref: str) -> dict[str, Any]:
     for _ in range(40):
         got = await call(client, "wait_result", mp=ref, max_wait_s=5)
@@ -60,7 +67,11 @@ def test_a_model_drives_the_engine_over_stdio(engine, tmp_path):
             assert "`Executor: agent`" in client.instructions and "`Plan: auto`" in client.instructions
             assert tools["get_status"].annotations.read_only_hint is True
             assert tools["approve"].annotations.destructive_hint and tools["cancel"].annotations.destructive_hint
-            assert "text" in tools["send_mp"].input_schema["properties"]
+            # Every parameter is described; send_mp's text carries the grammar in short.
+            for tool in tools.values():
+                for name, prop in tool.input_schema.get("properties", {}).items():
+                    assert len(prop.get("description", "")) > 15, (tool.name, name)
+            assert "```bash" in tools["send_mp"].input_schema["properties"]["text"]["description"]
 
             sent = await call(client, "send_mp", text=mp("MP-50.1", "echo hello from the model"))
             assert sent["sent"] and sent["mp_id"] == "MP-50.1" and len(sent["sha256"]) == 64
@@ -71,10 +82,10 @@ def test_a_model_drives_the_engine_over_stdio(engine, tmp_path):
             run_id = done["result"]["run_id"]
             out = await call(client, "get_run_file", run_id=run_id, path="steps/step-001.stdout")
             assert out["text"] == "hello from the model\n"
-            escape = await call(client, "get_run_file", run_id=run_id, path="../../mp-engine.toml")
+            escape = await refused(client, "get_run_file", run_id=run_id, path="../../mp-engine.toml")
             assert "not a path inside" in escape["error"]
 
-            invalid = await call(client, "send_mp", text="# MP-50.2 No steps\n\nJust prose.\n")
+            invalid = await refused(client, "send_mp", text="# MP-50.2 No steps\n\nJust prose.\n")
             assert (
                 invalid
                 == {
@@ -92,8 +103,9 @@ def test_a_model_drives_the_engine_over_stdio(engine, tmp_path):
             assert failed["status"] == "ERROR" and failed["result"]["fix"] and failed["result"]["approve_with"]
             status = await call(client, "get_status")
             assert status["state"]["halt"]["mp_id"] == "MP-50.3" and "Approves: MP-50.3" in status["lift_halt_with"]
-            refused = await call(client, "send_mp", text=mp("MP-50.4", "true"))
-            assert not refused["sent"] and "halted on MP-50.3" in refused["refused"]
+            halted = await refused(client, "send_mp", text=mp("MP-50.4", "true"))
+            assert not halted["sent"] and "halted on MP-50.3" in halted["refused"]
+            assert "--force" not in halted["refused"] and "Approves: MP-50.3" in halted["refused"]
             approved = await call(client, "approve", mp_id="MP-50.3", text=mp("MP-50.4", "echo fixed"))
             assert approved["sent"], approved
             assert (await until_done(client, "MP-50.4"))["status"] == "COMPLETED"
@@ -289,9 +301,24 @@ def test_a_model_answers_an_agent_mp_that_asked_and_waits_for_the_same_runs_resu
                 if got["done"] and got.get("status") == "COMPLETED":
                     break
             assert got["status"] == "COMPLETED" and got["result"]["run_id"] == asked["result"]["run_id"], got
-            refused = await call(client, "answer", mp_id="MP-3.2", text="again")
-            assert refused["sent"] is False and "waits for no answer" in refused["error"]
+            again = await refused(client, "answer", mp_id="MP-3.2", text="again")
+            assert again["sent"] is False and "waits for no answer" in again["error"]
 
     anyio.run(main)
     d.signal(15)
     d.wait()
+
+
+def test_without_the_mcp_extra_it_says_how_to_install_it(tmp_path):
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "mcp.py").write_text("raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n")
+    r = subprocess.run(
+        [MP_ENGINE, "mcp", "--repo", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**env(tmp_path), "PYTHONPATH": str(shim)},
+        timeout=60,
+    )
+    assert r.returncode == 2
+    assert r.stderr.strip() == "mp-engine mcp: the MCP SDK is not installed: pip install 'mp-engine[mcp]'"
