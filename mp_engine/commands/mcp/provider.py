@@ -116,14 +116,7 @@ class Provider:
         row = self.store.token(refresh_token, "refresh")
         if row is None or row.client_id != client.client_id:
             return None
-        return _Refresh(
-            token=refresh_token,
-            client_id=row.client_id,
-            scopes=row.scopes,
-            expires_at=int(row.expires_at),
-            resource=row.resource,
-            grant_id=row.grant_id,
-        )
+        return _loaded(_Refresh, refresh_token, row)
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
@@ -140,15 +133,7 @@ class Provider:
         if row is None:
             return None
         self.store.touch(row.client_id, time.time())
-        return _Access(
-            token=token,
-            client_id=row.client_id,
-            scopes=row.scopes,
-            expires_at=int(row.expires_at),
-            resource=row.resource,
-            subject="owner",
-            grant_id=row.grant_id,
-        )
+        return _loaded(_Access, token, row)
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         grant = getattr(token, "grant_id", None)
@@ -165,3 +150,16 @@ class _Access(AccessToken):
 
 class _Refresh(RefreshToken):
     grant_id: str
+
+
+def _loaded(cls: type[_Access] | type[_Refresh], token: str, row: TokenRow) -> Any:
+    """A stored token as the SDK's model, with the grant it belongs to (rotation, revocation)."""
+    return cls(
+        token=token,
+        client_id=row.client_id,
+        scopes=row.scopes,
+        expires_at=int(row.expires_at),
+        resource=row.resource,
+        subject="owner",
+        grant_id=row.grant_id,
+    )
