@@ -14,10 +14,13 @@ suite passed on, which `docs/AGENT.md` and `agent/presets.CONFORMANCE` name.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,6 +46,21 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def cache_dir() -> Path:
     return Path(os.environ.get("MP_ENGINE_CONFORMANCE_CACHE") or REPO_ROOT / ".cache" / "conformance")
+
+
+@contextlib.contextmanager
+def codex_home() -> Iterator[Path]:
+    """A fresh CODEX_HOME outside any temporary directory: with a system `bwrap` on PATH,
+    codex 0.169 runs commands through its `codex-linux-sandbox` helper, which it refuses to
+    alias under /tmp ("Refusing to create helper binaries under temporary dir"), and every
+    command of the call then fails. The conformance rows run with a system bwrap present."""
+    root = cache_dir() / "codex-homes"
+    root.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(dir=root))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def version(cli: str) -> str:

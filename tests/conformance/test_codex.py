@@ -16,7 +16,7 @@ import pytest
 
 from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
-from tests.conformance.clis import installed
+from tests.conformance.clis import codex_home, installed
 from tests.conformance.fakeopenai import FakeOpenAI, command, openai_error
 from tests.conformance.harness import BULKY, first_call, run_mp
 from tests.conftest import read_state, result_field
@@ -63,11 +63,16 @@ def codex_level(exe, fmt: str = "json", **over) -> dict:
     }
 
 
+@pytest.fixture
+def codex_home_dir():
+    with codex_home() as home:
+        yield home
+
+
 @pytest.fixture(params=["json", "text"])
 def codex(request, ws, tmp_path, monkeypatch):
     exe = installed("codex")
-    home = tmp_path / "codex-home"
-    home.mkdir()
+    home = request.getfixturevalue("codex_home_dir")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("CODEX_HOME", str(home))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-conformance-0123456789")

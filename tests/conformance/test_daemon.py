@@ -15,7 +15,7 @@ import signal
 import pytest
 
 from tests.agentutil import ONE, configure
-from tests.conformance.clis import installed
+from tests.conformance.clis import codex_home, installed
 from tests.conformance.fakeopenai import FakeOpenAI
 from tests.conformance.test_codex import PROVIDER, codex_level, honest
 from tests.conftest import read_state, wait_for
@@ -30,8 +30,11 @@ KEY = "sk-conformance-daemon-0123456789abcdef"
 
 def test_the_daemon_drives_the_real_codex_over_a_git_remote(tmp_path, daemon_factory):
     exe = installed("codex")
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
+    with codex_home() as home:
+        drive_codex(exe, home, tmp_path, daemon_factory)
+
+
+def drive_codex(exe, codex_home, tmp_path, daemon_factory) -> None:
     bare = make_remote(tmp_path)
     url = f"file://{bare}"
     ws = engine_workspace(tmp_path, url)

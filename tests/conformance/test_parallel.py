@@ -17,7 +17,7 @@ from tests.agentutil import only_run
 from tests.conformance import fakemodel as fm
 from tests.conformance.fakeopenai import command
 from tests.conformance.test_claude import claude  # noqa: F401  (the fixture)
-from tests.conformance.test_codex import codex  # noqa: F401  (the fixture)
+from tests.conformance.test_codex import codex, codex_home_dir  # noqa: F401  (the fixtures)
 from tests.conftest import result_field
 from tests.gitutil import git
 from tests.unit.agent.test_parallel import listed
