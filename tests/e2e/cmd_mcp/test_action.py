@@ -133,5 +133,16 @@ def test_a_custom_gpt_authorizes_with_a_client_added_by_hand(engine, tmp_path):
         assert status.status_code == 200 and status.json()["state"]["status"] == "ONLINE"
         listed = server.cli("clients")
         assert client_id in listed.stdout and "My Custom GPT" in listed.stdout
+        # RFC 7009 revocation at /revoke ends the pair: the access token and its refresh token.
+        gone = httpx2.post(
+            f"{base}/revoke",
+            data={"token": token["access_token"], "client_id": client_id, "client_secret": secret},
+        )
+        assert gone.status_code == 200
+        bearer = {"Authorization": f"Bearer {token['access_token']}"}
+        assert httpx2.get(f"{base}/api/v1/status", headers=bearer).status_code == 401
+        refresh = {"grant_type": "refresh_token", "refresh_token": token["refresh_token"]}
+        again = httpx2.post(f"{base}/token", data={**refresh, "client_id": client_id, "client_secret": secret})
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
     finally:
         server.stop()
