@@ -73,5 +73,10 @@ class SyncConflict(SyncError):
         super().__init__(message)
 
 
+class SandboxUnavailable(ConfigError):
+    """`[agent] sandbox = "os"` on a host where bubblewrap cannot run (docs/AGENT.md): the
+    engine does not start rather than run agents unsandboxed."""
+
+
 class FleetUnreachable(ConfigError):
     """`[fleet] temporal` names a Temporal server that did not answer (docs/FLEET.md)."""

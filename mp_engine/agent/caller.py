@@ -24,6 +24,7 @@ from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.invoke import Call, argv_problem, classify, run_agent
 from mp_engine.atomic import atomic_write, atomic_write_json, read_tail
 from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.execute import sandbox
 from mp_engine.execute.process import scrub_env
 from mp_engine.execute.steps import Budget
 from mp_engine.record.outcome import read_capped
@@ -46,8 +47,10 @@ class Caller:
         stop_now: threading.Event,
         kill_grace: float,
         emit: Callable[..., Any],
+        engine_root: Path,
     ):
         self.cfg = cfg
+        self.engine_root = engine_root  # what the sandbox hides but the worktree
         self.mp_id = mp_id
         self.run_dir = run_dir
         self.workdir = workdir
@@ -104,24 +107,35 @@ class Caller:
         too_long = argv_problem(argv, env)
         if too_long is not None:  # a configuration error, not "not installed" (issue #16)
             return Call("config", detail=f"the prompt does not fit on the command line: {too_long}")
+        box = sandbox.for_call(
+            self.cfg,
+            level,
+            workdir=self.workdir,
+            engine_root=self.engine_root,
+            evidence_dir=ev.dir,
+            readable=[Path(values["ignore_file"])],
+        )
+        if box is not None:  # the evidence says the call was sandboxed, and how
+            atomic_write_json(ev.path("sandbox.json"), box.record(), durable=False)
         retries = 0
         while True:
             _rotate(ev.path("stdout.txt"), ev.path("stderr.txt"))
             self.limiter.record(time.time())
-            res = run_agent(
-                argv,
-                cwd=self.workdir,
-                env=env,
-                timeout=max(0.1, min(level.timeout, self.budget.remaining())),
-                idle_timeout=level.idle_timeout,
-                stdout_path=ev.path("stdout.txt"),
-                stderr_path=ev.path("stderr.txt"),
-                stdin_path=prompt_file if level.stdin else None,
-                stop_now=self.stop_now,
-                kill_grace=self.kill_grace,
-                on_spawn=on_spawn,
-                markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={mt_id}", f"MP_ITERATION={iteration}"),
-            )
+            with sandbox.confined(box, argv) as run_argv:
+                res = run_agent(
+                    run_argv,
+                    cwd=self.workdir,
+                    env=env,
+                    timeout=max(0.1, min(level.timeout, self.budget.remaining())),
+                    idle_timeout=level.idle_timeout,
+                    stdout_path=ev.path("stdout.txt"),
+                    stderr_path=ev.path("stderr.txt"),
+                    stdin_path=prompt_file if level.stdin else None,
+                    stop_now=self.stop_now,
+                    kill_grace=self.kill_grace,
+                    on_spawn=on_spawn,
+                    markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={mt_id}", f"MP_ITERATION={iteration}"),
+                )
             call = self._classify(res, ev, values["prompt"])
             if call.kind != "transient" or retries >= self.cfg.transient_retries:
                 break

@@ -31,7 +31,7 @@ from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.integrator import Integrator
 from mp_engine.agent.ledgersteps import AgentSteps, iteration_step
 from mp_engine.agent.loopstate import LoopState
-from mp_engine.agent.parts import WorkspaceParts, workspace_parts
+from mp_engine.agent.parts import WorkspaceParts, checks_in, workspace_parts
 from mp_engine.agent.publisher import Publisher, iso_utc, running_task, where
 from mp_engine.agent.recorder import distill
 from mp_engine.agent.taskbranch import TaskWorktrees
@@ -42,7 +42,6 @@ from mp_engine.config import AgentConfig
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext
 from mp_engine.inbox.mpfile import MicroProject
-from mp_engine.workspace import Workspace
 
 TURN = 0.1  # seconds the scheduler waits for an attempt before it looks at stops again
 SideStep = Callable[[LoopState], ExecResult | None]  # a planning round or a drift check
@@ -94,7 +93,7 @@ class Scheduler:
         self.task_ctx = replace(ctx, stop_now=self.halt, budget=ctx.budget.shared())
         self.check_slots = threading.Semaphore(self.cfg.max_parallel_checks or os.cpu_count() or 1)
         # The integration's checks run here, stopped by a cancel or a second signal at once.
-        integration = replace(ctx, stop=threading.Event(), ws=Workspace(work.path), budget=ctx.budget.shared())
+        integration = checks_in(ctx, work.path, stop=threading.Event(), budget=ctx.budget.shared())
         self.integrator = Integrator(work, Checker(integration, ctx.mp, self.check_slots))
         self.parts: dict[int, WorkspaceParts] = {}
         self.flights: dict[Future[Outcome], Flight] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.caller import Caller
@@ -18,8 +18,15 @@ from mp_engine.agent.ledgersteps import AgentSteps
 from mp_engine.agent.prompter import Prompter
 from mp_engine.agent.recorder import Recorder
 from mp_engine.agent.taskstate import Emit
+from mp_engine.execute.sandbox import for_checks
 from mp_engine.execute.steps import StepContext
 from mp_engine.workspace import Workspace
+
+
+def checks_in(ctx: StepContext, workdir: Path, **changes: Any) -> StepContext:
+    """The context the checks run in: `workdir`, inside the sandbox when it is on."""
+    box = for_checks(ctx.config.agent, workdir=workdir, engine_root=ctx.ws.root, steps_dir=ctx.run.steps_dir)
+    return replace(ctx, ws=Workspace(workdir), sandbox=box, **changes)
 
 
 class WorkspaceParts(NamedTuple):
@@ -55,10 +62,11 @@ def workspace_parts(
         stop_now=ctx.stop_now,
         kill_grace=ctx.config.execution.kill_grace,
         emit=ctx.events.emit,
+        engine_root=ctx.ws.root,
     )
     # Checks of an iteration whose agent call finished run to the end on a first stop
     # signal (the iteration is "the current step"); a second signal still kills them.
-    checker = Checker(replace(ctx, stop=threading.Event(), ws=Workspace(workdir)), ctx.mp, check_slots)
+    checker = Checker(checks_in(ctx, workdir, stop=threading.Event()), ctx.mp, check_slots)
     recorder = Recorder(
         cfg,
         mp_id=ctx.mp.mp_id,

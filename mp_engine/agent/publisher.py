@@ -26,6 +26,7 @@ from mp_engine.atomic import atomic_write_json, read_tail
 from mp_engine.clock import parse_iso
 from mp_engine.config import AgentConfig
 from mp_engine.execute.base import ExecResult
+from mp_engine.execute.sandbox import summary as sandbox_summary
 from mp_engine.execute.steps import Budget, StepContext, error_output, report_for
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.ledger import StepStatus
@@ -281,6 +282,10 @@ class Publisher:
                 *sections(c, state, state.plan, self.run_rel, p.data["pauses"], distilled, commits),
             ],
         }
+        confined = sandbox_summary(ctx.config.agent)
+        if confined is not None:  # what ran in the sandbox; each call's rules are in its evidence
+            extra["sandbox"] = confined
+            extra["sections"].append({"title": "Sandbox", "body": confined["said"]})
         if c.type in (cert.EXACT, cert.UNVERIFIED):
             return ExecResult(status="completed", checks=checks, extra=extra)
         if c.type == cert.BLOCKED and c.reason in ANSWERABLE and c.mt:  # a person can answer: the run goes on

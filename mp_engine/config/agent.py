@@ -26,6 +26,13 @@ class AgentLevel(Section):
     max_parallel: int | None = Field(
         None, ge=1, description="calls of this level at once in a parallel run (a local model may take one)"
     )
+    sandbox: Literal["none", "os"] | None = Field(None, description="this level's calls; default: [agent] sandbox")
+    sandbox_rw: tuple[str, ...] = Field(
+        (), description="the CLI's own state, writable in the sandbox (~/.claude, $CODEX_HOME)"
+    )
+    sandbox_allow_hosts: tuple[str, ...] = Field(
+        (), description="host:port this level's calls may reach in the sandbox (its model API)"
+    )
 
     @model_validator(mode="after")
     def _runnable(self) -> AgentLevel:
@@ -121,6 +128,13 @@ class AgentConfig(Section):
     max_integration_retries: int = Field(
         2, ge=0, description="integration failures (conflict, broken check) before a task is tried alone"
     )
+    sandbox: Literal["none", "os"] = Field(
+        "none", description='"os": agent calls and checks run under bubblewrap (docs/AGENT.md, "The sandbox")'
+    )
+    sandbox_hide: tuple[str, ...] = Field((), description="more paths the sandbox hides (~/.aws is hidden already)")
+    sandbox_allow_hosts: tuple[str, ...] = Field(
+        (), description="host:port every sandboxed call and check may reach (the levels add their own)"
+    )
 
     @model_validator(mode="after")
     def _chain(self) -> AgentConfig:
@@ -128,8 +142,25 @@ class AgentConfig(Section):
         domains = [r.domain.lower() for r in self.routes]  # tags match without case
         if len(set(domains)) != len(domains):
             raise ValueError(f"route domains must be unique, got {domains}")
+        for host in (*self.sandbox_allow_hosts, *(h for lv in self.all_levels() for h in lv.sandbox_allow_hosts)):
+            if not host.strip() or " " in host.strip():
+                raise ValueError(f"sandbox_allow_hosts: {host!r} is not host:port (like api.openai.com:443)")
         for role in ("planner", "reflector"):
             lv = getattr(self, role)
             if lv is not None and lv.hard_gate:
                 raise ValueError(f"[agent.{role}] must call an agent; a hard gate cannot plan or reflect")
         return self
+
+    def all_levels(self) -> tuple[AgentLevel, ...]:
+        """Every level that may be called: the chain, the routes', the planner, the reflector."""
+        roles = tuple(lv for lv in (self.planner, self.reflector) if lv is not None)
+        return (*self.levels, *(lv for r in self.routes for lv in r.levels), *roles)
+
+    def sandboxed(self, level: AgentLevel | None = None) -> bool:
+        """Whether `level`'s calls (None: the checks) run in the sandbox."""
+        mode = (level.sandbox if level is not None else None) or self.sandbox
+        return mode == "os"
+
+    def wants_sandbox(self) -> bool:
+        """Whether anything runs in the sandbox: then it must work on this host."""
+        return self.sandboxed() or any(self.sandboxed(lv) for lv in self.all_levels() if not lv.hard_gate)

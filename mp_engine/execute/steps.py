@@ -23,6 +23,7 @@ from mp_engine.config import Config
 from mp_engine.errors import ConfinementError, ProcessError
 from mp_engine.execute.errtrap import TRAP_SUFFIX, bash_argv, read_failed_at
 from mp_engine.execute.process import run_process, scrub_env
+from mp_engine.execute.sandbox import Sandbox, confined
 from mp_engine.inbox.mpfile import Block, MicroProject
 from mp_engine.pids import proc_stat
 from mp_engine.record.archive import RunArchive
@@ -119,6 +120,7 @@ class StepContext:
     stop_now: threading.Event  # stop the current step now
     budget: Budget
     cancelled: threading.Event = field(default_factory=threading.Event)  # set with stop_now by a cancel
+    sandbox: Sandbox | None = None  # an agent MP's checks: run inside it (sandbox.py)
 
     @property
     def step_timeout(self) -> float:
@@ -316,18 +318,19 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
         ctx.ledger.spawned(step, pid, info[1] if info else None)
 
     try:
-        res = run_process(
-            argv,
-            cwd=ctx.ws.root,
-            env=env,
-            timeout=timeout,
-            stdout_path=out_path,
-            stderr_path=err_path,
-            stop_now=ctx.stop_now,
-            kill_grace=ctx.config.execution.kill_grace,
-            on_spawn=spawned,
-            markers=(f"MP_RUN_DIR={ctx.run.dir}", f"MP_STEP={block.step_id}"),
-        )
+        with confined(ctx.sandbox, argv) as argv:
+            res = run_process(
+                argv,
+                cwd=ctx.ws.root,
+                env=env,
+                timeout=timeout,
+                stdout_path=out_path,
+                stderr_path=err_path,
+                stop_now=ctx.stop_now,
+                kill_grace=ctx.config.execution.kill_grace,
+                on_spawn=spawned,
+                markers=(f"MP_RUN_DIR={ctx.run.dir}", f"MP_STEP={block.step_id}"),
+            )
     except ProcessError as e:
         d = diag.start_failed(block.step_id, label, block.index, block.line, str(e), ctx.mp.mp_id)
         return _record_failure(ctx, block, step, d, message=str(e))

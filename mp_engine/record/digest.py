@@ -88,6 +88,7 @@ def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
         "replans": (o.extra.get("agent") or {}).get("replans"),
         "drift_checks": (o.extra.get("agent") or {}).get("drift_checks"),
         "usage": o.extra.get("usage"),
+        "sandbox": o.extra.get("sandbox"),
         "notes": o.notes,
     }
 

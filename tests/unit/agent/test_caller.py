@@ -27,6 +27,7 @@ def caller_for(ctx, workdir, events: list):
         stop_now=threading.Event(),
         kill_grace=1.0,
         emit=lambda name, **fields: events.append((name, fields)),
+        engine_root=ctx.ws.root,
     )
 
 

@@ -1,0 +1,262 @@
+"""The agent sandbox (`[agent] sandbox = "os"`, docs/AGENT.md): every agent call and every
+check of an agent MP runs under bubblewrap (Debian's `bubblewrap`, a maintained
+namespace sandbox; not a hand-written jail), seeing:
+
+- its worktree read-write, the CLI's own state directories read-write (each preset lists
+  them), a private /tmp, and the rest of the filesystem read-only;
+- nothing at all of the engine's workspace outside the worktree (`SYSTEM/.engine/`,
+  `mp-engine.toml`, `SESSION_STATE.json`, other runs and worktrees), of `~/.ssh`,
+  `~/.gnupg`, `~/.config/gh`, git credential stores, or of `[agent] sandbox_hide`: those
+  become empty read-only directories (a file, an empty file);
+- the repository's git directory read-only with its `config` emptied (a remote URL may hold
+  a token), so git works in the worktree; only the worktree's own git state is writable;
+- no network but the hosts `sandbox_allow_hosts` lists, reached through relay.py;
+- a PID namespace of its own that dies with the call: it cannot signal the engine, and
+  nothing it starts outlives it.
+
+Nothing runs unsandboxed when the sandbox is asked for: `problem()` says why it cannot work
+here, and the engine refuses to start with the fix.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mp_engine.config.agent import AgentConfig, AgentLevel
+from mp_engine.execute.relay import Relay
+
+BWRAP = "bwrap"
+# Credentials of the daemon user an agent has no business reading.
+SECRET_PATHS = (
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.config/gh",
+    "~/.git-credentials",
+    "~/.config/git/credentials",
+    "~/.netrc",
+    "~/.aws",
+    "~/.docker/config.json",
+    "~/.config/mp-engine",
+)
+FIX = (
+    "install bubblewrap (`apt install bubblewrap`, `dnf install bubblewrap`) and allow unprivileged user "
+    'namespaces (`sysctl kernel.unprivileged_userns_clone=1`; on Ubuntu 24.04 also an AppArmor profile for bwrap), or set `[agent] sandbox = "none"`'
+)
+
+
+def expand(path: str) -> Path:
+    """`~` and `$VAR` expanded; a `$VAR` that is not set expands to nothing (then skipped)."""
+    text = os.path.expandvars(os.path.expanduser(path))
+    return Path(text) if "$" not in text and text else Path()
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """What one sandboxed process may see and reach."""
+
+    workdir: Path
+    hide: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()  # besides the worktree: CLI state, the evidence directory
+    readable: tuple[Path, ...] = ()  # inside a hidden directory, but needed (a check's script)
+    allow_hosts: tuple[str, ...] = ()  # host:port the process may connect to
+    gitdirs: tuple[Path, Path] | None = field(default=None)  # (common dir, this worktree's)
+
+    @classmethod
+    def of(
+        cls,
+        workdir: Path,
+        *,
+        engine_root: Path,
+        hide: Sequence[str] = (),
+        writable: Sequence[str | Path] = (),
+        readable: Sequence[Path] = (),
+        allow_hosts: Sequence[str] = (),
+    ) -> Sandbox:
+        hidden = [engine_root, *(expand(p) for p in (*SECRET_PATHS, *hide))]
+        return cls(
+            workdir=workdir.resolve(),
+            hide=tuple(dict.fromkeys(p.resolve() for p in hidden if str(p) not in ("", "."))),
+            writable=tuple(dict.fromkeys(p.resolve() for p in map(_path, writable) if str(p) not in ("", "."))),
+            readable=tuple(p.resolve() for p in readable),
+            allow_hosts=tuple(dict.fromkeys(_host_port(h) for h in allow_hosts)),
+            gitdirs=_gitdirs(workdir),
+        )
+
+    def argv(self, argv: Sequence[str], relay_dir: Path | None = None) -> list[str]:
+        """`argv` run inside the sandbox. With allowed hosts, `relay_dir` holds the relay's
+        sockets and hosts file (relay.py), bound in and served by its inside half."""
+        out = [BWRAP, "--die-with-parent", "--new-session", "--unshare-all"]
+        out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        dirs = []
+        for p in self.hide:
+            if p.is_dir():
+                dirs.append(p)
+                out += ["--tmpfs", str(p)]
+            elif p.exists():
+                out += ["--ro-bind", str(empty_file()), str(p)]
+        if self.gitdirs is not None:
+            common, own = self.gitdirs
+            out += ["--ro-bind", str(common), str(common), "--ro-bind", str(empty_file()), str(common / "config")]
+            out += ["--bind", str(own), str(own)]
+        for p in self.readable:
+            out += ["--ro-bind-try", str(p), str(p)]
+        for p in (self.workdir, *self.writable):
+            out += ["--bind-try", str(p), str(p)]
+        out += [x for d in dirs for x in ("--remount-ro", str(d))]  # hidden stays empty and unwritable
+        if self.allow_hosts and relay_dir is not None:
+            out += ["--bind", str(relay_dir), str(relay_dir), "--ro-bind", str(relay_dir / "hosts"), "/etc/hosts"]
+            out += ["--chdir", str(self.workdir), "--", sys.executable, "-m", "mp_engine.execute.relay", "inside"]
+            out += [str(relay_dir), "--", *argv]
+            return out
+        return [*out, "--chdir", str(self.workdir), "--", *argv]
+
+    def record(self) -> dict[str, Any]:
+        """The rules, as the evidence and the result record them."""
+        return {
+            "mechanism": "bubblewrap",
+            "worktree": str(self.workdir),
+            "writable": [str(p) for p in self.writable],
+            "hidden": [str(p) for p in self.hide],
+            "network": list(self.allow_hosts) or "none",
+            "pid_namespace": True,
+        }
+
+
+def for_call(
+    cfg: AgentConfig,
+    level: AgentLevel,
+    *,
+    workdir: Path,
+    engine_root: Path,
+    evidence_dir: Path,
+    readable: Sequence[Path],
+) -> Sandbox | None:
+    """The sandbox of one agent call of `level`, or None when its calls run unsandboxed."""
+    if not cfg.sandboxed(level):
+        return None
+    return Sandbox.of(
+        workdir,
+        engine_root=engine_root,
+        hide=cfg.sandbox_hide,
+        writable=[*level.sandbox_rw, evidence_dir],
+        readable=readable,
+        allow_hosts=[*cfg.sandbox_allow_hosts, *level.sandbox_allow_hosts],
+    )
+
+
+def for_checks(cfg: AgentConfig, *, workdir: Path, engine_root: Path, steps_dir: Path) -> Sandbox | None:
+    """The sandbox of an agent MP's checks (their scripts and output records are in
+    `steps_dir`), or None."""
+    if not cfg.sandboxed():
+        return None
+    return Sandbox.of(
+        workdir,
+        engine_root=engine_root,
+        hide=cfg.sandbox_hide,
+        writable=[steps_dir],
+        allow_hosts=cfg.sandbox_allow_hosts,
+    )
+
+
+def summary(cfg: AgentConfig) -> dict[str, Any] | None:
+    """What ran sandboxed in an agent MP, for its result (None: nothing did)."""
+    if not cfg.wants_sandbox():
+        return None
+    levels = {lv.name: cfg.sandboxed(lv) for lv in cfg.all_levels() if not lv.hard_gate}
+    boxed = [name for name, on in levels.items() if on]
+    hosts = {
+        lv.name: [*cfg.sandbox_allow_hosts, *lv.sandbox_allow_hosts] for lv in cfg.all_levels() if lv.name in boxed
+    }
+    what = [f"the agent calls of {', '.join(boxed)}"] if boxed else []
+    what += ["every check"] if cfg.sandboxed() else []
+    said = (
+        f"{' and '.join(what).capitalize()} ran in the sandbox (bubblewrap): the worktree writable, the engine's "
+        "workspace and the user's credentials hidden, a PID namespace of their own; network: "
+        + ("; ".join(f"{n} to {', '.join(h)}" for n, h in hosts.items() if h) or "none")
+        + ". Each call's rules are in its evidence (`sandbox.json`)."
+    )
+    return {"mechanism": "bubblewrap", "levels": levels, "checks": cfg.sandboxed(), "allow_hosts": hosts, "said": said}
+
+
+@contextlib.contextmanager
+def confined(sandbox: Sandbox | None, argv: Sequence[str]) -> Iterator[list[str]]:
+    """`argv` as it runs: unchanged without a sandbox; inside it otherwise, with the relay to
+    its allowed hosts open for as long as the process runs."""
+    if sandbox is None:
+        yield list(argv)
+    elif not sandbox.allow_hosts:
+        yield sandbox.argv(argv)
+    else:
+        with Relay(sandbox.allow_hosts) as relay:
+            yield sandbox.argv(argv, relay.dir)
+
+
+def _path(p: str | Path) -> Path:
+    return p if isinstance(p, Path) else expand(p)
+
+
+def _host_port(text: str) -> str:
+    host, _, port = text.strip().rpartition(":")
+    if not host or not port.isdigit():
+        return f"{text.strip()}:443"
+    return f"{host}:{port}"
+
+
+def _gitdirs(workdir: Path) -> tuple[Path, Path] | None:
+    """A git worktree's (common git directory, its own git directory), when `workdir` is one."""
+    dotgit = workdir / ".git"
+    if not dotgit.is_file():
+        return None
+    text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    own = (workdir / text.removeprefix("gitdir:").strip()).resolve()
+    common_file = own / "commondir"
+    common = (own / common_file.read_text().strip()).resolve() if common_file.exists() else own.parent.parent
+    return common, own
+
+
+def empty_file() -> Path:
+    """An empty, read-only regular file of this process's, bound over files the sandbox hides
+    (/dev/null would not do: a device on a nodev mount cannot be opened)."""
+    path = _empty_file()
+    if not path.exists():  # a temp cleaner took it
+        _empty_file.cache_clear()
+        path = _empty_file()
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def _empty_file() -> Path:
+    fd, name = tempfile.mkstemp(prefix="mp-engine-empty-")
+    os.close(fd)
+    os.chmod(name, 0o444)
+    atexit.register(lambda: Path(name).unlink(missing_ok=True))
+    return Path(name)
+
+
+@functools.lru_cache(maxsize=1)
+def problem() -> str | None:
+    """Why the sandbox cannot work on this host (with the fix), or None: bubblewrap is run
+    once, for real, with the namespaces the sandbox uses."""
+    if shutil.which(BWRAP) is None:
+        return f"bubblewrap (`bwrap`) is not installed: {FIX}"
+    probe = [BWRAP, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    try:
+        r = subprocess.run([*probe, "true"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap did not run ({e}): {FIX}"
+    if r.returncode != 0:
+        return f"bubblewrap cannot create its namespaces here ({r.stderr.strip() or r.returncode}): {FIX}"
+    return None
