@@ -19,6 +19,8 @@ stdin = true
 timeout = 1200.0
 idle_timeout = 1200.0
 env_allow = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"]
+sandbox_rw = ["~/.claude", "~/.claude.json"]
+sandbox_allow_hosts = ["api.anthropic.com:443"]
 """,
     "codex": """[[agent.levels]]
 name = "codex"
@@ -27,6 +29,8 @@ stdin = true
 timeout = 1200.0
 idle_timeout = 300.0
 env_allow = ["OPENAI_API_KEY", "CODEX_HOME"]
+sandbox_rw = ["$CODEX_HOME", "~/.codex"]
+sandbox_allow_hosts = ["api.openai.com:443", "chatgpt.com:443"]
 """,
     "aider": """[[agent.levels]]
 name = "aider"
@@ -34,6 +38,8 @@ argv = ["aider", "--yes-always", "--no-auto-commits", "--no-dirty-commits", "--n
 timeout = 900.0
 idle_timeout = 300.0
 env_allow = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_BASE", "AIDER_MODEL"]
+sandbox_rw = ["~/.aider"]
+sandbox_allow_hosts = ["api.openai.com:443", "api.anthropic.com:443"]
 """,
     "ollama": """[[agent.levels]]
 name = "ollama"
@@ -41,6 +47,8 @@ argv = ["ollama", "run", "qwen2.5-coder:7b"]
 stdin = true
 timeout = 600.0
 idle_timeout = 120.0
+sandbox_rw = ["~/.ollama"]
+sandbox_allow_hosts = ["127.0.0.1:11434"]
 """,
 }
 GATE = """[[agent.levels]]

@@ -95,6 +95,9 @@ class Relay:
             ).start()
             entries.append({"listen": listen, "port": int(port), "socket": str(path), "host": spec})
         (self.dir / "hosts").write_text("\n".join(names) + "\n")
+        # No DNS inside: a name the hosts file lacks fails at once (the sandbox's own loopback
+        # refuses port 53) instead of waiting on a nameserver it cannot reach.
+        (self.dir / "resolv.conf").write_text("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
         (self.dir / MAP).write_text(json.dumps(entries))
         return self
 

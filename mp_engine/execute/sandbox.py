@@ -9,7 +9,8 @@ namespace sandbox; not a hand-written jail), seeing:
   `~/.gnupg`, `~/.config/gh`, git credential stores, or of `[agent] sandbox_hide`: those
   become empty read-only directories (a file, an empty file);
 - the repository's git directory read-only with its `config` emptied (a remote URL may hold
-  a token), so git works in the worktree; only the worktree's own git state is writable;
+  a token), so git works in the worktree; writable are only the worktree's own git state and
+  the object store (`git add`), never refs, config or hooks;
 - no network but the hosts `sandbox_allow_hosts` lists, reached through relay.py;
 - a PID namespace of its own that dies with the call: it cannot signal the engine, and
   nothing it starts outlives it.
@@ -88,7 +89,7 @@ class Sandbox:
             workdir=workdir.resolve(),
             hide=tuple(dict.fromkeys(p.resolve() for p in hidden if str(p) not in ("", "."))),
             writable=tuple(dict.fromkeys(p.resolve() for p in map(_path, writable) if str(p) not in ("", "."))),
-            readable=tuple(p.resolve() for p in readable),
+            readable=tuple(p.resolve() for p in (*readable, *_git_identity())),
             allow_hosts=tuple(dict.fromkeys(_host_port(h) for h in allow_hosts)),
             gitdirs=_gitdirs(workdir),
         )
@@ -108,7 +109,9 @@ class Sandbox:
         if self.gitdirs is not None:
             common, own = self.gitdirs
             out += ["--ro-bind", str(common), str(common), "--ro-bind", str(empty_file()), str(common / "config")]
-            out += ["--bind", str(own), str(own)]
+            # The worktree's own git state, and the object store: `git add` (aider adds what it
+            # creates) writes objects; refs, config and hooks stay read-only.
+            out += ["--bind", str(own), str(own), "--bind-try", str(common / "objects"), str(common / "objects")]
         for p in self.readable:
             out += ["--ro-bind-try", str(p), str(p)]
         for p in (self.workdir, *self.writable):
@@ -116,6 +119,7 @@ class Sandbox:
         out += [x for d in dirs for x in ("--remount-ro", str(d))]  # hidden stays empty and unwritable
         if self.allow_hosts and relay_dir is not None:
             out += ["--bind", str(relay_dir), str(relay_dir), "--ro-bind", str(relay_dir / "hosts"), "/etc/hosts"]
+            out += ["--ro-bind", str(relay_dir / "resolv.conf"), "/etc/resolv.conf"]
             out += ["--chdir", str(self.workdir), "--", sys.executable, "-m", "mp_engine.execute.relay", "inside"]
             out += [str(relay_dir), "--", *argv]
             return out
@@ -204,6 +208,16 @@ def confined(sandbox: Sandbox | None, argv: Sequence[str]) -> Iterator[list[str]
 
 def _path(p: str | Path) -> Path:
     return p if isinstance(p, Path) else expand(p)
+
+
+def _git_identity() -> list[Path]:
+    """The user's git configuration, read-only, where the sandbox would otherwise make it
+    private (a HOME under /tmp): git and aider need user.name inside, and aider writes it into
+    the repository's config, which the sandbox keeps read-only, when it finds none."""
+    paths = [Path("~/.gitconfig").expanduser(), Path("~/.config/git/config").expanduser()]
+    if os.environ.get("GIT_CONFIG_GLOBAL"):
+        paths.append(Path(os.environ["GIT_CONFIG_GLOBAL"]))
+    return [p for p in paths if p.is_file()]
 
 
 def _host_port(text: str) -> str:

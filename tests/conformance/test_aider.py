@@ -9,7 +9,9 @@ endpoint from `OPENAI_API_BASE`, both passed through the level's `env_allow` as 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -56,6 +58,7 @@ def aider_level(exe, **over) -> dict:
         "idle_timeout": 120.0,
         # litellm fetches a price list from GitHub unless told to use its own copy.
         "env_allow": [*ENV_ALLOW, "LITELLM_LOCAL_MODEL_COST_MAP"],
+        "sandbox_rw": ["~/.aider"],  # as the preset
         **over,
     }
 
@@ -64,6 +67,9 @@ def aider_level(exe, **over) -> dict:
 def aider(ws, tmp_path, monkeypatch):
     exe = installed("aider")
     monkeypatch.setenv("HOME", str(tmp_path))
+    # A git identity, as the engine's user has: without one aider writes user.name into the
+    # repository's own config (which the sandbox keeps read-only).
+    (tmp_path / ".gitconfig").write_text("[user]\n\tname = Agent\n\temail = agent@example.invalid\n")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-conformance-0123456789")
     monkeypatch.setenv("AIDER_MODEL", "openai/fake-model")
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -72,6 +78,8 @@ def aider(ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with FakeOpenAI(scenario) as api:
             monkeypatch.setenv("OPENAI_API_BASE", api.url + "/v1")
+            if opts.get("sandbox") == "os":  # the fake model server is the host it may reach
+                opts["sandbox_allow_hosts"] = [urlsplit(api.url).netloc]
             return run_mp(ws, level or aider_level(exe), mp, **opts), api
 
     run.exe = exe
@@ -85,6 +93,16 @@ def whole_file(path: str, content: str) -> str:
 
 def honest(req, count):
     return fm.text("I'll write it.\n\n" + whole_file("out/a.txt", "hello\n") + "\n" + fm.status_block(fm.nonce_of(req)))
+
+
+def test_it_works_in_the_engine_sandbox(aider, ws):
+    """`[agent] sandbox = "os"` (issue #33): aider under bubblewrap, the fake model server the
+    one host it reaches; the work lands and the evidence says how the call was confined."""
+    result, api = aider(honest, sandbox="os")
+    assert result.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "EXACT" and (ws.root / "out" / "a.txt").read_text() == "hello\n"
+    rules = json.loads((only_run(ws).dir / records(only_run(ws))[0]["evidence"] / "sandbox.json").read_text())
+    assert rules["network"] == [urlsplit(api.url).netloc] and str(ws.root) in rules["hidden"]
 
 
 def test_it_edits_and_claims_exact(aider, ws):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -55,6 +56,7 @@ def claude_level(exe, fmt: str = "json", **over) -> dict:
             "ANTHROPIC_BASE_URL",
             *[k for k in ENV if k != "ANTHROPIC_API_KEY"],
         ],
+        "sandbox_rw": ["~/.claude", "~/.claude.json"],  # as the preset
         **over,
     }
 
@@ -75,6 +77,8 @@ def claude(request, ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with fm.FakeAnthropic(scenario) as api:
             monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+            if opts.get("sandbox") == "os":  # the fake model server is the host it may reach
+                opts["sandbox_allow_hosts"] = [urlsplit(api.url).netloc]
             return run_mp(ws, level or claude_level(exe, request.param), mp, **opts), api
 
     run.exe = exe
@@ -87,6 +91,16 @@ def honest(req, count):
     if count == 0:
         return fm.tool("Write", file_path=f"{fm.workdir_of(req)}/out/a.txt", content="hello\n")
     return fm.text("Wrote out/a.txt.\n\n" + fm.status_block(fm.nonce_of(req)))
+
+
+def test_it_works_in_the_engine_sandbox(claude, ws):
+    """`[agent] sandbox = "os"` (issue #33): claude under bubblewrap, the fake model server the
+    one host it reaches; the work lands and the evidence says how the call was confined."""
+    result, api = claude(honest, sandbox="os")
+    assert result.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "EXACT" and (ws.root / "out" / "a.txt").read_text() == "hello\n"
+    rules = json.loads((only_run(ws).dir / records(only_run(ws))[0]["evidence"] / "sandbox.json").read_text())
+    assert rules["network"] == [urlsplit(api.url).netloc] and str(ws.root) in rules["hidden"]
 
 
 def test_it_edits_and_claims_exact(claude, ws):

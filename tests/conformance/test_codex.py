@@ -10,7 +10,9 @@ must not be read as the agent's claims)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -59,6 +61,7 @@ def codex_level(exe, fmt: str = "json", **over) -> dict:
         "timeout": 120.0,
         "idle_timeout": 120.0,
         "env_allow": ["OPENAI_API_KEY", "CODEX_HOME"],
+        "sandbox_rw": ["$CODEX_HOME", "~/.codex"],  # as the preset
         **over,
     }
 
@@ -81,6 +84,8 @@ def codex(request, ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with FakeOpenAI(scenario) as api:
             (home / "config.toml").write_text(PROVIDER.format(url=api.url))
+            if opts.get("sandbox") == "os":  # the fake model server is the host it may reach
+                opts["sandbox_allow_hosts"] = [urlsplit(api.url).netloc]
             return run_mp(ws, level or codex_level(exe, request.param), mp, **opts), api
 
     run.exe, run.fmt = exe, request.param
@@ -92,6 +97,16 @@ def honest(req, count):
     if count == 0:
         return command("mkdir -p out && printf 'hello\\n' > out/a.txt")
     return fm.text("Wrote out/a.txt.\n\n" + fm.status_block(fm.nonce_of(req)))
+
+
+def test_it_works_in_the_engine_sandbox(codex, ws):
+    """`[agent] sandbox = "os"` (issue #33): codex under bubblewrap, its own sandbox inside,
+    the fake model server the one host it reaches; the work lands and the evidence says how."""
+    result, api = codex(honest, sandbox="os")
+    assert result.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "EXACT" and (ws.root / "out" / "a.txt").read_text() == "hello\n"
+    rules = json.loads((only_run(ws).dir / records(only_run(ws))[0]["evidence"] / "sandbox.json").read_text())
+    assert rules["network"] == [urlsplit(api.url).netloc] and str(ws.root) in rules["hidden"]
 
 
 def test_it_edits_and_claims_exact(codex, ws):
