@@ -8,12 +8,14 @@ from pathlib import Path
 
 from mp_engine.agent.presets import PRESETS, chain
 from mp_engine.atomic import atomic_write
+from mp_engine.execute.sandbox import problem as sandbox_problem
 from mp_engine.exitcodes import ExitCode
 from mp_engine.sync.setup import setup_remote
 from mp_engine.workspace import CONFIG_FILE, init_workspace
 
 LEVELS_RE = re.compile(r"^\[\[agent\.levels\]\]", re.M)  # a level written out, not a comment
 PARALLEL_RE = re.compile(r"^max_parallel = 1$", re.M)  # [agent]'s, as the template writes it
+SANDBOX_RE = re.compile(r'^sandbox = "none"$', re.M)
 INIT_PARALLEL = 3
 
 
@@ -52,5 +54,12 @@ def add_agents(config: Path, agents: Sequence[str], echo: Callable[[str], None])
     added = f"\n# Written by `mp-engine init --agent {' --agent '.join(agents)}` (docs/AGENT.md).\n" + chain(agents)
     # Agents spend most of a call waiting on a model: a few tasks at once (docs/AGENT.md).
     text = PARALLEL_RE.sub(f"max_parallel = {INIT_PARALLEL}", text, count=1)
+    why = sandbox_problem()  # agents sandboxed wherever bubblewrap works (docs/AGENT.md, "The sandbox")
+    if why is None:
+        text = SANDBOX_RE.sub('sandbox = "os"', text, count=1)
     atomic_write(config, text.rstrip("\n") + "\n" + added)
     echo(f"added the agent chain {' -> '.join([*agents, 'person (hard gate)'])} to {config}")
+    if why is None:
+        echo('agents run in the sandbox ([agent] sandbox = "os"); `mp-engine doctor` tests it')
+    else:
+        echo(f"agents run unsandboxed: {why}")

@@ -1,0 +1,90 @@
+"""The agent sandbox (`[agent] sandbox`, docs/AGENT.md), tested for real: a probe inside it
+must fail to read a hidden file and must write its worktree; and codex's own sandbox, which
+fails every command on a host with a system bwrap when `CODEX_HOME` is under /tmp."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from mp_engine.agent.presets import cli_of
+from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
+from mp_engine.config import Config
+from mp_engine.execute.sandbox import Sandbox, confined, problem
+from mp_engine.workspace import Workspace
+
+
+def sandbox(ws: Workspace, config: Config) -> Check:
+    cfg = config.agent
+    levels = [lv for lv in cfg.all_levels() if not lv.hard_gate]
+    why = problem()
+    if not cfg.wants_sandbox():
+        if levels and why is None and not config.fleet.enabled:
+            return Check(
+                "sandbox",
+                WARN,
+                "off: agents run with the daemon user's full rights (its ssh keys, this workspace's secrets, any host)",
+                'set [agent] sandbox = "os": bubblewrap works on this host (docs/AGENT.md, "The sandbox")',
+            )
+        return Check("sandbox", OK, "off" + (f" (and it could not run here: {why})" if why else ""))
+    if why is not None:
+        return Check("sandbox", FAIL, f'[agent] sandbox = "os" cannot work: {why}', "see the message")
+    found = probe()
+    if found:
+        return Check(
+            "sandbox", FAIL, f"the probe escaped the sandbox: {found}", 'report it; set sandbox = "none" meanwhile'
+        )
+    boxed = [lv.name for lv in levels if cfg.sandboxed(lv)]
+    hosts = sorted(
+        {h for lv in levels if cfg.sandboxed(lv) for h in (*cfg.sandbox_allow_hosts, *lv.sandbox_allow_hosts)}
+    )
+    return Check(
+        "sandbox",
+        OK,
+        f"bubblewrap works: a probe could not read a hidden file and could write its worktree; sandboxed: "
+        f"{', '.join(boxed) or 'no level'}{' and the checks' if cfg.sandboxed() else ''}; network only to "
+        f"{', '.join(hosts) or 'nowhere'} (every other host and port unreachable)",
+    )
+
+
+def probe() -> str | None:
+    """Run a probe in a sandbox over a throwaway workspace; what it could do that it must
+    not, or could not do that it must (None: it behaved)."""
+    with tempfile.TemporaryDirectory(prefix="mp-engine-doctor-") as tmp:
+        root = Path(tmp) / "ws"
+        work = root / "work"
+        work.mkdir(parents=True)
+        (root / "mp-engine.toml").write_text("secret = 'doctor-probe'\n")
+        box = Sandbox.of(work, engine_root=root)
+        script = f"cat {root}/mp-engine.toml; echo done > {work}/probe.txt"
+        with confined(box, ["sh", "-c", script]) as argv:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=work)
+        if "doctor-probe" in r.stdout:
+            return "it read a file the sandbox hides"
+        if not (work / "probe.txt").exists():
+            return f"it could not write its worktree ({r.stderr.strip()[:200]})"
+    return None
+
+
+def codex_home(ws: Workspace, config: Config) -> Check:
+    codex = [lv.name for lv in config.agent.all_levels() if lv.argv and cli_of(lv.argv[0]) == "codex"]
+    if not codex:
+        return Check("codex sandbox", OK, "no codex level")
+    home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").resolve()
+    temps = {Path(p).resolve() for p in (tempfile.gettempdir(), "/tmp", "/var/tmp", os.environ.get("TMPDIR") or "/tmp")}
+    under = next((t for t in temps if home == t or t in home.parents), None)
+    if shutil.which("bwrap") and under is not None:
+        return Check(
+            "codex sandbox",
+            FAIL,
+            f"CODEX_HOME is {home}, under {under}, and a system bwrap is installed: codex then runs every command "
+            "through its codex-linux-sandbox helper, which it refuses to set up under a temporary directory, and "
+            "every command of every call fails",
+            "set CODEX_HOME to a directory outside /tmp (the default ~/.codex works) in the service's environment",
+        )
+    return Check(
+        "codex sandbox", OK, f"CODEX_HOME {home}" + (" (a system bwrap is installed)" if shutil.which("bwrap") else "")
+    )
