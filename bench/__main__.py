@@ -46,6 +46,7 @@ BENCHES = {
     "parallel": ("bench.parallel:run", 2, 1),  # runs of 8 tasks of 2 s at max_parallel 1, 2, 4, 8
     "fleet": ("bench.fleet:run", 2, 1),  # runs of 12 tasks of 2 s on 1, 2, 3 workers through Temporal
     "dashboard": ("bench.dashboard:run", 40, 12),  # requests per figure; a fifth of them browser updates
+    "sandbox": ("bench.sandbox:run", 60, 20),  # trivial calls and checks, each way
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

@@ -33,9 +33,9 @@ from mp_engine.config import Config
 from mp_engine.context import Action, EngineContext, TickResult
 from mp_engine.disk import Reserve
 from mp_engine.drive import drive
-from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError, SandboxUnavailable
+from mp_engine.errors import InvalidMPError, LockTimeout, MpEngineError
 from mp_engine.execute.base import Executor
-from mp_engine.execute.sandbox import problem as sandbox_problem
+from mp_engine.execute.sandbox import require as require_sandbox
 from mp_engine.execute.shell import ShellExecutor
 from mp_engine.finalize import finalize
 from mp_engine.inbox.answer import pending as pending_answer
@@ -137,8 +137,7 @@ class Engine:
         """Prepare the workspace and announce the engine (ONLINE, or ERROR if halted).
         With a fleet, Temporal must answer first (FleetUnreachable: exit 2, with the fix);
         with the agent sandbox on, bubblewrap must work (SandboxUnavailable: exit 2)."""
-        if self.config.agent.wants_sandbox() and (why := sandbox_problem()) is not None:
-            raise SandboxUnavailable(f'[agent] sandbox = "os" cannot work on this host: {why}')
+        require_sandbox(self.config.agent)
         if self.fleet is not None:
             self.fleet.connect()
         self.ws.check()

@@ -18,6 +18,7 @@ from pathlib import Path
 from mp_engine import secretenv
 from mp_engine.config import load_config
 from mp_engine.errors import ConfigError
+from mp_engine.execute.sandbox import require as require_sandbox
 from mp_engine.exitcodes import ExitCode
 from mp_engine.pids import become_subreaper, make_undumpable
 
@@ -57,6 +58,7 @@ def worker(
             "the worker needs the work repository the engine pushes tasks to. Fix: pass --remote URL or set "
             f"[fleet] work_remote in {root / 'mp-engine.toml'}."
         )
+    require_sandbox(config.agent)  # the worker's agents run in its sandbox, or not at all
     queue = task_queue or fleet.task_queue
     max_parallel = max_parallel or config.agent.max_parallel
     make_undumpable()  # before any secret is read

@@ -2,66 +2,26 @@
 
 The sandboxed process has a network namespace of its own (nothing but its loopback). For
 each allowed `host:port` the engine listens on a unix socket in a private directory
-(`Relay`, outside) and connects it to the real host; inside, `python -m
-mp_engine.execute.relay inside DIR -- ARGV` listens on the host's address on the sandbox's
-loopback (a name gets its own 127.0.0.x through the `hosts` file bound over /etc/hosts),
-joins each connection to its socket, and runs ARGV. TLS goes through untouched (the relay
-moves bytes), so certificates are checked end to end; every other host and port is
-unreachable. Standard library only: the inside half starts on every sandboxed call.
+(`Relay`, here) and connects it to the real host; inside, relay_inside.py listens on the
+host's address on the sandbox's loopback (a name gets its own 127.0.0.x through the `hosts`
+file bound over /etc/hosts), joins each connection to its socket, and runs the call. TLS
+goes through untouched (the relay moves bytes), so certificates are checked end to end;
+every other host and port is unreachable.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
-import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-MAP = "map.json"
-
-
-def _pipe(a: socket.socket, b: socket.socket) -> None:
-    def one_way(src: socket.socket, dst: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
-
-    t = threading.Thread(target=one_way, args=(b, a), daemon=True)
-    t.start()
-    one_way(a, b)
-    t.join()
-    a.close()
-    b.close()
-
-
-def _serve(listener: socket.socket, connect: Callable[[], socket.socket]) -> None:
-    """Accept until the listener closes; join each connection to a fresh `connect()`."""
-
-    def handle(conn: socket.socket) -> None:
-        try:
-            other = connect()
-        except OSError:
-            conn.close()
-            return
-        _pipe(conn, other)
-
-    while True:
-        try:
-            conn, _ = listener.accept()
-        except OSError:
-            return
-        threading.Thread(target=handle, args=(conn,), daemon=True).start()
+from mp_engine.execute.relay_inside import MAP_FILE, serve
 
 
 class Relay:
@@ -91,14 +51,14 @@ class Relay:
             self._listeners.append(listener)
             target = (host, int(port))
             threading.Thread(
-                target=_serve, args=(listener, lambda t=target: socket.create_connection(t, timeout=30)), daemon=True
+                target=serve, args=(listener, lambda t=target: socket.create_connection(t, timeout=30)), daemon=True
             ).start()
-            entries.append({"listen": listen, "port": int(port), "socket": str(path), "host": spec})
+            entries.append({"listen": listen, "port": int(port), "socket": str(path)})
         (self.dir / "hosts").write_text("\n".join(names) + "\n")
         # No DNS inside: a name the hosts file lacks fails at once (the sandbox's own loopback
         # refuses port 53) instead of waiting on a nameserver it cannot reach.
         (self.dir / "resolv.conf").write_text("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
-        (self.dir / MAP).write_text(json.dumps(entries))
+        (self.dir / MAP_FILE).write_text("".join(f"{e['listen']} {e['port']} {e['socket']}\n" for e in entries))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -117,36 +77,3 @@ def _address(host: str) -> str | None:
         return str(ipaddress.ip_address(host.strip("[]")))
     except ValueError:
         return None
-
-
-def inside(relay_dir: Path, argv: Sequence[str]) -> int:
-    """The inside half: listen for each allowed host, run `argv`, return its exit code."""
-    for entry in json.loads((relay_dir / MAP).read_text()):
-        family = socket.AF_INET6 if ":" in entry["listen"] else socket.AF_INET
-        listener = socket.socket(family, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((entry["listen"], entry["port"]))
-        listener.listen(64)
-
-        def connect(path: str = entry["socket"]) -> socket.socket:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(path)
-            return s
-
-        threading.Thread(target=_serve, args=(listener, connect), daemon=True).start()
-    try:
-        proc = subprocess.Popen(list(argv))
-    except OSError as e:
-        print(f"mp-engine sandbox: cannot run {argv[0]}: {e}", file=sys.stderr)
-        return 127
-    code = proc.wait()
-    return code if code >= 0 else 128 - code
-
-
-if __name__ == "__main__":  # pragma: no cover - run inside the sandbox; tested through it
-    args = sys.argv[1:]
-    if len(args) < 4 or args[0] != "inside" or args[2] != "--":
-        print("usage: python -m mp_engine.execute.relay inside DIR -- ARGV...", file=sys.stderr)
-        sys.exit(2)
-    sys.stdout.flush()
-    os._exit(inside(Path(args[1]), args[3:]))

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.config.agent import AgentConfig, AgentLevel
+from mp_engine.errors import SandboxUnavailable
+from mp_engine.execute import relay_inside
 from mp_engine.execute.relay import Relay
 
 BWRAP = "bwrap"
@@ -120,7 +122,7 @@ class Sandbox:
         if self.allow_hosts and relay_dir is not None:
             out += ["--bind", str(relay_dir), str(relay_dir), "--ro-bind", str(relay_dir / "hosts"), "/etc/hosts"]
             out += ["--ro-bind", str(relay_dir / "resolv.conf"), "/etc/resolv.conf"]
-            out += ["--chdir", str(self.workdir), "--", sys.executable, "-m", "mp_engine.execute.relay", "inside"]
+            out += ["--chdir", str(self.workdir), "--", sys.executable, "-I", "-S", relay_inside.__file__]
             out += [str(relay_dir), "--", *argv]
             return out
         return [*out, "--chdir", str(self.workdir), "--", *argv]
@@ -258,6 +260,13 @@ def _empty_file() -> Path:
     os.chmod(name, 0o444)
     atexit.register(lambda: Path(name).unlink(missing_ok=True))
     return Path(name)
+
+
+def require(cfg: AgentConfig) -> None:
+    """SandboxUnavailable (exit 2, with the fix) when the configuration asks for the sandbox
+    and it cannot work here: the engine and a fleet worker never run agents unsandboxed."""
+    if cfg.wants_sandbox() and (why := problem()) is not None:
+        raise SandboxUnavailable(f'[agent] sandbox = "os" cannot work on this host: {why}')
 
 
 @functools.lru_cache(maxsize=1)

@@ -34,6 +34,8 @@ TESTED_ELSEWHERE = {
     "commands/logs": "tests/unit/commands/test_logs.py",
     "commands/service": "tests/unit/commands/test_service.py",
     "commands/doctor/check": "tests/unit/commands/test_doctor.py",
+    "execute/relay_inside": "tests/unit/execute/test_sandbox.py (allowed hosts through the real sandbox) and the "
+    "conformance rows *_in_the_engine_sandbox (the real CLIs through it)",
     "commands/doctor/run": "tests/unit/commands/test_doctor.py",
     "commands/doctor/git": "tests/unit/commands/test_doctor.py",
     "commands/doctor/host": "tests/unit/commands/test_doctor.py",

@@ -3,11 +3,11 @@ allowed host; the inside half listens where the name maps and runs the command."
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 
-from mp_engine.execute.relay import MAP, Relay, _address
+from mp_engine.execute.relay import Relay, _address
+from mp_engine.execute.relay_inside import MAP_FILE
 
 
 def echo_server() -> socket.socket:
@@ -32,11 +32,11 @@ def test_the_outside_half_joins_each_socket_to_its_host_and_maps_names_to_loopba
     server = echo_server()
     port = server.getsockname()[1]
     with Relay([f"127.0.0.1:{port}", "api.example.com:443"]) as relay:
-        entries = json.loads((relay.dir / MAP).read_text())
-        assert [(e["listen"], e["port"]) for e in entries] == [("127.0.0.1", port), ("127.0.0.3", 443)]
+        entries = [line.split(" ") for line in (relay.dir / MAP_FILE).read_text().splitlines()]
+        assert [(listen, int(p)) for listen, p, _ in entries] == [("127.0.0.1", port), ("127.0.0.3", 443)]
         assert "127.0.0.3 api.example.com" in (relay.dir / "hosts").read_text()
         s = socket.socket(socket.AF_UNIX)
-        s.connect(entries[0]["socket"])
+        s.connect(entries[0][2])
         s.sendall(b"hello")
         assert s.recv(100) == b"HELLO"
         s.close()

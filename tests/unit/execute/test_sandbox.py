@@ -138,3 +138,13 @@ def test_without_bubblewrap_it_says_how_to_get_it(monkeypatch):
     finally:
         sandbox.problem.cache_clear()
     assert "not installed" in why and "apt install bubblewrap" in why and 'sandbox = "none"' in why
+
+
+def test_require_refuses_only_a_configuration_that_asks_for_it(monkeypatch):
+    import mp_engine.execute.sandbox as sandbox
+    from mp_engine.errors import SandboxUnavailable
+
+    monkeypatch.setattr(sandbox, "problem", lambda: "bubblewrap (`bwrap`) is not installed")
+    sandbox.require(AgentConfig())  # off: nothing to refuse
+    with pytest.raises(SandboxUnavailable, match='sandbox = "os" cannot work on this host'):
+        sandbox.require(AgentConfig(levels=[{"name": "a", "argv": ["a", "{prompt}"], "sandbox": "os"}]))
