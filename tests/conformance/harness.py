@@ -3,7 +3,9 @@ what every conformance row does, whatever the CLI."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from mp_engine.config import load_config
 from mp_engine.context import TickResult
@@ -33,3 +35,14 @@ def first_call(ws: Workspace) -> dict[str, Any]:
     recs = records(only_run(ws))
     assert recs, "no iteration was recorded"
     return recs[0]["call"]
+
+
+def assert_sandboxed_exact(ws: Workspace, result: TickResult, api_url: str) -> None:
+    """A row run with `[agent] sandbox = "os"` (issue #33): the work landed EXACT, and the
+    call's evidence says it was sandboxed with the fake model server the one host it reached."""
+    from tests.conftest import result_field
+
+    assert result.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "EXACT" and (ws.root / "out" / "a.txt").read_text() == "hello\n"
+    rules = json.loads((only_run(ws).dir / records(only_run(ws))[0]["evidence"] / "sandbox.json").read_text())
+    assert rules["network"] == [urlsplit(api_url).netloc] and str(ws.root) in rules["hidden"]

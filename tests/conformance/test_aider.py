@@ -9,7 +9,6 @@ endpoint from `OPENAI_API_BASE`, both passed through the level's `env_allow` as 
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -19,7 +18,7 @@ from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
 from tests.conformance.fakeopenai import FakeOpenAI, openai_error
-from tests.conformance.harness import BULKY, first_call, run_mp
+from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, run_mp
 from tests.conftest import read_state, result_field
 from tests.gitutil import git
 
@@ -99,10 +98,7 @@ def test_it_works_in_the_engine_sandbox(aider, ws):
     """`[agent] sandbox = "os"` (issue #33): aider under bubblewrap, the fake model server the
     one host it reaches; the work lands and the evidence says how the call was confined."""
     result, api = aider(honest, sandbox="os")
-    assert result.action == "completed", ws.result_file.read_text()
-    assert result_field(ws, "Certificate") == "EXACT" and (ws.root / "out" / "a.txt").read_text() == "hello\n"
-    rules = json.loads((only_run(ws).dir / records(only_run(ws))[0]["evidence"] / "sandbox.json").read_text())
-    assert rules["network"] == [urlsplit(api.url).netloc] and str(ws.root) in rules["hidden"]
+    assert_sandboxed_exact(ws, result, api.url)
 
 
 def test_it_edits_and_claims_exact(aider, ws):

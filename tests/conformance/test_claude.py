@@ -18,7 +18,7 @@ import pytest
 from tests.agentutil import ONE, PLANNED, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
-from tests.conformance.harness import BULKY, first_call, run_mp
+from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, run_mp
 from tests.conftest import result_field
 from tests.gitutil import git
 
@@ -97,10 +97,7 @@ def test_it_works_in_the_engine_sandbox(claude, ws):
     """`[agent] sandbox = "os"` (issue #33): claude under bubblewrap, the fake model server the
     one host it reaches; the work lands and the evidence says how the call was confined."""
     result, api = claude(honest, sandbox="os")
-    assert result.action == "completed", ws.result_file.read_text()
-    assert result_field(ws, "Certificate") == "EXACT" and (ws.root / "out" / "a.txt").read_text() == "hello\n"
-    rules = json.loads((only_run(ws).dir / records(only_run(ws))[0]["evidence"] / "sandbox.json").read_text())
-    assert rules["network"] == [urlsplit(api.url).netloc] and str(ws.root) in rules["hidden"]
+    assert_sandboxed_exact(ws, result, api.url)
 
 
 def test_it_edits_and_claims_exact(claude, ws):

@@ -20,7 +20,7 @@ from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import codex_home, installed
 from tests.conformance.fakeopenai import FakeOpenAI, command, openai_error
-from tests.conformance.harness import BULKY, first_call, run_mp
+from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, run_mp
 from tests.conftest import read_state, result_field
 
 pytestmark = pytest.mark.conformance
@@ -103,10 +103,7 @@ def test_it_works_in_the_engine_sandbox(codex, ws):
     """`[agent] sandbox = "os"` (issue #33): codex under bubblewrap, its own sandbox inside,
     the fake model server the one host it reaches; the work lands and the evidence says how."""
     result, api = codex(honest, sandbox="os")
-    assert result.action == "completed", ws.result_file.read_text()
-    assert result_field(ws, "Certificate") == "EXACT" and (ws.root / "out" / "a.txt").read_text() == "hello\n"
-    rules = json.loads((only_run(ws).dir / records(only_run(ws))[0]["evidence"] / "sandbox.json").read_text())
-    assert rules["network"] == [urlsplit(api.url).netloc] and str(ws.root) in rules["hidden"]
+    assert_sandboxed_exact(ws, result, api.url)
 
 
 def test_it_edits_and_claims_exact(codex, ws):
@@ -332,7 +329,6 @@ TWO_TASKS = {
 def planner_then_worker(req, count):
     """As the planner: try to write a file (the read-only sandbox must refuse), then answer
     with the plan under the prompt's nonce. As a worker: write what the task says, claim."""
-    import json
     import re
 
     said = fm.user_text(req)

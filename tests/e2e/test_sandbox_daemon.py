@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import threading
 
 import pytest
 
 from mp_engine.execute.sandbox import problem
 from tests.agentutil import ONE, configure, level, only_run, records
 from tests.conftest import drop, read_state, result_field, wait_for
+from tests.netutil import TcpServer
 
 pytestmark = [
     pytest.mark.daemon,
@@ -25,25 +24,6 @@ pytestmark = [
 ]
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- not-for-agents"
-
-
-def listening() -> tuple[socket.socket, list[object]]:
-    """A loopback port no sandbox allows, and the connections it accepted."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    accepted: list[object] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            accepted.append(conn)
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server, accepted
 
 
 def test_a_sandboxed_agent_cannot_reach_what_it_tries_and_still_does_its_work(ws, daemon_factory, tmp_path):
@@ -54,7 +34,7 @@ def test_a_sandboxed_agent_cannot_reach_what_it_tries_and_still_does_its_work(ws
     other = ws.root / "SYSTEM" / ".engine" / "work" / "an-earlier-run"
     other.mkdir(parents=True)
     (other / "notes.txt").write_text("another run's work\n")
-    server, accepted = listening()
+    server = TcpServer()  # a loopback port no sandbox allows
     token = f"linger-{os.getpid()}-{tmp_path.name}"
     planted = f"/var/tmp/mp-engine-planted-{token}"
     configure(
@@ -72,7 +52,7 @@ def test_a_sandboxed_agent_cannot_reach_what_it_tries_and_still_does_its_work(ws
                     str(other / "notes.txt"),
                 ),
                 *("--write", str(ws.root / "planted.txt"), "--write", planted),
-                *("--linger", token, "--connect", f"127.0.0.1:{server.getsockname()[1]}"),
+                *("--linger", token, "--connect", f"127.0.0.1:{server.port}"),
             )
         ],
         sandbox="os",
@@ -96,14 +76,14 @@ def test_a_sandboxed_agent_cannot_reach_what_it_tries_and_still_does_its_work(ws
     assert [a for a in attempts.values() if a["ok"] and not a["attempt"].startswith("linger")] == []
     assert "No such process" in attempts[f"signal {d.pid}"]["detail"]
     assert "Read-only file system" in attempts[f"write {planted}"]["detail"]
-    assert "Connection refused" in attempts[f"connect 127.0.0.1:{server.getsockname()[1]}"]["detail"]
+    assert "Connection refused" in attempts[f"connect 127.0.0.1:{server.port}"]["detail"]
     assert SECRET not in (evidence / "stdout.txt").read_text() + (evidence / "stderr.txt").read_text()
 
     # The engine and its files are untouched; nothing was planted; nothing lingers.
     assert d.proc.poll() is None and read_state(ws)["status"] == "ONLINE"
     assert ws.config_file.read_bytes() == toml_before
     assert not (ws.root / "planted.txt").exists() and not os.path.exists(planted)
-    assert accepted == []
+    assert server.accepted == []
     left = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True)
     assert left.stdout.strip() == "", f"a process outlived the call: {left.stdout}"
 
