@@ -73,6 +73,7 @@ class Sandbox:
     writable: tuple[Path, ...] = ()  # besides the worktree: CLI state, the evidence directory
     readable: tuple[Path, ...] = ()  # inside a hidden directory, but needed (a check's script)
     allow_hosts: tuple[str, ...] = ()  # host:port the process may connect to
+    installed: tuple[Path, ...] = ()  # what runs the call, where the private /tmp would hide it
     gitdirs: tuple[Path, Path] | None = field(default=None)  # (common dir, this worktree's)
 
     @classmethod
@@ -85,6 +86,7 @@ class Sandbox:
         writable: Sequence[str | Path] = (),
         readable: Sequence[Path] = (),
         allow_hosts: Sequence[str] = (),
+        programs: Sequence[str] = (),
     ) -> Sandbox:
         hidden = [engine_root, *(expand(p) for p in (*SECRET_PATHS, *hide))]
         return cls(
@@ -94,6 +96,7 @@ class Sandbox:
             readable=tuple(p.resolve() for p in (*readable, *_git_identity())),
             allow_hosts=tuple(dict.fromkeys(_host_port(h) for h in allow_hosts)),
             gitdirs=_gitdirs(workdir),
+            installed=_installed(programs),
         )
 
     def argv(self, argv: Sequence[str], relay_dir: Path | None = None) -> list[str]:
@@ -101,6 +104,8 @@ class Sandbox:
         sockets and hosts file (relay.py), bound in and served by its inside half."""
         out = [BWRAP, "--die-with-parent", "--new-session", "--unshare-all"]
         out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for p in self.installed:  # read-only, and before what is hidden: hiding wins inside them
+            out += ["--ro-bind-try", str(p), str(p)]
         dirs = []
         for p in self.hide:
             if p.is_dir():
@@ -158,6 +163,7 @@ def for_call(
         writable=[*level.sandbox_rw, evidence_dir],
         readable=readable,
         allow_hosts=[*cfg.sandbox_allow_hosts, *level.sandbox_allow_hosts],
+        programs=level.argv[:1],
     )
 
 
@@ -210,6 +216,20 @@ def confined(sandbox: Sandbox | None, argv: Sequence[str]) -> Iterator[list[str]
 
 def _path(p: str | Path) -> Path:
     return p if isinstance(p, Path) else expand(p)
+
+
+def _installed(programs: Sequence[str]) -> tuple[Path, ...]:
+    """The engine's own Python and source tree, and each program's installation (two levels
+    above its executable, as found on PATH and as its links resolve), where they lie under
+    /tmp, which the sandbox makes private: a checkout, a virtualenv or a CLI installed there
+    must still run inside."""
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[2]}
+    for program in programs:
+        found = shutil.which(program)
+        if found:
+            roots |= {Path(found).parent.parent, Path(found).resolve().parent.parent}
+    tmp = Path("/tmp").resolve()
+    return tuple(sorted({r.resolve() for r in roots if tmp in r.resolve().parents}))
 
 
 def _git_identity() -> list[Path]:

@@ -55,6 +55,9 @@ def codex_home() -> Iterator[Path]:
     alias under /tmp ("Refusing to create helper binaries under temporary dir"), and every
     command of the call then fails. The conformance rows run with a system bwrap present."""
     root = cache_dir() / "codex-homes"
+    temp = Path(os.environ.get("TMPDIR") or "/tmp").resolve()  # codex's test: Rust's env::temp_dir()
+    if temp in root.resolve().parents:  # a cache under /tmp (a checkout there): /var/tmp is not "temp"
+        root = Path("/var/tmp") / f"mp-engine-codex-homes-{os.getuid()}"
     root.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(dir=root))
     try:

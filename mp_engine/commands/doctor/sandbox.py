@@ -74,8 +74,8 @@ def codex_home(ws: Workspace, config: Config) -> Check:
     if not codex:
         return Check("codex sandbox", OK, "no codex level")
     home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").resolve()
-    temps = {Path(p).resolve() for p in (tempfile.gettempdir(), "/tmp", "/var/tmp", os.environ.get("TMPDIR") or "/tmp")}
-    under = next((t for t in temps if home == t or t in home.parents), None)
+    temp = Path(os.environ.get("TMPDIR") or "/tmp").resolve()  # codex's own test: Rust's env::temp_dir()
+    under = temp if home == temp or temp in home.parents else None
     if shutil.which("bwrap") and under is not None:
         return Check(
             "codex sandbox",
