@@ -84,6 +84,7 @@ def admit(
     try:
         executor = executor_for(mp, executors, ctx.config.execution.executor)
         executor.validate(mp)
+        executor.settings(ctx.config, mp)  # its own settings must apply (a ceiling, a level name)
     except InvalidMPError as e:
         return Held(f"invalid MP ({e.reason})", None) if state.halt else Refused(e)
     request = next((r for r in cancels if r.mp_id == mp.mp_id), None) if from_slot else None

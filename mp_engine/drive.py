@@ -13,6 +13,7 @@ import structlog
 
 from mp_engine import disk
 from mp_engine.clock import now_iso, parse_iso, seconds_until
+from mp_engine.config import Config
 from mp_engine.context import Action, EngineContext, TickResult
 from mp_engine.execute.base import ExecResult, Executor
 from mp_engine.execute.steps import Budget, StepContext
@@ -27,24 +28,25 @@ from mp_engine.record.outcome import CANCELLED, COMPLETED, ERROR, Outcome
 log = structlog.get_logger("mp_engine.drive")
 
 
-def budget(ctx: EngineContext, mp: MicroProject, run: RunArchive, ledger: Ledger, executor: Executor) -> Budget:
+def budget(config: Config, mp: MicroProject, run: RunArchive, ledger: Ledger, executor: Executor) -> Budget:
     """The MP's time budget (`Timeout:`, or the executor's default), less what its
     finished steps already used (a resumed run does not start from zero)."""
     used = sum((read_artifact(run.steps_dir, s) or {}).get("duration") or 0.0 for s in ledger.model.steps)
-    return Budget.of(mp, executor.time_budget(ctx.config), used)
+    return Budget.of(mp, executor.time_budget(config), used)
 
 
 def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject, executor: Executor) -> TickResult:
+    config = executor.settings(ctx.config, mp)  # admission checked that they apply
     step_ctx = StepContext(
         ws=ctx.ws,
-        config=ctx.config,
+        config=config,
         run=run,
         ledger=ledger,
         mp=mp,
         events=ctx.events,
         stop=ctx.stop,
         stop_now=ctx.stop_now,
-        budget=budget(ctx, mp, run, ledger, executor),
+        budget=budget(config, mp, run, ledger, executor),
     )
     watch = CancelWatch(ctx.ws, mp.mp_id, ctx.stop_now, ctx.channel.peek_cancel, ctx.channel.peek_interval)
     step_ctx.cancelled = watch.cancelled

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mp_engine.agent.decompose import decompose
 from mp_engine.agent.loop import AgentRun
 from mp_engine.agent.parallel import Dispatch
+from mp_engine.agent.settings import for_mp
 from mp_engine.config import Config
 from mp_engine.errors import InvalidMPError
 from mp_engine.execute.base import ExecResult
@@ -29,6 +30,12 @@ class AgentExecutor:
                 "Write what the agent should do under the title, as a paragraph or a numbered list.",
                 mp_id=mp.mp_id,
             )
+
+    def settings(self, config: Config, mp: MicroProject) -> Config:
+        """`[agent]` with the MP's own settings (Max-Iterations:, Levels:, Wall-Budget:,
+        Max-Cost-USD:) applied, within the operator's ceilings (settings.py)."""
+        agent = for_mp(config.agent, mp)
+        return config if agent is config.agent else config.model_copy(update={"agent": agent})
 
     def run(self, ctx: StepContext) -> ExecResult:
         return AgentRun(ctx, self.dispatch).run()

@@ -128,6 +128,10 @@ class AgentConfig(Section):
     max_integration_retries: int = Field(
         2, ge=0, description="integration failures (conflict, broken check) before a task is tried alone"
     )
+    ceilings: tuple[Literal["max_iterations", "wall_budget", "max_cost_usd"], ...] = Field(
+        (),
+        description="limits an MP's headers may lower but never raise (Max-Iterations:, Wall-Budget:, Max-Cost-USD:)",
+    )
     sandbox: Literal["none", "os"] = Field(
         "none", description='"os": agent calls and checks run under bubblewrap (docs/AGENT.md, "The sandbox")'
     )

@@ -33,5 +33,9 @@ class Executor(Protocol):
     def validate(self, mp: MicroProject) -> None:
         """Raise `InvalidMPError` if this executor cannot run the MP at all."""
 
+    def settings(self, config: Config, mp: MicroProject) -> Config:
+        """The configuration `mp` runs with: its headers may set this executor's settings
+        for it (`InvalidMPError`, with the fix, when they cannot apply)."""
+
     def run(self, ctx: StepContext) -> ExecResult:
         """Carry out the MP; return when it completed, failed or was interrupted."""

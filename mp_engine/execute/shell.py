@@ -21,6 +21,9 @@ class ShellExecutor:
     def validate(self, mp: MicroProject) -> None:
         require_executable(mp)
 
+    def settings(self, config: Config, mp: MicroProject) -> Config:
+        return config  # a shell MP's headers (Timeout:, Step-Timeout:) are read where they apply
+
     def run(self, ctx: StepContext) -> ExecResult:
         result = ExecResult(status="completed")
         sequences = ((result.steps, ctx.mp.steps), (result.checks, ctx.mp.checks))

@@ -64,6 +64,25 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _dollars(value: str) -> float:
+    try:
+        amount = float(value.strip().removeprefix("$"))
+    except ValueError:
+        raise ValueError("must be an amount of US dollars, like 2.50") from None
+    if not amount > 0:
+        raise ValueError("must be an amount of US dollars above 0, like 2.50")
+    return amount
+
+
+def _level_names(value: str) -> tuple[str, ...]:
+    names = tuple(n for n in re.split(r"[\s,]+", value.strip()) if n)
+    if not names:
+        raise ValueError("must name levels of the agent chain, like `Levels: aider, claude`")
+    if len(set(names)) != len(names):
+        raise ValueError("names a level twice")
+    return names
+
+
 # Canonical header keys: parser and one-line help. Matching is case-insensitive.
 HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Timeout": (_positive_seconds, "whole-MP timeout in seconds"),
@@ -73,6 +92,10 @@ HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Executor": (_executor, "`shell` (default) or `agent`"),
     "Plan": (_plan, "agent MPs: `auto` (the planner level plans) or `list` (one micro-task per list item)"),
     "Max-Parallel": (_positive_int, "agent MPs: at most this many micro-tasks at once (lowers `[agent] max_parallel`)"),
+    "Max-Iterations": (_positive_int, "agent MPs: agent iterations for this MP (`[agent] max_iterations`)"),
+    "Levels": (_level_names, "agent MPs: only these levels of the chain, in its order (`Levels: aider, claude`)"),
+    "Wall-Budget": (_positive_seconds, "agent MPs: active seconds for this MP when it has no `Timeout:`"),
+    "Max-Cost-USD": (_dollars, "agent MPs: dollars this MP's agent calls may cost (`[agent] max_cost_usd`)"),
 }
 _KEY_LOOKUP = {k.lower(): k for k in HEADER_KEYS}
 

@@ -33,6 +33,9 @@ class Ends:
     def time_budget(self, config) -> tuple[float, str]:
         return config.execution.mp_timeout, "mp_timeout"
 
+    def settings(self, config, mp):
+        return config
+
     def run(self, ctx) -> ExecResult:
         if isinstance(self.result, Exception):
             raise self.result
@@ -58,11 +61,11 @@ def test_the_budget_is_the_mps_timeout_less_what_finished_steps_used(engine):
     ledger.start(step)
     write_artifact(run.steps_dir, step, {"ok": True, "duration": 12.5})
     ledger.finish(step, ok=True, output_ref=None)
-    b = budget(engine.ctx, mp, run, ledger, engine.executors["shell"])
+    b = budget(engine.ctx.config, mp, run, ledger, engine.executors["shell"])
     assert (b.total, b.source, b.used) == (90.0, "Timeout", 12.5)
     mp2, run2, ledger2 = claimed(engine, b"# MP-6.2\n```bash\ntrue\n```\n")
-    assert budget(engine.ctx, mp2, run2, ledger2, engine.executors["shell"]).source == "mp_timeout"
-    agent = budget(engine.ctx, mp2, run2, ledger2, engine.executors["agent"])  # one rule, the executor's default
+    assert budget(engine.ctx.config, mp2, run2, ledger2, engine.executors["shell"]).source == "mp_timeout"
+    agent = budget(engine.ctx.config, mp2, run2, ledger2, engine.executors["agent"])  # one rule, the executor's default
     assert (agent.total, agent.source) == (engine.config.agent.wall_budget, "wall_budget")
     assert agent.describe == "`[agent] wall_budget`"
 

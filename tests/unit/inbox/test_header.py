@@ -70,12 +70,24 @@ def test_header_keys_are_case_insensitive_and_typed():
         ("Approves: yesterday", "must name the failed MP"),
         ("Max-Parallel: 0", "must be a whole number, 1 or more"),
         ("Max-Parallel: four", "must be a whole number, 1 or more"),
+        ("Max-Iterations: many", "must be a whole number, 1 or more"),
+        ("Wall-Budget: 0", "must be a positive number of seconds"),
+        ("Max-Cost-USD: free", "must be an amount of US dollars"),
+        ("Max-Cost-USD: -1", "must be an amount of US dollars above 0"),
+        ("Levels: a, a", "names a level twice"),
     ],
 )
 def test_a_bad_value_says_what_the_key_takes(line, reason):
     with pytest.raises(InvalidMPError) as e:
         parse_headers([line], 0, "MP-1.0")
     assert reason in e.value.reason and e.value.mp_id == "MP-1.0" and e.value.line == 1
+
+
+def test_per_mp_settings_are_typed():
+    headers, _ = parse_headers(
+        ["Max-Iterations: 60", "Levels: aider, claude", "Wall-Budget: 900", "Max-Cost-USD: $2.50"], 0, "MP-1.0"
+    )
+    assert headers == {"Max-Iterations": 60, "Levels": ("aider", "claude"), "Wall-Budget": 900.0, "Max-Cost-USD": 2.5}
 
 
 def test_approves_accepts_a_run_id_for_an_mp_that_had_no_readable_header():
