@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from mp_engine.execute.decisive import Decisive, decisive
 from mp_engine.execute.errtrap import FailedAt
 from mp_engine.record.diagnosis import Diagnosis
 
@@ -88,6 +89,21 @@ class Failure:
     @cached_property
     def text(self) -> str:
         return self.stderr + "\n" + self.stdout
+
+    @cached_property
+    def decisive(self) -> Decisive:
+        return decisive(self.stderr + "\n" + self.stdout)
+
+    @property
+    def says(self) -> str:
+        """The decisive lines of the output, quoted, after a sentence ("" when it printed nothing)."""
+        if not self.decisive.lines:
+            return ""
+        return " The error output says: " + " / ".join(f"`{ln.strip()}`" for ln in self.decisive.lines) + "."
+
+    @property
+    def next_step(self) -> str | None:
+        return self.decisive.next_step
 
     @property
     def resend(self) -> str:
@@ -260,8 +276,10 @@ RULES: list[Rule] = [
         lambda f: f.label == "check",
         lambda f, _: (
             f"check {f.number} failed",
-            f"The steps ran, but validation check {f.number} failed: {f.at} exited with code {f.exit_code}.",
-            f"Correct the steps so that check {f.number} passes, {f.resend}.",
+            f"The steps ran, but validation check {f.number} failed: {f.at} exited with code {f.exit_code}." + f.says,
+            f"Correct the steps so that check {f.number} passes"
+            + (f" ({f.next_step})" if f.next_step else "")
+            + f", {f.resend}.",
         ),
     ),
     Rule(
@@ -269,8 +287,13 @@ RULES: list[Rule] = [
         lambda f: True,
         lambda f, _: (
             f"exit {f.exit_code} in {f.where}",
-            f"{f.subject} exited with code {f.exit_code}; see the error output.",
-            f"Correct `{f.culprit}` in {f.where} according to the error output, {f.resend}.",
+            f"{f.subject} exited with code {f.exit_code}." + (f.says or " It printed nothing that says why."),
+            (
+                f"In {f.where}, {f.next_step}"
+                if f.next_step
+                else f"Correct `{f.culprit}` in {f.where} according to the error output"
+            )
+            + f", {f.resend}.",
         ),
     ),
 ]
