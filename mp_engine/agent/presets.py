@@ -18,7 +18,7 @@ argv = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "B
 stdin = true
 timeout = 1200.0
 idle_timeout = 1200.0
-env_allow = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"]
+env_allow = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"]
 sandbox_rw = ["~/.claude", "~/.claude.json"]
 sandbox_allow_hosts = ["api.anthropic.com:443"]
 """,
