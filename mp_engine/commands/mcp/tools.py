@@ -154,11 +154,12 @@ def missing_scope(needed: str, granted: list[str] | None) -> dict[str, Any] | No
 def call(name: str, op: Operation, arguments: dict[str, Any], granted: list[str] | None, via: str) -> dict[str, Any]:
     """Run one operation for a caller holding `granted` scopes (None: no auth, stdio) and
     log it as an event: the tool, its arguments (an MP's text only as its length), the
-    outcome. A refusal for a missing scope is logged as `mcp_refused` (403)."""
+    outcome. A refusal for a missing scope is an `mcp_refused` event (403) either way."""
     shown = {k: (f"<{len(v)} characters>" if k == "text" else v) for k, v in arguments.items()}
     refused = missing_scope(op.scope, granted)
     if refused is not None:
-        log.warning("mcp_refused", status=403, tool=name, via=via, reason=refused["error"])
+        if via == "mcp":  # an MCP call answers 200 with isError; /api/v1's 403 is logged by guard.py
+            log.warning("mcp_refused", status=403, tool=name, via=via, reason=refused["error"])
         return refused
     started = time.monotonic()
     try:

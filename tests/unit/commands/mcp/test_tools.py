@@ -29,6 +29,9 @@ def test_every_parameter_is_described(tmp_path):
 
 
 def test_failures_are_errors_and_a_missing_scope_is_refused_before_the_call(tmp_path, capsys):
+    from mp_engine.record import logs
+
+    logs.configure("info")
     assert failed({"error": "x"}) and failed({"valid": False}) and failed({"refused": "halted"})
     assert not failed({"sent": False, "already": "waiting"}) and not failed({"done": False})
     assert missing_scope(WRITE, None) is None and missing_scope(WRITE, [READ, WRITE]) is None
