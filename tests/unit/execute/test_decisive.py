@@ -3,6 +3,7 @@ test script, make; and the diagnosis of a shell MP that runs one of them."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,9 @@ SUM_TEST = (
 
 
 def output(cmd: list[str], cwd: Path) -> str:
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120)
+    # Not as a sub-make of `make test` (MAKELEVEL would make it say `make[1]:`): as a user runs it.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode != 0, r.stdout + r.stderr
     return r.stderr + "\n" + r.stdout
 
