@@ -37,6 +37,16 @@ def first_call(ws: Workspace) -> dict[str, Any]:
     return recs[0]["call"]
 
 
+def needs_sandbox() -> None:
+    """Skip a row that runs with `sandbox = "os"` where bubblewrap cannot run (it says why)."""
+    import pytest
+
+    from mp_engine.execute.sandbox import problem
+
+    if problem() is not None:
+        pytest.skip(f"the sandbox cannot run here: {problem()}")
+
+
 def assert_sandboxed_exact(ws: Workspace, result: TickResult, api_url: str) -> None:
     """A row run with `[agent] sandbox = "os"` (issue #33): the work landed EXACT, and the
     call's evidence says it was sandboxed with the fake model server the one host it reached."""

@@ -18,7 +18,7 @@ from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
 from tests.conformance.fakeopenai import FakeOpenAI, openai_error
-from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, run_mp
+from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, needs_sandbox, run_mp
 from tests.conftest import read_state, result_field
 from tests.gitutil import git
 
@@ -97,6 +97,7 @@ def honest(req, count):
 def test_it_works_in_the_engine_sandbox(aider, ws):
     """`[agent] sandbox = "os"` (issue #33): aider under bubblewrap, the fake model server the
     one host it reaches; the work lands and the evidence says how the call was confined."""
+    needs_sandbox()
     result, api = aider(honest, sandbox="os")
     assert_sandboxed_exact(ws, result, api.url)
 

@@ -20,7 +20,7 @@ from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import codex_home, installed
 from tests.conformance.fakeopenai import FakeOpenAI, command, openai_error
-from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, run_mp
+from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, needs_sandbox, run_mp
 from tests.conftest import read_state, result_field
 
 pytestmark = pytest.mark.conformance
@@ -102,6 +102,7 @@ def honest(req, count):
 def test_it_works_in_the_engine_sandbox(codex, ws):
     """`[agent] sandbox = "os"` (issue #33): codex under bubblewrap, its own sandbox inside,
     the fake model server the one host it reaches; the work lands and the evidence says how."""
+    needs_sandbox()
     result, api = codex(honest, sandbox="os")
     assert_sandboxed_exact(ws, result, api.url)
 
