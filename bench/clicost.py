@@ -110,7 +110,10 @@ def measure_cli(cli: str, reps: int) -> Row:
     except BaseException as e:  # pytest.skip outside pytest: say why, measure nothing
         return Row(f"15. {cli} iteration", None, "-", None, f"<= {LIMIT:g}x", None, note=f"not measured: {e}")
     server_cls, scenario = scenarios()[cli]
-    with tempfile.TemporaryDirectory(prefix=f"mpe-bench-{cli}-") as tmp, server_cls(scenario) as api:
+    # codex refuses to set up its sandbox helper under /tmp once a system bwrap is installed
+    # (docs/AGENT.md, "The sandbox"): its CODEX_HOME, in this directory, lives in /var/tmp.
+    where = "/var/tmp" if cli == "codex" else None
+    with tempfile.TemporaryDirectory(prefix=f"mpe-bench-{cli}-", dir=where) as tmp, server_cls(scenario) as api:
         base = Path(tmp)
         home = base / "home"
         home.mkdir()
