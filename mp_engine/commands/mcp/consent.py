@@ -103,7 +103,8 @@ class Consent:
             if count == 0:  # that was the last try
                 return _locked(LOCKOUT_SECONDS)
             left = LOCKOUT_FAILURES - count
-            return self._page(request_id, f"Wrong passphrase. {left} more tries, then 15 minutes locked out.", 401)
+            tries = f"{left} more {'try' if left == 1 else 'tries'}"
+            return self._page(request_id, f"Wrong passphrase. {tries}, then 15 minutes locked out.", 401)
         self.store.succeed(address)
         granted = [s for s in params["scopes"] if s == READ or (s == WRITE and form.get("scope_write"))]
         if READ not in granted:
