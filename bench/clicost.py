@@ -58,7 +58,7 @@ def scenarios() -> dict[str, tuple[Any, Callable[[dict, int], Any]]]:
     return {"claude": (fm.FakeAnthropic, claude), "codex": (FakeOpenAI, codex), "aider": (FakeOpenAI, aider)}
 
 
-def level(cli: str, exe: Path, home: Path, url: str) -> tuple[dict[str, Any], dict[str, str]]:
+def level(cli: str, exe: Path, home: Path, url: str, codex_home: Path) -> tuple[dict[str, Any], dict[str, str]]:
     """The documented level (as the conformance rows run it) and the variables it needs."""
     if cli == "claude":
         from tests.conformance.test_claude import ENV, claude_level
@@ -67,8 +67,6 @@ def level(cli: str, exe: Path, home: Path, url: str) -> tuple[dict[str, Any], di
     if cli == "codex":
         from tests.conformance.test_codex import PROVIDER, codex_level
 
-        codex_home = home / "codex-home"
-        codex_home.mkdir(exist_ok=True)
         (codex_home / "config.toml").write_text(PROVIDER.format(url=url))
         return codex_level(exe), {"OPENAI_API_KEY": "sk-bench-0123456789", "CODEX_HOME": str(codex_home)}
     from tests.conformance.test_aider import aider_level
@@ -103,21 +101,22 @@ def by_hand(argv: list[str], stdin: Path | None, cwd: Path, env: dict[str, str])
 
 
 def measure_cli(cli: str, reps: int) -> Row:
-    from tests.conformance.clis import installed
+    from tests.conformance.clis import codex_home, installed
 
     try:
         exe = installed(cli)
     except BaseException as e:  # pytest.skip outside pytest: say why, measure nothing
         return Row(f"15. {cli} iteration", None, "-", None, f"<= {LIMIT:g}x", None, note=f"not measured: {e}")
     server_cls, scenario = scenarios()[cli]
-    # codex refuses to set up its sandbox helper under /tmp once a system bwrap is installed
-    # (docs/AGENT.md, "The sandbox"): its CODEX_HOME, in this directory, lives in /var/tmp.
-    where = "/var/tmp" if cli == "codex" else None
-    with tempfile.TemporaryDirectory(prefix=f"mpe-bench-{cli}-", dir=where) as tmp, server_cls(scenario) as api:
+    with (
+        tempfile.TemporaryDirectory(prefix=f"mpe-bench-{cli}-") as tmp,
+        codex_home() as codex_dir,  # outside codex's temp dir (docs/AGENT.md, "The sandbox")
+        server_cls(scenario) as api,
+    ):
         base = Path(tmp)
         home = base / "home"
         home.mkdir()
-        lv, extra = level(cli, exe, home, api.url)
+        lv, extra = level(cli, exe, home, api.url, codex_dir)
         env = {**engine_env(home, MP_ENGINE_ENGINE__SETTLE_SECONDS="0"), **extra}
         agent = "[agent]\nmax_iterations = 100\ncalls_per_hour = 100000\n\n" + toml_level(lv)
         ws = agent_workspace(base / "ws", env, agent)

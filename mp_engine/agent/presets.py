@@ -5,6 +5,7 @@ ones."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Sequence
@@ -85,3 +86,12 @@ def installed_version(argv0: str, timeout: float = 15.0) -> str | None:
         return None
     m = VERSION_RE.search(proc.stdout + proc.stderr)
     return m.group(1) if m else None
+
+
+def codex_temp(home: Path) -> Path | None:
+    """The temporary directory `home` (a CODEX_HOME) lies in, by codex's own test (Rust's
+    `env::temp_dir()`: $TMPDIR, else /tmp), or None. With a system bwrap installed, codex 0.169
+    refuses to set up its sandbox helper there and every command of every call fails."""
+    temp = Path(os.environ.get("TMPDIR") or "/tmp").resolve()
+    home = home.resolve()
+    return temp if home == temp or temp in home.parents else None

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from mp_engine.agent.presets import codex_temp
+
 # cli: (registry, package, version, the executable and a file that is large only when the
 # native binary really came (npm runs claude's postinstall), both under `node_modules/`
 # for npm and the virtualenv for PyPI)
@@ -55,8 +57,7 @@ def codex_home() -> Iterator[Path]:
     alias under /tmp ("Refusing to create helper binaries under temporary dir"), and every
     command of the call then fails. The conformance rows run with a system bwrap present."""
     root = cache_dir() / "codex-homes"
-    temp = Path(os.environ.get("TMPDIR") or "/tmp").resolve()  # codex's test: Rust's env::temp_dir()
-    if temp in root.resolve().parents:  # a cache under /tmp (a checkout there): /var/tmp is not "temp"
+    if codex_temp(root) is not None:  # a cache under /tmp (a checkout there): /var/tmp is not "temp"
         root = Path("/var/tmp") / f"mp-engine-codex-homes-{os.getuid()}"
     root.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(dir=root))

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from mp_engine.agent.presets import cli_of
+from mp_engine.agent.presets import cli_of, codex_temp
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
 from mp_engine.execute.sandbox import Sandbox, confined, problem
@@ -74,8 +74,7 @@ def codex_home(ws: Workspace, config: Config) -> Check:
     if not codex:
         return Check("codex sandbox", OK, "no codex level")
     home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").resolve()
-    temp = Path(os.environ.get("TMPDIR") or "/tmp").resolve()  # codex's own test: Rust's env::temp_dir()
-    under = temp if home == temp or temp in home.parents else None
+    under = codex_temp(home)
     if shutil.which("bwrap") and under is not None:
         return Check(
             "codex sandbox",

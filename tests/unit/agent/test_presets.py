@@ -47,3 +47,15 @@ def test_which_cli_an_argv_runs_and_what_version_it_says(tmp_path):
     from tests.conformance.clis import PINNED
 
     assert CONFORMANCE == {cli: (pin[2],) for cli, pin in PINNED.items()}  # the versions the suite pins
+
+
+def test_codex_temp_is_codex_own_test_of_a_temporary_directory(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from mp_engine.agent.presets import codex_temp
+
+    monkeypatch.delenv("TMPDIR", raising=False)
+    assert codex_temp(Path("/tmp/codex-home")) == Path("/tmp").resolve()
+    assert codex_temp(Path("/var/tmp/codex-home")) is None and codex_temp(Path("/home/someone/.codex")) is None
+    monkeypatch.setenv("TMPDIR", "/var/tmp")
+    assert codex_temp(Path("/var/tmp/codex-home")) == Path("/var/tmp") and codex_temp(Path("/tmp/x")) is None
