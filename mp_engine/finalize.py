@@ -14,6 +14,7 @@ from dataclasses import replace
 from mp_engine.clock import now_iso
 from mp_engine.context import Action, EngineContext, TickResult
 from mp_engine.inbox import slot
+from mp_engine.record import memory
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.digest import write_digest
 from mp_engine.record.ledger import Ledger
@@ -33,6 +34,7 @@ def finalize(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> TickResult:
         outcome.notes.append(f"Git: {notice}. This result is committed on the engine host and not pushed.")
     digest = write_digest(ctx.ws, outcome, redact=ctx.redact)
     write_result(ctx.ws, run, outcome, redact=ctx.redact, also=digest)
+    _remember(ctx, run, outcome)
     release_slot(ctx, run, ledger)  # before the state says done: an orchestrator may then drop the next MP
     ctx.inbox.run_ended()  # what arrives from now on waits for the next pass, not for this run
     halts = outcome.status not in NO_HALT and outcome.halt_token is not None
@@ -70,6 +72,21 @@ def release_slot(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> None:
         keep_at=run.moved_entry,
         emit=ctx.events.emit,
     )
+
+
+def _remember(ctx: EngineContext, run: RunArchive, outcome: Outcome) -> None:
+    """An agent run's lessons into SYSTEM/memory.md (`[agent] memory`), once per run."""
+    lessons = outcome.extra.get("lessons")
+    if lessons and ctx.config.agent.memory:
+        memory.remember(
+            ctx.ws,
+            mp_id=outcome.mp_id,
+            run_id=run.run_id,
+            day=(outcome.finished_at or now_iso())[:10],
+            lessons=lessons,
+            max_bytes=ctx.config.agent.memory_max_bytes,
+            redact=ctx.redact,
+        )
 
 
 def _record_state(ctx: EngineContext, run: RunArchive, outcome: Outcome, halts: bool) -> None:

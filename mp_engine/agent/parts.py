@@ -15,6 +15,7 @@ from mp_engine.agent.caller import Caller
 from mp_engine.agent.checks import Checker
 from mp_engine.agent.evidence import Snapshot, Worktree
 from mp_engine.agent.ledgersteps import AgentSteps
+from mp_engine.agent.lessons import snapshot
 from mp_engine.agent.prompter import Prompter
 from mp_engine.agent.recorder import Recorder
 from mp_engine.agent.taskstate import Emit
@@ -89,5 +90,6 @@ def workspace_parts(
         learnings_path=learnings_path,
         steps_dir=ctx.run.steps_dir,
         budget=ctx.budget,
+        memory=snapshot(ctx.ws, run_dir, cfg.memory),
     )
     return WorkspaceParts(caller, checker, recorder, prompter)

@@ -4,13 +4,16 @@ No chat history is carried over. What the agent knows about earlier iterations c
 from files: the previous iteration's check results and output tails (run archive), the
 learnings file, and the budget computed from the ledger.
 
-Built for prompt caching (issue #16): what stays the same for a micro-task comes first (the
-rules, the goal, the micro-task, the checks, the completion protocol with the run's nonce),
-then the learnings of earlier micro-tasks (fixed while this one runs), then what often
-repeats (the failing checks' output: an iteration often fails as the one before it did),
-then this micro-task's learnings (appended to), then what changes every iteration (its
-number and level, how the previous call ended, the budget). A provider's prefix cache then
-holds everything up to the newest learnings entry; `bench prompts` measures the share.
+Built for prompt caching (issues #16, #34): what all micro-tasks of the MP share comes first
+(the rules, the completion protocol with the run's nonce, the goal, the repository's memory,
+the list of micro-tasks, every check of the MP, the files the MP names and the repository
+map), then the learnings file's entries (appended to, never rewritten but by compaction),
+then what one micro-task adds (which it is, its text, its workspace, where the others stand,
+which checks accept it), then what one iteration adds (the failing checks' output: an
+iteration often fails as the one before it did; this task's learnings; its number and
+level, how the previous call ended, the budget). A provider's prefix cache then holds the
+shared part from one task to the next (and for parallel tasks), and everything up to the
+newest learnings entry from one iteration to the next; `bench prompts` measures the share.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mp_engine.agent.decompose import MicroTask, Plan
+from mp_engine.agent.learnings import COMPACTED_HEADING, ENTRY_RE
 from mp_engine.agent.learnings import split as split_learnings
 from mp_engine.inbox.mpfile import Block, MicroProject
 from mp_engine.record.outcome import fenced
@@ -79,21 +83,79 @@ def build(
     context: str = "",
     statuses: dict[str, str] | None = None,
     answers: list[dict[str, str]] | None = None,
+    memory: str = "",
 ) -> str:
-    n = len(plan.tasks)
+    """The prompt: `shared()` (the same for every task of the MP), then what this task
+    adds (`task_part`), then what this iteration adds (`iteration_part`)."""
+    earlier, this_mt = split_learnings(learnings, task.mt_id)
+    out = shared(mp=mp, plan=plan, nonce=nonce, memory=memory, context=context)
+    out += ["## Learnings so far", "", entries(earlier) or "(none yet)", ""]
+    out += task_part(plan, task, workspace, checks, statuses, answers)
+    out += iteration_part(task, iteration, level, level_name, previous, tails, this_mt, budget)
+    return "\n".join(out)
+
+
+def shared(*, mp: MicroProject, plan: Plan, nonce: str, memory: str, context: str) -> list[str]:
+    """What every prompt of the MP's micro-tasks starts with, byte for byte (issue #34): a
+    provider's prefix cache serves it from one task to the next, and to parallel tasks."""
     out = [
-        f"# Task from mp-engine: {mp.mp_id} {task.mt_id} (micro-task {task.index + 1} of {n})",
+        f"# Task from mp-engine: {mp.mp_id}",
         "",
-        f"You work in the repository at {workspace}. Change files only inside it. Do not edit",
+        'You work in the repository named under "Your micro-task now". Change files only inside it. Do not edit',
         "SESSION_STATE.json, mp-engine.toml, Claude_Inbox/ or SYSTEM/: they belong to the engine.",
         "",
+        protocol(nonce),
         "## Goal of the whole MP",
         "",
         plan.goal or mp.title or mp.mp_id,
         "",
-        f"## Your micro-task now: {task.mt_id}",
+    ]
+    if memory.strip():  # SYSTEM/memory.md: what earlier MPs' verified outcomes taught
+        out += ["## Memory of this repository (lessons of earlier MPs, verified by their checks)", ""]
+        out += [memory.strip(), ""]
+    out += [f"## The micro-tasks of this MP ({len(plan.tasks)})", ""]
+    out += [f"- {t.mt_id}: {t.title}" for t in plan.tasks] + [""]
+    out += ["## Acceptance checks of this MP", ""]
+    if mp.checks:
+        out += [
+            'The engine runs a micro-task\'s checks (named under "Your micro-task now") in the workspace root '
+            "with bash after you finish; each must exit 0.",
+            "",
+        ]
+        for c in mp.checks:
+            out += [f"{c.step_id}:", fenced(c.body, "bash"), ""]
+    else:
+        out += ["(none: the MP has no checks; your claim is recorded but nothing verifies it)", ""]
+    if context:  # the files the MP names and the repository map (workcontext.py): they change rarely
+        out += [context.rstrip("\n"), ""]
+    return out
+
+
+def entries(learnings: str) -> str:
+    """The learnings file without its title: the entries only, so the first iteration's
+    prompt (no file yet) and the second's start the same (issue #34)."""
+    m = ENTRY_RE.search(learnings)
+    compacted = learnings.find(COMPACTED_HEADING)
+    starts = [i for i in (m.start() if m else -1, compacted) if i >= 0]
+    return learnings[min(starts) :].strip() if starts else ""
+
+
+def task_part(
+    plan: Plan,
+    task: MicroTask,
+    workspace: str,
+    checks: list[Block],
+    statuses: dict[str, str] | None,
+    answers: list[dict[str, str]] | None,
+) -> list[str]:
+    """What one micro-task adds: which it is, where, its text, what a person answered,
+    where the others stand and which checks accept it."""
+    out = [
+        f"## Your micro-task now: {task.mt_id} (micro-task {task.index + 1} of {len(plan.tasks)})",
         "",
         task.text,
+        "",
+        f"The repository: {workspace}",
         "",
     ]
     for qa in answers or []:  # the run ended on this task's question; a person answered (issue #32)
@@ -111,25 +173,28 @@ def build(
             "accepted": " (done, being integrated)",
         }
         state_of = statuses or {t.mt_id: "completed" for t in others if t.index < task.index}
-        out += [f"- {t.mt_id}{shown.get(state_of.get(t.mt_id, ''), '')}: {t.title}" for t in others] + [""]
-    out += ["## Acceptance checks", ""]
-    if checks:
-        out += ["The engine runs these in the workspace root with bash after you finish; each must exit 0.", ""]
-        for c in checks:
-            out += [f"{c.step_id}:", fenced(c.body, "bash"), ""]
-    else:
-        out += ["(none: the MP has no checks; your claim is recorded but nothing verifies it)", ""]
-    earlier, this_mt = split_learnings(learnings, task.mt_id)
-    out += [protocol(nonce)]
-    if context:  # the task's files and the repository map (workcontext.py): they change rarely
-        out += [context.rstrip("\n"), ""]
-    out += ["## Learnings from earlier micro-tasks", "", earlier.strip() or "(none yet)", ""]
-    out += ["## The previous iteration", ""]
+        out += [f"- {t.mt_id}{shown.get(state_of.get(t.mt_id, ''), '') or ' (to do)'}" for t in others] + [""]
+    out += [f"## The checks that accept {task.mt_id}", ""]
+    out += [", ".join(c.step_id for c in checks) if checks else "(none)", ""]
+    return out
+
+
+def iteration_part(
+    task: MicroTask,
+    iteration: int,
+    level: int,
+    level_name: str,
+    previous: dict[str, Any] | None,
+    tails: dict[str, str],
+    this_mt: str,
+    budget: Budget,
+) -> list[str]:
+    """What one iteration adds: how the previous one ended (its failing checks' output
+    first: an iteration often fails as the one before it did), the number, the budget."""
+    out = ["## The previous iteration", ""]
     if previous is None:
         out += ["This is the first iteration of this micro-task.", ""]
     else:
-        # The failing checks' output first: when an iteration fails as the one before it
-        # did, these lines are the same and stay in the cached prefix.
         passed, failing = previous["passed"], previous["failing"]
         merged = previous.get("integration")
         if merged:  # parallel tasks: its accepted work did not integrate with the others'
@@ -176,4 +241,4 @@ def build(
         f"about {int(budget.seconds_left)} of {int(budget.seconds_total)} seconds left.",
         "",
     ]
-    return "\n".join(out)
+    return out

@@ -37,6 +37,7 @@ class Prompter:
         learnings_path: Path,
         steps_dir: Path,
         budget: Budget,
+        memory: str = "",
     ):
         self.cfg = cfg
         self.mp = mp
@@ -48,6 +49,7 @@ class Prompter:
         self.learnings_path = learnings_path
         self.steps_dir = steps_dir
         self.budget = budget
+        self.memory = memory  # the run's snapshot of SYSTEM/memory.md (lessons.py)
         self._map: RepoMap | None = None  # built at the first prompt that has room for it
 
     def worker(self, state: LoopState, mt_index: int, iteration: int, level: AgentLevel) -> str:
@@ -73,6 +75,7 @@ class Prompter:
             learnings=learnings.read(self.learnings_path),
             statuses={t.mt_id: t.status for t in state.tasks},
             answers=ts.answers,
+            memory=self.memory,
             budget=prompt.Budget(
                 iterations_left=self.cfg.max_iterations - state.total,
                 max_iterations=self.cfg.max_iterations,
@@ -81,7 +84,10 @@ class Prompter:
                 fails_before_escalation=None if last else self.cfg.fail_threshold - state.fails_at_level,
             ),
         )
-        return workcontext.fill(self.cfg.token_budget, lambda context: build(context=context), task.text, self.repomap)
+        # The files of the whole plan, not of this task: every task's prompt carries the same
+        # context, so a prefix cache serves it from one task to the next (issue #34).
+        named = "\n".join([plan.goal, *(t.text for t in plan.tasks)])
+        return workcontext.fill(self.cfg.token_budget, lambda context: build(context=context), named, self.repomap)
 
     def planner(self, state: LoopState) -> str:
         """The planner's prompt: the goal, the checks, the map, and on a re-plan why."""

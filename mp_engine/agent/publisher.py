@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent import certificate as cert
+from mp_engine.agent import lessons
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.chain import chain_for, runnable
 from mp_engine.agent.checks import iter_check
@@ -262,6 +263,7 @@ class Publisher:
         )
         last_checks = self._last_checks(state, ctx)
         checks = [report_for(ctx, chk, step) for chk, step in last_checks]
+        carried = lessons.carried(self.run_dir, self.run_rel)
         extra = {
             "work": landing.to_dict(),
             "certificate": c.to_dict(),
@@ -276,12 +278,17 @@ class Publisher:
                 "drift_checks": state.drift_checks,
                 "progress": f"{self.run_rel}/agent/progress.json",
                 "learnings": f"{self.run_rel}/agent/learnings.md",
+                "memory": carried,
             },
+            "lessons": lessons.of_run(state.tasks, self.mp, ctx.run.steps_dir) if self.cfg.memory else [],
             "sections": [
                 {"title": "Work branch", "body": landing.note},
-                *sections(c, state, state.plan, self.run_rel, p.data["pauses"], distilled, commits),
+                *sections(c, state, state.plan, self.run_rel, p.data["pauses"], distilled, commits, carried),
             ],
         }
+        if extra["lessons"]:  # finalize adds them to SYSTEM/memory.md
+            body = "\n".join(f"- {ln}" for ln in extra["lessons"])
+            extra["sections"].append({"title": "Lessons for SYSTEM/memory.md", "body": body})
         confined = sandbox_summary(ctx.config.agent)
         if confined is not None:  # what ran in the sandbox; each call's rules are in its evidence
             extra["sandbox"] = confined

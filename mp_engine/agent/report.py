@@ -48,6 +48,7 @@ def sections(
     pauses: list[dict[str, Any]],
     distilled: list[str] | None = None,
     commits: dict[str, str] | None = None,
+    memory: dict[str, Any] | None = None,
 ) -> list[dict[str, str]]:
     lines = [f"- Certificate: **{c.type}** ({c.reason})", f"- Why: {c.detail}"]
     if c.mt:
@@ -100,5 +101,7 @@ def sections(
         f"- Per iteration (prompt, output, claims, checks, diff, SHA-256 manifest): `{run_rel}/agent/<MT>/iter-<NNN>/`",
     ]
     links += [f"- Distillation candidate: `{d}`" for d in distilled or []]
+    if memory:  # lessons.carried: the SYSTEM/memory.md every prompt of the run carried
+        links.append(f"- Memory the prompts carried: `{memory['path']}` (SHA-256 `{memory['sha256'][:12]}`)")
     out.append({"title": "Evidence", "body": "\n".join(links)})
     return out

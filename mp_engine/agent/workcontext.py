@@ -1,5 +1,6 @@
 """Context compilation (issue #17): what of the repository a worker's prompt carries, within
-`[agent] token_budget`: the files the micro-task names (their contents) and the repository
+`[agent] token_budget`: the files the MP's goal and micro-tasks name (their contents: the same
+for every task, so a prefix cache serves them from one task to the next) and the repository
 map (repomap.py: paths and signatures, no bodies). A level without tools of its own (an
 `ollama run` model) sees the code only through this.
 
@@ -7,7 +8,7 @@ Tokens are counted offline, without a model's tokenizer: one token per 4 bytes o
 rounded up (the usual estimate for English and code with BPE tokenizers; it errs on the
 long side for code). The allocation follows the micro-task spec (2.6.6.8.8): the prompt's
 fixed parts (rules, the task, the checks, the protocol, the iteration's context) come
-first; of what the budget leaves, the task's files get up to 60 % and the map the rest
+first; of what the budget leaves, the named files get up to 60 % and the map the rest
 (and what the files left). A file that does not fit is cut, saying so. The map starts with
 the files beside the named ones, each with its signatures while they fit, then paths only,
 then says how many files are left out; only files whose signatures fit are parsed, so a
@@ -24,6 +25,9 @@ from mp_engine.agent.repomap import RepoMap
 from mp_engine.record.outcome import fenced
 
 FILES_SHARE = 0.6
+# The context takes what the budget leaves in steps of 1/STEPS of it: the map stays the same
+# while the learnings and the output tails grow, so a prefix cache keeps serving it.
+STEPS = 8
 PATH_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,8})(?![\w/-])")
 
 
@@ -48,13 +52,14 @@ def fill(token_budget: int, build: Callable[[str], str], task_text: str, repomap
     map only when there is room for it. Worker and planner prompts are both made this way."""
     bare = build("")
     left = token_budget - tokens(bare)
+    left -= left % max(1, token_budget // STEPS)  # stable while the rest of the prompt grows a little
     if token_budget == 0 or left <= 0:
         return bare
     return build(compile_context(task_text, repomap(), left))
 
 
 def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
-    """The `## Files of this micro-task` and `## Repository map` sections within `budget`
+    """The `## Files the MP names` and `## Repository map` sections within `budget`
     tokens (empty when nothing fits)."""
     if budget <= 0:
         return ""
@@ -64,7 +69,7 @@ def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
     files = named_files(task_text, repomap.root, set(paths))
     if files:
         allowance = int(budget * FILES_SHARE)
-        part = ["## Files of this micro-task (as they are now)", ""]
+        part = ["## Files the MP names (as they are now)", ""]
         for rel in files:
             room = allowance - spent - tokens("\n".join(part))
             if room < 50:

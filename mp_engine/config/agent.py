@@ -84,6 +84,10 @@ class AgentConfig(Section):
     require_checks: bool = Field(True, description="an agent MP without Validate checks ends in NEED_INFO")
     learnings_max_bytes: int = Field(16384, ge=1024, description="learnings file size that triggers compaction")
     output_tail_bytes: int = Field(2000, ge=100, description="tail of each failing check shown in the next prompt")
+    memory: bool = Field(True, description="keep SYSTEM/memory.md: lessons of earlier MPs, in every agent prompt")
+    memory_max_bytes: int = Field(
+        8192, ge=1024, description="SYSTEM/memory.md's size; the oldest MPs' lessons go first"
+    )
     token_budget: int = Field(
         8000, ge=0, description="estimated prompt tokens; the task's files and the repository map fill what is left"
     )

@@ -89,6 +89,8 @@ def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
         "drift_checks": (o.extra.get("agent") or {}).get("drift_checks"),
         "usage": o.extra.get("usage"),
         "sandbox": o.extra.get("sandbox"),
+        "memory": (o.extra.get("agent") or {}).get("memory"),  # which SYSTEM/memory.md its prompts carried
+        "lessons": o.extra.get("lessons"),  # what it added to SYSTEM/memory.md
         "notes": o.notes,
     }
 

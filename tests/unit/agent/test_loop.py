@@ -346,7 +346,7 @@ def test_a_level_without_tools_sees_the_code_only_through_the_compiled_context(e
     assert res.action == "completed", ws.result_file.read_text()
     assert (ws.root / "out" / "answer.txt").read_text() == "42\n"
     prompt = (only_run(ws).dir / "agent" / "MT-001" / "iter-001" / "prompt.md").read_text()
-    assert "## Files of this micro-task" in prompt and "## Repository map" in prompt
+    assert "## Files the MP names" in prompt and "## Repository map" in prompt
     assert "src/config.py\n    def load(path: str) -> dict" in prompt and "SESSION_STATE.json\n" not in prompt
     # The map's cache is host-local beside the worktree, and goes with it: never in the archive.
     assert not list(only_run(ws).dir.rglob("*repomap*")) and not list((ws.local_dir / "work").glob("*.repomap.json"))

@@ -32,9 +32,9 @@ def test_named_files_are_the_worktrees_files_the_task_names(tmp_path):
 def test_the_task_files_then_the_map_within_the_budget(tmp_path):
     root = repo(tmp_path)
     text = compile_context("Change `src/config.py`.", RepoMap(root), 2000)
-    assert "## Files of this micro-task" in text and "SECRET_NUMBER = 41" in text
+    assert "## Files the MP names" in text and "SECRET_NUMBER = 41" in text
     assert "## Repository map" in text and "    def load(path: str) -> dict" in text and "    def f2(a, b)" in text
-    assert text.index("## Files of this micro-task") < text.index("## Repository map")
+    assert text.index("## Files the MP names") < text.index("## Repository map")
     assert tokens(text) <= 2000
 
 
