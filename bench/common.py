@@ -318,13 +318,17 @@ def executable(path: Path, text: str) -> Path:
     return path
 
 
-def agent_workspace(path: Path, env: dict[str, str], agent_toml: str) -> Path:
+def agent_workspace(
+    path: Path, env: dict[str, str], agent_toml: str, populate: Callable[[Path], None] | None = None
+) -> Path:
     """A workspace whose `[agent]` section is `agent_toml`, a git repository with one commit
-    (an agent MP works on a branch of its own)."""
+    (an agent MP works on a branch of its own); `populate` adds the project's files first."""
     ws = init_workspace(path, env)
     cfg = ws / "mp-engine.toml"
     text = cfg.read_text()
     cfg.write_text((text[: text.index("[agent]")] if "[agent]" in text else text) + agent_toml)
+    if populate is not None:
+        populate(ws)
     genv = git_env()
     for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-qm", "layout")):
         git(ws, *args, env=genv)

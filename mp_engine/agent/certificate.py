@@ -47,9 +47,11 @@ class Certificate:
     reason: str  # machine-readable, e.g. "max_iterations", "breaker:no_progress", "hard_gate"
     detail: str  # one sentence for people
     mt: str | None = None  # the micro-task the loop ended on
-    residual: int | None = None
+    residual: float | None = None
     best: dict[str, Any] | None = None  # {mt, iteration, level, residual, evidence}
     residual_history: list[dict[str, Any]] = field(default_factory=list)
+    # Metric checks (inbox/metric.py): per check, its metric, target and the best value reached.
+    metrics: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,6 +59,15 @@ class Certificate:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Certificate:
         return cls(**data)
+
+
+def describe_metric(m: dict[str, Any]) -> str:
+    """`coverage >= 0.9 (check-001): best 0.8, MT-001 iteration 2, not met`."""
+    value = "no value" if m["value"] is None else f"{m['value']:g}"
+    return (
+        f"{m['name']} {m['op']} {m['target']:g} ({m['id']}): best {value}, {m['mt']} iteration {m['iteration']}, "
+        + ("met" if m["met"] else "not met")
+    )
 
 
 @dataclass(frozen=True)
@@ -89,9 +100,10 @@ class _Ending:
         best = self.cert.best or {}
         if not best:
             return ""
+        reached = "".join(f" {describe_metric(m)}." for m in self.cert.metrics if not m["met"])
         return (
             f" The best iteration was {best['mt']} iteration {best['iteration']} at level {best['level']} "
-            f"with residual {best['residual']} (evidence: {best.get('evidence')})."
+            f"with residual {best['residual']} (evidence: {best.get('evidence')}).{reached}"
         )
 
     @property

@@ -125,8 +125,19 @@ class LoopState(CampaignState, ParallelState, AnswerState):
             residual=0 if type_ == cert.EXACT else self.residual,
             best=None if type_ == cert.EXACT else self.best(),
             residual_history=list(self.history),
+            metrics=self.metric_bests(),
         )
         return self.final
+
+    def metric_bests(self) -> list[dict[str, Any]]:
+        """Per metric check that ran: its metric, target and the value closest to it."""
+        best: dict[str, dict[str, Any]] = {}
+        for t in self.tasks:
+            for r in t.records:
+                for m in r.get("metrics", []):
+                    if m["id"] not in best or m["distance"] <= best[m["id"]]["distance"]:
+                        best[m["id"]] = {**m, "mt": r["mt"], "iteration": r["iteration"]}
+        return list(best.values())
 
     # -- the decision ----------------------------------------------------------------
 
@@ -311,6 +322,10 @@ class LoopState(CampaignState, ParallelState, AnswerState):
         cur = self.cur
         newly_passing = set(rec["passed"]) - cur.prev_passed
         progress = rec["digest"] != cur.last_digest or bool(newly_passing)
+        if any(not m["met"] for m in rec.get("metrics", [])) and cur.trend:
+            # A metric goal: progress is the distance shrinking (a residual below the best so
+            # far at this level) or a check newly passing; a diff that moves nothing is not.
+            progress = bool(newly_passing) or rec["residual"] < min(cur.trend)
         cur.last_digest, cur.prev_passed = rec["digest"], set(rec["passed"])
         rec_progress = {**self._where(rec), "progress": progress}
         self.done_streak = self.done_streak + 1 if rec.get("claimed", rec["gate"]) else 0

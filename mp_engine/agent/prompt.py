@@ -123,7 +123,8 @@ def shared(*, mp: MicroProject, plan: Plan, nonce: str, memory: str, context: st
             "",
         ]
         for c in mp.checks:
-            out += [f"{c.step_id}:", fenced(c.body, "bash"), ""]
+            goal = f" (a goal: {c.metric}, the number on the last line of its output)" if c.metric else ""
+            out += [f"{c.step_id}{goal}:", fenced(c.body, "bash"), ""]
     else:
         out += ["(none: the MP has no checks; your claim is recorded but nothing verifies it)", ""]
     if context:  # the files the MP names and the repository map (workcontext.py): they change rarely

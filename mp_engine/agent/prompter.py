@@ -51,6 +51,7 @@ class Prompter:
         self.budget = budget
         self.memory = memory  # the run's snapshot of SYSTEM/memory.md (lessons.py)
         self._map: RepoMap | None = None  # built at the first prompt that has room for it
+        self._frozen: dict[int, str] = {}  # the map's text per budget, as the run found it (workcontext.py)
 
     def worker(self, state: LoopState, mt_index: int, iteration: int, level: AgentLevel) -> str:
         """The prompt of iteration `iteration` of micro-task `mt_index` at `level`."""
@@ -87,7 +88,9 @@ class Prompter:
         # The files of the whole plan, not of this task: every task's prompt carries the same
         # context, so a prefix cache serves it from one task to the next (issue #34).
         named = "\n".join([plan.goal, *(t.text for t in plan.tasks)])
-        return workcontext.fill(self.cfg.token_budget, lambda context: build(context=context), named, self.repomap)
+        return workcontext.fill(
+            self.cfg.token_budget, lambda context: build(context=context), named, self.repomap, self._frozen
+        )
 
     def planner(self, state: LoopState) -> str:
         """The planner's prompt: the goal, the checks, the map, and on a re-plan why."""

@@ -24,6 +24,7 @@ from mp_engine.agent.taskstate import Emit, TaskState
 from mp_engine.clock import now_iso
 from mp_engine.config import AgentConfig, AgentLevel
 from mp_engine.execute.steps import Budget
+from mp_engine.inbox.metric import measure, read_value
 from mp_engine.record.ledger import LedgerStep
 from mp_engine.workspace import Workspace
 
@@ -73,6 +74,15 @@ class Recorder:
         the run."""
         passed = [c.check_id for c, ok, _ in checks if ok]
         failing = [c.check_id for c, ok, _ in checks if not ok]
+        metrics = [
+            {"id": c.check_id, **measure(c.metric, read_value(self.steps.steps_dir / f"{c.step_id}.stdout"))}
+            for c, _ok, _code in checks
+            if c.metric is not None
+        ]
+        # What is left: 1 per failing check, a failing metric check its distance to the target
+        # (in (0, 1]; inbox/metric.py), so an agent getting closer shows as a smaller residual.
+        distance = {m["id"]: m["distance"] for m in metrics}
+        residual = round(sum(distance.get(k, 1) for k in failing), 6)
         gate = claims.claimed_complete and not failing and not claims.blocked
         snap = self.worktree.snapshot()
         record = {
@@ -95,7 +105,8 @@ class Recorder:
             "checks": [{"id": c.check_id, "step": c.step_id, "ok": ok, "exit_code": code} for c, ok, code in checks],
             "passed": passed,
             "failing": failing,
-            "residual": len(failing),
+            "residual": int(residual) if residual == int(residual) else residual,
+            **({"metrics": metrics} if metrics else {}),
             "error": error_signature(call, checks),
             "digest": snap.digest,
             "head": snap.head,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mp_engine.agent.certificate import Certificate
+from mp_engine.agent.certificate import Certificate, describe_metric
 from mp_engine.agent.decompose import Plan
 from mp_engine.agent.loopstate import LoopState
 
@@ -60,6 +60,7 @@ def sections(
             + (f" (failing: {', '.join(b['failing'])})" if b.get("failing") else "")
             + f" — `{run_rel}/{b['evidence']}/`"
         )
+    lines += [f"- Metric: {describe_metric(m)}" for m in c.metrics]
     if state is not None:
         lines.append(f"- Iterations: {state.total}, escalations: {state.escalations}, drop-backs: {state.drop_backs}")
         if state.usage.total["calls"]:

@@ -8,11 +8,11 @@ Tokens are counted offline, without a model's tokenizer: one token per 4 bytes o
 rounded up (the usual estimate for English and code with BPE tokenizers; it errs on the
 long side for code). The allocation follows the micro-task spec (2.6.6.8.8): the prompt's
 fixed parts (rules, the task, the checks, the protocol, the iteration's context) come
-first; of what the budget leaves, the named files get up to 60 % and the map the rest
-(and what the files left). A file that does not fit is cut, saying so. The map starts with
-the files beside the named ones, each with its signatures while they fit, then paths only,
-then says how many files are left out; only files whose signatures fit are parsed, so a
-large repository costs a listing, not a parse of every file.
+first; of what the budget leaves, the map gets 40 % when the text names files (all of it
+otherwise) and the named files what the map left. A file that does not fit is cut, saying
+so. The map starts with the files beside the named ones, each with its signatures while
+they fit, then paths only, then says how many files are left out; only files whose
+signatures fit are parsed, so a large repository costs a listing, not a parse of every file.
 """
 
 from __future__ import annotations
@@ -46,32 +46,56 @@ def named_files(text: str, root: Path, known: set[str]) -> list[str]:
     return out
 
 
-def fill(token_budget: int, build: Callable[[str], str], task_text: str, repomap: Callable[[], RepoMap]) -> str:
+def fill(
+    token_budget: int,
+    build: Callable[[str], str],
+    task_text: str,
+    repomap: Callable[[], RepoMap],
+    frozen: dict[int, str] | None = None,
+) -> str:
     """`build(context)` with as much context as `token_budget` leaves once the rest of the
     prompt is counted (none when the budget is 0 or spent); `repomap` gives the (cached)
-    map only when there is room for it. Worker and planner prompts are both made this way."""
+    map only when there is room for it; `frozen` keeps the map's text per budget for the
+    run (see `compile_context`). Worker and planner prompts are both made this way."""
     bare = build("")
     left = token_budget - tokens(bare)
     left -= left % max(1, token_budget // STEPS)  # stable while the rest of the prompt grows a little
     if token_budget == 0 or left <= 0:
         return bare
-    return build(compile_context(task_text, repomap(), left))
+    return build(compile_context(task_text, repomap(), left, frozen))
 
 
-def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
-    """The `## Files the MP names` and `## Repository map` sections within `budget`
-    tokens (empty when nothing fits)."""
+def mentioned(text: str) -> list[str]:
+    """The paths `text` names, as written (whether or not they exist yet)."""
+    return list(dict.fromkeys(m.group(1).lstrip("./") for m in PATH_RE.finditer(text)))
+
+
+def compile_context(task_text: str, repomap: RepoMap, budget: int, frozen: dict[int, str] | None = None) -> str:
+    """The `## Repository map` and `## Files the MP names` sections within `budget` tokens
+    (empty when nothing fits). The map comes first and, with `frozen`, is the map as the
+    run first made it for this budget: the same bytes in every prompt of the run, so a
+    prefix cache keeps serving it while the agent adds files (issue #34); the named
+    files, after it, are shown as they are now. The map's share is fixed by what the text
+    names (not by what exists yet), for the same reason."""
     if budget <= 0:
         return ""
-    paths = repomap.paths()
-    out: list[str] = []
-    spent = 0
-    files = named_files(task_text, repomap.root, set(paths))
+    named = mentioned(task_text)
+    map_budget = budget - int(budget * FILES_SHARE) if named else budget
+    if frozen is not None and map_budget in frozen:
+        map_text = frozen[map_budget]
+    else:
+        paths = repomap.paths()
+        map_text = _map(repomap, paths, {str(Path(f).parent) for f in named}, map_budget, frozen is not None)
+        repomap.save(keep=paths)
+        if frozen is not None:
+            frozen[map_budget] = map_text
+    out = [map_text] if map_text else []
+    files = named_files(task_text, repomap.root, set(repomap.paths())) if named else []
     if files:
-        allowance = int(budget * FILES_SHARE)
+        allowance = budget - tokens(map_text)
         part = ["## Files the MP names (as they are now)", ""]
         for rel in files:
-            room = allowance - spent - tokens("\n".join(part))
+            room = allowance - tokens("\n".join(part))
             if room < 50:
                 part.append(f"({rel} and later files left out: the token budget is spent)")
                 break
@@ -85,22 +109,15 @@ def compile_context(task_text: str, repomap: RepoMap, budget: int) -> str:
             if len(raw) > limit:
                 body += "\n[... cut: over the token budget]"
             part += [f"{rel}:", fenced(body), ""]
-        text = "\n".join(part) + "\n"
-        spent = tokens(text)
-        out.append(text)
-    near = {str(Path(f).parent) for f in files}
-    map_text = _map(repomap, paths, near, budget - spent)
-    repomap.save(keep=paths)
-    if map_text:
-        out.append(map_text)
+        out.append("\n".join(part) + "\n")
     return "\n".join(out)
 
 
-def _map(repomap: RepoMap, paths: list[str], near: set[str], budget: int) -> str:
+def _map(repomap: RepoMap, paths: list[str], near: set[str], budget: int, as_found: bool = False) -> str:
     """The map within `budget`: the files beside the named ones first, then the others by
     path; each with its signatures while they fit (only those files are parsed), then paths
     only, then how many more files there are."""
-    head = "## Repository map (paths and signatures, no bodies)\n\n"
+    head = f"## Repository map (paths and signatures, no bodies{'; as this run found it' if as_found else ''})\n\n"
     used = tokens(head) + 20  # room for the closing line
     if used >= budget:
         return ""

@@ -21,6 +21,7 @@ from mp_engine.atomic import atomic_write
 from mp_engine.clock import parse_iso
 from mp_engine.config import Config
 from mp_engine.errors import ConfinementError, ProcessError
+from mp_engine.execute import goal
 from mp_engine.execute.errtrap import TRAP_SUFFIX, bash_argv, read_failed_at
 from mp_engine.execute.process import run_process, scrub_env
 from mp_engine.execute.sandbox import Sandbox, confined
@@ -375,19 +376,21 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
                 failed_at=read_failed_at(trap_file, res.exit_code, block.body) if block.lang == "bash" else None,
             )
         )
+    ok, d, measured = goal.judge(block, res.ok, out_path, d, ctx.mp.mp_id)  # a metric check: its target too
     ref = write_artifact(
         ctx.run.steps_dir,
         step,
         {
-            "ok": res.ok,
+            "ok": ok,
             "exit_code": res.exit_code,
             "signal": res.signal,
             "duration": res.duration,
             "timed_out": res.timed_out,
             "timeout": timeout,
             "diagnosis": d.to_dict() if d else None,
+            **measured,
         },
         durable=ctx.ledger.durable,
     )
-    ctx.ledger.finish(step, ok=res.ok, output_ref=ref, error=d.summary if d else None)
-    return BlockRun(report_for(ctx, block, step), ok=res.ok, diagnosis=d)
+    ctx.ledger.finish(step, ok=ok, output_ref=ref, error=d.summary if d else None)
+    return BlockRun(report_for(ctx, block, step), ok=ok, diagnosis=d)

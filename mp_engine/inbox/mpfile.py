@@ -35,6 +35,9 @@ from typing import Any, Literal
 from mp_engine.errors import InvalidMPError
 from mp_engine.inbox.header import HEADER_KEYS, decode, parse_header_line, parse_headers, sha256_hex
 from mp_engine.inbox.lines import BLANKS, Fence, closing_fence, dedent, fence_open, heading, interesting
+from mp_engine.inbox.metric import SYNTAX as METRIC_SYNTAX
+from mp_engine.inbox.metric import Metric
+from mp_engine.inbox.metric import parse as parse_metric
 
 VALIDATE_TITLES = {"validate", "validation"}
 COMMAND_LANGS = {"bash": "bash", "sh": "sh", "python": "py", "python3": "py", "py": "py"}
@@ -56,6 +59,7 @@ class Block:
     body: str
     lang: str | None = None  # "bash", "sh" or "py" for commands and checks
     path: str | None = None  # for file blocks
+    metric: Metric | None = None  # a Validate check's goal (metric.py)
 
     @property
     def step_id(self) -> str:
@@ -262,7 +266,10 @@ class _Body:
         if lang in COMMAND_LANGS:
             seq = self.checks if in_validate else self.steps
             kind = "check" if in_validate else "command"
-            seq.append(Block(kind=kind, index=len(seq) + 1, line=i + 1, body=body, lang=COMMAND_LANGS[lang]))
+            goal = self._metric(words[1] if len(words) > 1 else "", i, in_validate)
+            seq.append(
+                Block(kind=kind, index=len(seq) + 1, line=i + 1, body=body, lang=COMMAND_LANGS[lang], metric=goal)
+            )
         elif lang == FILE_LANG:
             path = words[1].strip() if len(words) > 1 else ""
             if not path:
@@ -286,6 +293,22 @@ class _Body:
                 f"line {i + 1}: a ```{lang} block is not executed (only ```bash, ```sh, ```python and ```file are)"
             )
         return close.end() + 1, j + 1
+
+    def _metric(self, info: str, i: int, in_validate: bool) -> Metric | None:
+        """The `metric="NAME OP TARGET"` of a check's fence (metric.py)."""
+        try:
+            goal = parse_metric(info)
+        except ValueError as e:
+            raise InvalidMPError(str(e), f"Correct the fence at line {i + 1}: {METRIC_SYNTAX}.", line=i + 1,
+                                 mp_id=self.mp_id) from e  # fmt: skip
+        if goal is not None and not in_validate:
+            raise InvalidMPError(
+                f"the block at line {i + 1} has a metric but is a step, not a check",
+                "Move it under the Validate heading (a metric is a check's goal), or drop metric=... from its fence.",
+                line=i + 1,
+                mp_id=self.mp_id,
+            )
+        return goal
 
 
 def _heading(line: str) -> tuple[int, bool]:

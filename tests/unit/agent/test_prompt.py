@@ -152,3 +152,13 @@ def test_every_task_of_the_mp_starts_with_the_same_prefix():
 def test_the_first_and_second_iteration_share_the_learnings_heading():
     """No learnings file yet and a file with only its title read the same."""
     assert build() == build(learnings="# Learnings of MP-9.1\n\nOne entry per iteration.\n")
+
+
+def test_a_metric_checks_goal_is_in_the_prompt():
+    mp = parse(MP.replace(b"```bash\n# MT-002", b'```bash metric="coverage >= 0.9"\n# MT-002'))
+    plan = decompose(mp)
+    text = prompt.build(
+        mp=mp, plan=plan, task=plan.tasks[1], iteration=1, level=0, level_name="small", nonce="n", workspace="/ws",
+        checks=plan.checks_for(mp, 1), previous=None, tails={}, learnings="", budget=prompt.Budget(7, 10, 1.0, 3.0, 2),
+    )  # fmt: skip
+    assert "check-002 (a goal: coverage >= 0.9, the number on the last line of its output):" in text

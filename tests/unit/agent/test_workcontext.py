@@ -29,13 +29,28 @@ def test_named_files_are_the_worktrees_files_the_task_names(tmp_path):
     assert named_files(text, root, known) == ["src/config.py", "src/mod0.py"]
 
 
-def test_the_task_files_then_the_map_within_the_budget(tmp_path):
+def test_the_map_then_the_named_files_within_the_budget(tmp_path):
     root = repo(tmp_path)
     text = compile_context("Change `src/config.py`.", RepoMap(root), 2000)
     assert "## Files the MP names" in text and "SECRET_NUMBER = 41" in text
     assert "## Repository map" in text and "    def load(path: str) -> dict" in text and "    def f2(a, b)" in text
-    assert text.index("## Files the MP names") < text.index("## Repository map")
+    assert text.index("## Repository map") < text.index("## Files the MP names")
     assert tokens(text) <= 2000
+
+
+def test_a_frozen_map_stays_as_the_run_found_it_and_the_named_files_are_current(tmp_path):
+    """Issue #34: the map is the same bytes in every prompt of a run (a prefix cache serves
+    it) while the named files show what they hold now; the map's share does not depend on
+    whether a named file exists yet."""
+    root = repo(tmp_path)
+    frozen: dict[int, str] = {}
+    first = compile_context("Write `out/new.py`.", RepoMap(root), 2000, frozen)
+    assert "; as this run found it)" in first and "## Files the MP names" not in first  # out/new.py: not yet
+    (root / "out").mkdir()
+    (root / "out" / "new.py").write_text("def added_by_the_agent(): pass\n")
+    second = compile_context("Write `out/new.py`.", RepoMap(root), 2000, frozen)
+    assert second.startswith(first) and "added_by_the_agent" in second[len(first) :]
+    assert "out/new.py" in compile_context("Write `out/new.py`.", RepoMap(root), 2000)  # unfrozen: current
 
 
 def test_a_small_budget_parses_only_what_fits_then_lists_paths_then_counts(tmp_path):
