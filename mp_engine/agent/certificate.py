@@ -170,6 +170,16 @@ RULES: list[_Rule] = [
         ),
     ),
     _Rule(
+        _is(BLOCKED, "pause_point"),
+        lambda e: (
+            "agent_paused",
+            f"paused before {e.where}, as the MP asks",
+            e.cert.detail,
+            f"Look at the work so far (branch mp/{e.mp_id}), then answer to start {e.where} (the answer is in its "
+            f"prompt; any text, e.g. `go on`): {e.answer}.",
+        ),
+    ),
+    _Rule(
         _is(BLOCKED, "hard_gate"),
         lambda e: (
             "agent_hard_gate",

@@ -21,6 +21,7 @@ from mp_engine.inbox.mpfile import Block, MicroProject
 
 ITEM_RE = re.compile(r"^(?:\d+[.)]|[-*+])[ \t]+(\S.*)$")
 CHECK_TAG_RE = re.compile(r"^#[ \t]*(MT-\d{3})\b", re.I)
+PAUSE_RE = re.compile(r"\(pause\)", re.I)  # `3. (pause) Run the migration.`
 AFTER_RE = re.compile(r"\(after\s+(none|MT-\d{3}(?:\s*,\s*MT-\d{3})*)\s*\)", re.I)  # `(after MT-001)`
 DOMAIN_RE = re.compile(r"^\[([A-Za-z][\w-]*)\](?![(\[:])")  # `1. [docs] ...`, not a Markdown link
 
@@ -36,6 +37,7 @@ class MicroTask:
     checks: tuple[int, ...] | None = None  # a planned task: the checks that accept it (planning.py)
     ref: str = ""  # a planned task: the planner's id for it
     files: tuple[str, ...] = ()  # a planned task: the files it names (shown in its prompt)
+    pause: bool = False  # `(pause)`: the run stops before it starts, for a person to look (pausestate.py)
 
     @property
     def title(self) -> str:
@@ -146,6 +148,11 @@ def goal_of(mp: MicroProject) -> Plan:
     return Plan("\n\n".join(p for p in (mp.title, text) if p), (), (0,) * len(mp.checks))
 
 
+def _unpaused(lines: list[str]) -> list[str]:
+    """The item without its `(pause)` mark: a mark for the engine, not an instruction."""
+    return [PAUSE_RE.sub("", lines[0]).replace("  ", " "), *lines[1:]] if lines else lines
+
+
 def _strip(lines: list[str]) -> str:
     return "\n".join(lines).strip("\n")
 
@@ -188,7 +195,15 @@ def decompose(mp: MicroProject) -> Plan:
 
     if items:
         tasks = [
-            MicroTask(f"MT-{n:03d}", n - 1, line, _strip(lines), _domain(lines[0]), _after(mp, n - 1, line, lines[0]))
+            MicroTask(
+                f"MT-{n:03d}",
+                n - 1,
+                line,
+                _strip(_unpaused(lines)),
+                _domain(lines[0]),
+                _after(mp, n - 1, line, lines[0]),
+                pause=bool(PAUSE_RE.search(lines[0])),
+            )
             for n, (line, lines) in enumerate(items, 1)
         ]
         goal = "\n\n".join(p for p in (mp.title, _strip(context)) if p)

@@ -166,9 +166,8 @@ class AgentRun:
         return None
 
     def _need_info(self, reason: str, detail: str) -> ExecResult:
-        return need_info(
-            reason, detail, mp=self.mp, plan=self.first_plan, run_dir=self.run_dir, run_rel=self.run_rel, emit=self.emit
-        )
+        at = {"mp": self.mp, "plan": self.first_plan, "run_dir": self.run_dir, "run_rel": self.run_rel}
+        return need_info(reason, detail, **at, emit=self.emit)
 
     def _build(self, progress: Progress, worktree: Worktree, base: Snapshot) -> None:
         """The collaborators of a run whose worktree exists: all in that worktree."""
@@ -199,8 +198,7 @@ class AgentRun:
         )
 
     def _scheduler(self, progress: Progress) -> Scheduler:
-        """Parallel tasks' scheduler; planning rounds and drift checks run one at a time,
-        in the integration worktree (this run's parts)."""
+        """Parallel tasks' scheduler; planning rounds and drift checks alone, in this run's parts."""
         return Scheduler(
             self.ctx,
             limit=self.limit,
@@ -283,6 +281,8 @@ class AgentRun:
                 "max_iterations",
                 f"All {cfg.max_iterations} iterations (`[agent] max_iterations`) were spent before {what} passed.",
             )
+        elif task is not None and state.pause_due(state.mt_index):  # `(pause)`: a person looks first
+            state.pause_before(state.mt_index)
         elif (slot := self.limiter.next_slot(time.time())) is not None:
             why = f"{cfg.calls_per_hour} agent calls in the last hour (`[agent] calls_per_hour`)"
             return self.publisher.wait(state, "rate_limit", why, iso_utc(slot))

@@ -18,12 +18,13 @@ from mp_engine.agent.campaignstate import CampaignState, exhausted
 from mp_engine.agent.chain import chain_for
 from mp_engine.agent.decompose import Plan
 from mp_engine.agent.parallelstate import GLOBAL_ENDS, ParallelState
+from mp_engine.agent.pausestate import PauseState
 from mp_engine.agent.taskstate import Cursor, Effect, TaskState
 from mp_engine.agent.usage import Usage
 from mp_engine.config import AgentConfig, AgentLevel
 
 
-class LoopState(CampaignState, ParallelState, AnswerState):
+class LoopState(CampaignState, ParallelState, AnswerState, PauseState):
     def __init__(self, cfg: AgentConfig, plan: Plan, base_digest: str, planned: bool = False, parallel: bool = False):
         self.cfg = cfg
         self.chains = [chain_for(cfg, t.domain) for t in plan.tasks]  # each task's levels (routes)

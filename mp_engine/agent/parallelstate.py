@@ -51,7 +51,7 @@ class ParallelState:
         out: list[int] = []
         taken = set(busy)
         for j, t in enumerate(self.tasks):
-            if t.status != "pending":
+            if t.status != "pending" or self.pause_due(j):  # a pause point starts only once answered
                 continue
             needs = self.plan.needs(j)
             if any(self.tasks[n].status != "completed" for n in needs):
@@ -135,6 +135,8 @@ class ParallelState:
         for j, t in enumerate(self.tasks):
             if t.status == "pending" and self.verified and not self.checks_of(j):
                 self._skip(j, "every check that accepts it belongs to a micro-task that did not pass", effects)
+        if self.final is None and self.pending is None and not self.live() and (j := self.pause_ready()) is not None:
+            self.pause_before(j)  # nothing else can go on before it: the run pauses there
         if self.final is None and self.pending is None and not any(t.status in ("pending", *LIVE) for t in self.tasks):
             self.mt_index = len(self.tasks)  # no task in focus: the run's certificate
             self._finish()

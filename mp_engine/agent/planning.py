@@ -45,6 +45,7 @@ class PlannedTask(BaseModel):
     files: list[str] = Field([], max_length=50)
     domain: str | None = Field(None, pattern=r"^[A-Za-z][\w-]*$")
     checks: list[str] = []
+    pause: bool = False  # stop before this task for a person to look (a pause point)
 
 
 class PlanAnswer(BaseModel):
@@ -124,6 +125,7 @@ def validate(raw: str, mp: MicroProject, done: dict[str, int], first_number: int
             "files": t.files,
             "domain": t.domain.lower() if t.domain else None,
             "checks": sorted({checks.index(c) for c in t.checks}),
+            **({"pause": True} if t.pause else {}),
         }
         for k, t in enumerate(order)
     ]
@@ -170,13 +172,14 @@ Answer with exactly one plan block; nothing else you print is read:
 {{"tasks": [
   {{"id": "short-id", "title": "one line", "description": "what to do, precisely",
     "depends_on": ["ids of tasks that must be done first"], "files": ["paths/in/the/repo"],
-    "domain": "optional routing tag, e.g. docs", "checks": ["check-001"]}}
+    "domain": "optional routing tag, e.g. docs", "checks": ["check-001"], "pause": false}}
 ]}}
 </plan>
 
 Rules: ids are unique (letters, digits, `.`, `_`, `-`); no dependency cycle; each task
 lists the acceptance checks (by id, from the list above) that prove it done, at least one;
-small tasks, each one commit; at most {MAX_TASKS} tasks. Blocks without this exact nonce
+small tasks, each one commit; at most {MAX_TASKS} tasks. `"pause": true` stops the run before
+that task until a person answers: set it where the goal asks a person to look first. Blocks without this exact nonce
 are ignored.
 """
 
@@ -239,6 +242,7 @@ def micro_tasks(records: list[dict[str, Any]], line: int = 0) -> list[MicroTask]
             tuple(r["checks"]),
             r["ref"],
             tuple(r["files"]),
+            bool(r.get("pause")),
         )
         for r in records
     ]

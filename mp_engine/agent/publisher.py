@@ -33,7 +33,7 @@ from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.ledger import StepStatus
 from mp_engine.record.outcome import read_capped
 
-ANSWERABLE = ("agent_blocked", "hard_gate")  # endings a person's answer resumes (inbox/answer.py)
+ANSWERABLE = ("agent_blocked", "hard_gate", "pause_point")  # endings a person's answer resumes (inbox/answer.py)
 COMPLETED_BY = {cert.EXACT: "completed", cert.UNVERIFIED: "completed", cert.BACKPRESSURE: "cancelled"}
 ENDED_EVENT = {
     cert.EXACT: ("micro_task_loop_completed", "FR-EVT-MT-009"),

@@ -148,3 +148,11 @@ def test_after_follows_a_merge_of_unchecked_micro_tasks():
     )
     plan = decompose(mp(text))
     assert [t.mt_id for t in plan.tasks] == ["MT-001", "MT-002"] and plan.needs(1) == {0}
+
+
+def test_a_list_item_marked_pause_is_a_pause_point_without_the_mark():
+    mp = parse(b"# MP-1.9\nExecutor: agent\n\n1. Add the column.\n2. (Pause) Run the migration.\n\n## Validate\n\n"
+               b"```bash\ntrue\n```\n")  # fmt: skip
+    plan = decompose(mp)
+    assert [t.pause for t in plan.tasks] == [False, True]
+    assert plan.tasks[1].text == "2. Run the migration." and plan.tasks[1].title == "Run the migration."

@@ -128,3 +128,11 @@ def test_a_real_model_s_habits_are_read_leniently():
         1,
     )
     assert [(r["ref"], r["after"], r["checks"]) for r in numbered] == [("1", [], [1]), ("2", [0], [0])]
+
+
+def test_a_planned_task_may_be_a_pause_point():
+    recs = valid(t("schema"), t("migrate", "schema", pause=True))
+    assert [bool(r.get("pause")) for r in recs] == [False, True]
+    assert [m.pause for m in planning.micro_tasks(recs)] == [False, True]
+    assert '"pause": false' in planning.prompt(mp=MP, goal="g", nonce="N", round_=0, done=[], failure="",
+                                               previous_error=None, repo_map="")  # fmt: skip
