@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from mp_engine import __version__
+from mp_engine.cli_loop import loop
 from mp_engine.cli_orchestrator import mcp, send
 from mp_engine.commands import say_error as _err
 from mp_engine.errors import MpEngineError
@@ -360,6 +361,7 @@ def answer(root: Path, mp_id: str, text: str | None, file, mt: str | None, timeo
 
 cli.add_command(send)  # the orchestrator's side (cli_orchestrator.py)
 cli.add_command(mcp)
+cli.add_command(loop)  # the one-shot loop (cli_loop.py)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

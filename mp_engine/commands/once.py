@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from mp_engine import secretenv
@@ -35,23 +36,33 @@ ONCE_EXIT: dict[Action, ExitCode] = {
 
 def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
     ws, config = load(root)
-    # Never beside a daemon (exit 4, nothing written): it takes the MP itself, and a pass
-    # of its own would record the engine as stopped when it ends.
+    with alone(ws, "once"):
+        return one_pass(ws, config, echo)
+
+
+@contextlib.contextmanager
+def alone(ws: Workspace, command: str) -> Iterator[None]:
+    """Hold the daemon lock for one pass: never beside a daemon (exit 4, nothing written),
+    which takes the MP itself; a pass of its own would record the engine as stopped."""
     lock = DaemonLock(ws.daemon_lock_file)
     try:
         lock.acquire(ws.config_file, mode="once")
     except DaemonRunning as e:
-        raise DaemonRunning(f"{e} `once` is for a workspace no daemon serves; the daemon runs the MP.") from None
+        raise DaemonRunning(f"{e} `{command}` is for a workspace no daemon serves; the daemon runs the MP.") from None
     try:
-        return _once(ws, config, echo)
+        yield
     finally:
         lock.release()
 
 
-def _once(ws: Workspace, config: Config, echo: Callable[[str], None]) -> ExitCode:
+def one_pass(
+    ws: Workspace, config: Config, echo: Callable[[str], None], listeners: Sequence[Callable[..., None]] = ()
+) -> ExitCode:
+    """One pass of the engine (the lock held); `listeners` see every event it records."""
     become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
     secretenv.hold(config.secrets.env, config.secrets.env_patterns)  # as `run` does
     engine = Engine.build(ws, config)
+    engine.events.listeners.extend(listeners)
     emitters = install_signal_handlers(engine, threading.Event())
     engine.start(daemon=False)
     try:

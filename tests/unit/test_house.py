@@ -55,6 +55,8 @@ TESTED_ELSEWHERE = {
     "fleet/dispatch": "tests/e2e/test_fleet.py (the engine's side against a real Temporal server and real workers)",
     "fleet/worker": "tests/e2e/test_fleet.py (`mp-engine worker` processes: killed, cancelled, late)",
     "fleet/workflow": "tests/e2e/test_fleet.py (retried on another worker, cancelled, re-attached)",
+    "cli_loop": "tests/e2e/cmd_loop/test_loop.py (`mp-engine loop` through a pipe and in a pseudo-terminal)",
+    "commands/loop": "tests/e2e/cmd_loop/test_loop.py",
     "cli_orchestrator": "tests/e2e/cmd_send/test_send.py (send) and tests/e2e/cmd_mcp/test_mcp.py (mcp)",
     "commands/notify": "tests/e2e/test_alerts.py (`mp-engine notify test` against a local receiver)",
     "config/load": "tests/unit/test_config.py",

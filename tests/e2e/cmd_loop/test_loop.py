@@ -1,0 +1,82 @@
+"""`mp-engine loop` (issue #34) as a real process with a fake agent CLI: through a pipe
+(plain lines) and in a pseudo-terminal (the live table); the run archived like any
+other, nothing pushed, the exit code `once`'s."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import time
+
+from tests.agentutil import configure, level
+from tests.e2e.cli import MP_ENGINE, mpe
+from tests.gitutil import git
+
+GOAL = 'Write "hello" to `out/a.txt`.'
+CHECK = "grep -qx hello out/a.txt"
+
+
+def test_through_a_pipe_it_prints_plain_lines_and_archives_the_run(ws):
+    configure(ws, [level("good", "good.py")])
+    r = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("[00:00] MP-") and lines[0].endswith(f"{GOAL}: dropped")
+    body = "\n".join(lines)
+    assert "micro-task(s): MT-001" in body and "MT-001 iteration 1, level 0 (good): started" in body
+    assert "MT-001 iteration 1: checks passed (call ok)" in body and "MT-001 completed" in body
+    assert "agent loop ended: certificate EXACT (all_checks_passed)" in body
+    assert lines[-1].startswith("completed MP-")  # once's summary line
+    mp_id = lines[-1].split()[1]
+    (run,) = ws.runs_dir.glob(f"*{mp_id}*")
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "COMPLETED" and "Executor: agent" in (run / "incoming_microproject.txt").read_text()
+    assert (ws.root / "out/a.txt").read_text() == "hello\n" and not ws.inbox_file.exists()
+    assert "\x1b[" not in r.stdout  # no escape sequences through a pipe
+    assert git(ws.root, "remote") == ""  # nothing to push to, and nothing tried
+
+
+def test_a_failing_goal_exits_1_and_an_occupied_inbox_is_refused(ws):
+    configure(ws, [level("wrong", "wrong.py")], max_iterations=2)
+    r = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
+    assert r.returncode == 1 and r.stdout.splitlines()[-1].startswith("error MP-")
+    assert "MT-001 iteration 2: residual 1" in r.stdout
+    ws.inbox_file.write_text("# MP-1.1\n\n```bash\ntrue\n```\n")
+    busy = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
+    assert busy.returncode == 2 and "already holds an MP" in busy.stderr
+    assert ws.inbox_file.read_text().startswith("# MP-1.1")  # untouched
+
+
+def test_in_a_terminal_it_draws_the_live_table(ws):
+    configure(ws, [level("good", "good.py", "--sleep", "1")])
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "100", "LINES": "30"}
+    proc = subprocess.Popen(
+        [MP_ENGINE, "loop", GOAL, "--check", CHECK, "--root", str(ws.root)],
+        stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
+    )  # fmt: skip
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the other end closed: the process is done
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    assert proc.wait(timeout=30) == 0, out.decode(errors="replace")
+    text = out.decode(errors="replace")
+    assert "\x1b[" in text  # redrawn in place
+    for cell in ("task", "status", "level", "iteration", "residual", "MT-001", "completed", "good"):
+        assert cell in text, cell
+    assert "running" in text  # seen while the agent worked (it takes a second)
