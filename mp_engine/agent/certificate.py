@@ -52,6 +52,8 @@ class Certificate:
     residual_history: list[dict[str, Any]] = field(default_factory=list)
     # Metric checks (inbox/metric.py): per check, its metric, target and the best value reached.
     metrics: list[dict[str, Any]] = field(default_factory=list)
+    # The last iteration's every command failed for a reason outside the task (structured.py).
+    environment: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +134,17 @@ def _is(type_: str, reason: str | None = None) -> Callable[[Certificate], bool]:
 
 # Ordered, the most specific first; the last one always applies (NEED_INFO: no checks).
 RULES: list[_Rule] = [
+    _Rule(
+        lambda c: c.type in (DIVERGED, TIMEOUT) and bool(c.environment),
+        lambda e: (
+            "agent_environment",
+            f"the agent's commands could not run on {e.where}",
+            f"Every command the agent ran in its last iteration failed for a reason outside the task: "
+            f"`{e.cert.environment}`. {e.cert.detail}{e.best}",
+            "Make the agent CLI's command runner work on this host (for codex's sandbox helper, `mp-engine "
+            f"doctor` says what is wrong), {e.resend}.",
+        ),
+    ),
     _Rule(
         _is(TIMEOUT),
         lambda e: (

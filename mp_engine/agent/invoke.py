@@ -180,11 +180,25 @@ def argv_problem(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
     return None
 
 
+MESSAGE_SPAN = 3  # lines kept on each side of the line that matched, within its paragraph
+MESSAGE_CHARS = 600
+
+
 def _line(text: str, pattern: re.Pattern[str]) -> str:
-    for line in text.splitlines():
-        if pattern.search(line):
-            return line.strip()[:300]
-    return ""
+    """The whole message the first line matching `pattern` belongs to: a CLI wraps a
+    provider's message over lines (aider's "...current quota, / please check your plan and
+    billing details."), so the neighbouring lines of its paragraph come with it, joined."""
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if pattern.search(line)), None)
+    if at is None:
+        return ""
+    start, end = at, at + 1
+    while start > max(0, at - MESSAGE_SPAN) and lines[start - 1].strip():
+        start -= 1
+    while end < min(len(lines), at + 1 + MESSAGE_SPAN) and lines[end].strip():
+        end += 1
+    message = " ".join(ln.strip() for ln in lines[start:end])
+    return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 3] + "..."
 
 
 def parse_reset(text: str, now: datetime) -> datetime | None:

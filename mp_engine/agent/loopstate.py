@@ -127,6 +127,7 @@ class LoopState(CampaignState, ParallelState, AnswerState, PauseState):
             best=None if type_ == cert.EXACT else self.best(),
             residual_history=list(self.history),
             metrics=self.metric_bests(),
+            environment=(self.last_record or {}).get("environment") if type_ != cert.EXACT else None,
         )
         return self.final
 

@@ -206,3 +206,36 @@ def _reset(event: dict[str, Any], now: datetime | None = None) -> str | None:
     if when is None:
         return None
     return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# A command that could not run for a reason outside the task: the CLI's own command
+# sandbox could not start (codex: "bwrap: execvp codex-linux-sandbox: No such file or
+# directory", "bwrap: No permissions to create new namespace"), or its helper is missing.
+ENVIRONMENT_RE = re.compile(
+    r"^bwrap: .+|\bcodex-linux-sandbox\b.*(?:No such file|not found|failed|denied)|"
+    r"\bLandlock\b.*(?:not supported|failed)|\bsandbox(?:ing)? (?:is )?(?:not available|failed to start|denied)",
+    re.I | re.M,
+)
+
+
+def environmental(stdout: str) -> str | None:
+    """When every command the agent ran in this call failed for a reason outside the task
+    (codex's `command_execution` items: each a non-zero exit whose output is such an
+    error), that error's first line; else None. The breaker the failures lead to then
+    names the cause (issue #34), not only "no progress"."""
+    ran = [
+        o["item"]
+        for o in _objects(stdout)
+        if o.get("type") == "item.completed"
+        and isinstance(o.get("item"), dict)
+        and o["item"].get("type") == "command_execution"
+    ]
+    if not ran:
+        return None
+    found = []
+    for item in ran:
+        m = ENVIRONMENT_RE.search(str(item.get("aggregated_output") or ""))
+        if item.get("exit_code") in (0, None) or m is None:
+            return None
+        found.append(m.group(0).strip()[:300])
+    return found[0]

@@ -59,3 +59,20 @@ def test_the_call_log_survives_a_torn_line_and_is_compacted_to_the_window(tmp_pa
     assert lines[-1] == times[-1] and len(lines) < len(times)  # rewritten, not only appended
     assert min(lines) > times[-2] - 3600  # what the rewrite kept was in the window then
     assert CallLimiter(path, per_hour=1).used(times[-1]) == len([t for t in times if t > times[-1] - 3600])
+
+
+def test_a_breaker_led_to_by_commands_that_could_not_run_names_their_error(engine_for, ws):
+    """Issue #34: codex's sandbox helper cannot start, every command fails; the result's
+    diagnosis names that error and its fix, not only the breaker."""
+    from tests.agentutil import ONE, level
+    from tests.conftest import drop, result_field
+
+    engine = engine_for([level("codexish", "sandboxless.py")], max_no_progress=2)
+    drop(ws, ONE)
+    assert engine.tick().action == "error"
+    assert result_field(ws, "Error-Kind") == "agent_environment"
+    text = ws.result_file.read_text()
+    assert (
+        "failed for a reason outside the task: `bwrap: execvp codex-linux-sandbox: No such file or directory`" in text
+    )
+    assert "breaker no_progress opened" in text and "mp-engine doctor" in text

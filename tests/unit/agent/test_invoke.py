@@ -145,3 +145,20 @@ def test_no_credit_left_is_billing_not_a_wait():
         assert kind(text, code=code).kind == "billing", text
     codex = "You've hit your usage limit. Visit settings to purchase more credits or try again at 6:06 PM."
     assert kind(codex).kind == "usage_limit"
+
+
+def test_a_wrapped_provider_message_is_quoted_whole():
+    """Issue #34: aider wraps the provider's message over lines; the diagnosis quotes all of
+    it, not only the line that matched."""
+    text = (
+        "Tokens: 1.2k sent\n\n"
+        "litellm.RateLimitError: RateLimitError: OpenAIException - You exceeded your current\n"
+        "quota, please check your plan and billing details. For more information on this\n"
+        "error, read the docs.\n\nAider is done.\n"
+    )
+    call = kind(text, code=0)
+    assert call.kind == "billing"
+    assert call.detail == (
+        "litellm.RateLimitError: RateLimitError: OpenAIException - You exceeded your current quota, please check "
+        "your plan and billing details. For more information on this error, read the docs."
+    )
