@@ -88,11 +88,26 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
     )
     if outcome.status == ERROR:
         outcome.halt_token = mp.mp_id
+        if config.diagnose.level and res.diagnosis is not None:
+            suggest(ctx, config, run, mp, outcome)
     if watch.request is not None:  # it came as the MP ended: the result stands
         outcome.notes.insert(0, f"A cancel request ({watch.request.who}) came as the MP ended; it had no effect.")
         consume(watch.request)
     ledger.set_outcome(outcome.to_dict())
     return finalize(ctx, run, ledger)
+
+
+def suggest(ctx: EngineContext, config: Config, run: RunArchive, mp: MicroProject, outcome: Outcome) -> None:
+    """`[diagnose] level`'s opinion on the failure, beside the engine's (agent/consult.py)."""
+    from mp_engine.agent.consult import consult  # only when asked: the agent package is large
+
+    assert outcome.diagnosis is not None
+    found = consult(ctx.ws, config, run.dir, mp, outcome.diagnosis, outcome.error_output)
+    if found is None:
+        return
+    outcome.extra = {**outcome.extra, "suggestion": found.to_dict()}
+    outcome.extra["sections"] = [*outcome.extra.get("sections", []), found.section()]
+    ctx.events.emit("mp_diagnosed", mp=mp.mp_id, run=run.run_id, level=found.level, answered=bool(found.root_cause))
 
 
 def ended(ledger: Ledger, run: RunArchive, mp: MicroProject, executor: str, res: ExecResult, status: str) -> Outcome:

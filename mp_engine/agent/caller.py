@@ -48,8 +48,10 @@ class Caller:
         kill_grace: float,
         emit: Callable[..., Any],
         engine_root: Path,
+        read_only: bool = False,
     ):
         self.cfg = cfg
+        self.read_only = read_only  # every call sandboxed, the workdir read-only ([diagnose])
         self.engine_root = engine_root  # what the sandbox hides but the worktree
         self.mp_id = mp_id
         self.run_dir = run_dir
@@ -114,6 +116,7 @@ class Caller:
             engine_root=self.engine_root,
             evidence_dir=ev.dir,
             readable=[Path(values["ignore_file"])],
+            read_only=self.read_only,
         )
         if box is not None:  # the evidence says the call was sandboxed, and how
             atomic_write_json(ev.path("sandbox.json"), box.record(), durable=False)

@@ -4,7 +4,7 @@ Everything is validated by pydantic before any thread starts; an invalid value o
 unknown key is a `ConfigError` whose message names the key and where it came from.
 
 The sections live beside this file (`sections.py`, `agent.py`, `fleet.py`, `notify.py`,
-`dashboard.py`);
+`dashboard.py`, `diagnose.py`);
 `load.py` holds `Config` and `load_config`. Everything is importable from here.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from mp_engine.config.agent import AgentConfig, AgentLevel, AgentRoute
 from mp_engine.config.dashboard import DashboardConfig
+from mp_engine.config.diagnose import DiagnoseConfig
 from mp_engine.config.fleet import FleetConfig
 from mp_engine.config.load import ENV_PREFIX, Config, load_config
 from mp_engine.config.notify import ALERT_KINDS, NotifyConfig
@@ -31,6 +32,7 @@ from mp_engine.workspace import CONFIG_FILE
 __all__ = [
     "ALERT_KINDS",
     "DashboardConfig",
+    "DiagnoseConfig",
     "CONFIG_FILE",
     "ENV_PREFIX",
     "AgentConfig",

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 
 from mp_engine.config.agent import AgentConfig
 from mp_engine.config.dashboard import DashboardConfig
+from mp_engine.config.diagnose import DiagnoseConfig
 from mp_engine.config.fleet import FleetConfig
 from mp_engine.config.notify import NotifyConfig
 from mp_engine.config.section import Section
@@ -46,6 +47,17 @@ class Config(Section):
     fleet: FleetConfig = FleetConfig()
     notify: NotifyConfig = NotifyConfig()
     dashboard: DashboardConfig = DashboardConfig()
+    diagnose: DiagnoseConfig = DiagnoseConfig()
+
+    @model_validator(mode="after")
+    def _diagnose_level(self) -> Config:
+        names = [lv.name for lv in self.agent.levels if not lv.hard_gate]
+        if self.diagnose.level and self.diagnose.level not in names:
+            raise ValueError(
+                f"[diagnose] level = {self.diagnose.level!r} is not one of the [agent] levels "
+                f"({', '.join(names) or 'none configured'}): name one of them, or leave it empty"
+            )
+        return self
 
 
 def _coerce_env_value(raw: str) -> Any:
@@ -87,6 +99,8 @@ def _describe(err: ValidationError, source: str, origin: dict[tuple[str, str], s
         if e["type"] == "extra_forbidden":
             known = ", ".join(_known_keys(Config, loc)) or "(none)"
             lines.append(f"{key}: unknown key in {where}; known keys here: {known}")
+        elif not loc:  # a rule across sections: its message names the keys
+            lines.append(f"{e['msg'].removeprefix('Value error, ')} (in {where})")
         else:
             lines.append(f"{key}: {e['msg']} (got {e.get('input')!r}, from {where})")
     return "invalid configuration:\n  " + "\n  ".join(lines)

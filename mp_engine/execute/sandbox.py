@@ -75,6 +75,7 @@ class Sandbox:
     allow_hosts: tuple[str, ...] = ()  # host:port the process may connect to
     installed: tuple[Path, ...] = ()  # what runs the call, where the private /tmp would hide it
     gitdirs: tuple[Path, Path] | None = field(default=None)  # (common dir, this worktree's)
+    read_only: bool = False  # the worktree too (a `[diagnose]` call only reads)
 
     @classmethod
     def of(
@@ -87,6 +88,7 @@ class Sandbox:
         readable: Sequence[Path] = (),
         allow_hosts: Sequence[str] = (),
         programs: Sequence[str] = (),
+        read_only: bool = False,
     ) -> Sandbox:
         hidden = [engine_root, *(expand(p) for p in (*SECRET_PATHS, *hide))]
         return cls(
@@ -97,6 +99,7 @@ class Sandbox:
             allow_hosts=tuple(dict.fromkeys(_host_port(h) for h in allow_hosts)),
             gitdirs=_gitdirs(workdir),
             installed=_installed(programs),
+            read_only=read_only,
         )
 
     def argv(self, argv: Sequence[str], relay_dir: Path | None = None) -> list[str]:
@@ -113,7 +116,7 @@ class Sandbox:
                 out += ["--tmpfs", str(p)]
             elif p.exists():
                 out += ["--ro-bind", str(empty_file()), str(p)]
-        if self.gitdirs is not None:
+        if self.gitdirs is not None and not self.read_only:
             common, own = self.gitdirs
             out += ["--ro-bind", str(common), str(common), "--ro-bind", str(empty_file()), str(common / "config")]
             # The worktree's own git state, and the object store: `git add` (aider adds what it
@@ -121,7 +124,11 @@ class Sandbox:
             out += ["--bind", str(own), str(own), "--bind-try", str(common / "objects"), str(common / "objects")]
         for p in self.readable:
             out += ["--ro-bind-try", str(p), str(p)]
-        for p in (self.workdir, *self.writable):
+        out += ["--ro-bind-try" if self.read_only else "--bind-try", str(self.workdir), str(self.workdir)]
+        for p in self.hide:  # hidden inside the worktree (the engine's own files): hidden again over it
+            if p != self.workdir and p.is_relative_to(self.workdir) and p.exists():
+                out += ["--tmpfs", str(p)] if p.is_dir() else ["--ro-bind", str(empty_file()), str(p)]
+        for p in self.writable:
             out += ["--bind-try", str(p), str(p)]
         out += [x for d in dirs for x in ("--remount-ro", str(d))]  # hidden stays empty and unwritable
         if self.allow_hosts and relay_dir is not None:
@@ -152,9 +159,11 @@ def for_call(
     engine_root: Path,
     evidence_dir: Path,
     readable: Sequence[Path],
+    read_only: bool = False,
 ) -> Sandbox | None:
-    """The sandbox of one agent call of `level`, or None when its calls run unsandboxed."""
-    if not cfg.sandboxed(level):
+    """The sandbox of one agent call of `level`, or None when its calls run unsandboxed.
+    `read_only`: always sandboxed, the worktree read-only too (a `[diagnose]` call)."""
+    if not (cfg.sandboxed(level) or read_only):
         return None
     return Sandbox.of(
         workdir,
@@ -164,6 +173,7 @@ def for_call(
         readable=readable,
         allow_hosts=[*cfg.sandbox_allow_hosts, *level.sandbox_allow_hosts],
         programs=level.argv[:1],
+        read_only=read_only,
     )
 
 

@@ -91,6 +91,7 @@ def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
         "sandbox": o.extra.get("sandbox"),
         "memory": (o.extra.get("agent") or {}).get("memory"),  # which SYSTEM/memory.md its prompts carried
         "lessons": o.extra.get("lessons"),  # what it added to SYSTEM/memory.md
+        "suggestion": o.extra.get("suggestion"),  # [diagnose] level's opinion: not verified
         "notes": o.notes,
     }
 

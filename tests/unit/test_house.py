@@ -66,6 +66,7 @@ TESTED_ELSEWHERE = {
     "config/fleet": "tests/unit/fleet/test_temporal.py (the section's own checks)",
     "config/notify": "tests/unit/alerts/test_deliver.py",
     "config/dashboard": "tests/unit/test_config.py (off by default, the address checked)",
+    "config/diagnose": "tests/unit/agent/test_consult.py (off by default, a level that does not exist refused)",
     "agent/answers": "tests/unit/test_answering.py (answers recorded as ledger steps and replayed)",
     "agent/answerstate": "tests/unit/test_answering.py (one task at a time, and at once)",
     "commands/answer": "tests/e2e/test_answer_daemon.py (`mp-engine answer` against the real daemon)",
