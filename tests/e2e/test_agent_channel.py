@@ -103,3 +103,25 @@ def test_a_planned_mp_over_git_lands_on_its_branch_for_review(tmp_path, daemon_f
     finally:
         d.signal(signal.SIGTERM)
         d.wait()
+
+
+def test_the_memory_of_a_correction_travels_on_the_channel(tmp_path, daemon_factory):
+    """Issue #34: SYSTEM/memory.md is committed and pushed with the result that taught it."""
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url)
+    gate = tmp_path / "gate"
+    gate.touch()  # second.py: wrong at each task's first iteration, right at its second
+    configure(ws, [level("second", "second.py", "--gate", str(gate))])
+    d = daemon_factory(ws.root, env=GIT_ENV).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what=lambda: "engine ONLINE\n" + d.output())
+    try:
+        code, out, err = finish(send(tmp_path, GREET, url))
+        assert code == 0, err + d.output()
+        memory = remote_file(bare, "SYSTEM/memory.md")
+        assert "## MP-3.1 (" in memory
+        assert "`grep -qx hello out/a.txt` (check-001, Write \"hello\" to `out/a.txt`.): failed first" in memory
+        assert "`grep -qx bye out/b.txt` (check-002," in memory
+    finally:
+        d.signal(signal.SIGTERM)
+        d.wait()

@@ -53,3 +53,10 @@ def test_an_orchestrators_file_is_kept_as_the_head(ws):
     remember(ws, "r1", ["a lesson"])
     text = memory.read(ws)
     assert text.startswith("# Our notes\n\n- use uv, not pip\n\n<!-- run: r1 -->")
+
+
+def test_an_orchestrator_replaces_the_memory_with_an_ordinary_file_block(ws):
+    """SYSTEM/memory.md is not an engine-owned path: a `file` block may write it."""
+    remember(ws, "r1", ["a lesson that turned out wrong"])
+    ws.write_confined("SYSTEM/memory.md", b"# Memory\n\n- only this\n")
+    assert memory.read(ws) == "# Memory\n\n- only this\n"
