@@ -194,8 +194,9 @@ def prompt(
     done: list[dict[str, Any]],
     failure: str = "",
     previous_error: str = "",
+    memory: str = "",
 ) -> str:
-    """The planner's prompt: the goal, the MP's checks, the repository map; on a re-plan,
+    """The planner's prompt: the goal, the repository's memory, the MP's checks, the repository map; on a re-plan,
     what is done and why the last plan failed (the failed checks' tails, the diff so far,
     the learnings, gathered by the caller into `failure`)."""
     out = [
@@ -209,6 +210,15 @@ def prompt(
         "",
         goal,
         "",
+    ]
+    if memory.strip():  # SYSTEM/memory.md (lessons.py): what earlier MPs' checks taught
+        out += [
+            "## Memory of this repository (lessons of earlier MPs, verified by their checks)",
+            "",
+            memory.strip(),
+            "",
+        ]
+    out += [
         "## Acceptance checks (run by the engine with bash in the repository root; exit 0 = pass)",
         "",
     ]

@@ -107,6 +107,7 @@ class Prompter:
             "done": done,
             "failure": self._replan_failure(state),
             "previous_error": state.plan_error,
+            "memory": self.memory,
         }
         return workcontext.fill(
             self.cfg.token_budget, lambda context: planning.prompt(repo_map=context, **parts), "", self.repomap

@@ -136,3 +136,9 @@ def test_a_planned_task_may_be_a_pause_point():
     assert [m.pause for m in planning.micro_tasks(recs)] == [False, True]
     assert '"pause": false' in planning.prompt(mp=MP, goal="g", nonce="N", round_=0, done=[], failure="",
                                                previous_error=None, repo_map="")  # fmt: skip
+
+
+def test_the_planner_sees_the_repositorys_memory():
+    text = planning.prompt(mp=MP, goal="g", nonce="N", round_=0, done=[], repo_map="", memory="# M\n\n- use uv")
+    assert "## Memory of this repository" in text and "- use uv" in text
+    assert text.index("- use uv") < text.index("## Acceptance checks")
