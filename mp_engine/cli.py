@@ -361,7 +361,7 @@ def answer(root: Path, mp_id: str, text: str | None, file, mt: str | None, timeo
 
 cli.add_command(send)  # the orchestrator's side (cli_orchestrator.py)
 cli.add_command(mcp)
-cli.add_command(loop)  # the one-shot loop (cli_loop.py)
+cli.add_command(root_option(loop))  # the one-shot loop (cli_loop.py)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """`mp-engine loop`, Loopr's one-shot loop at the terminal (issue #34). `cli.py` adds it to
-its group; the body is `commands/loop.py`, imported when it runs."""
+its group, with its `--root` option; the body is `commands/loop.py`, imported when it runs."""
 
 from __future__ import annotations
 
@@ -12,14 +12,6 @@ import click
 @click.argument("goal")
 @click.option("--check", "checks", multiple=True, metavar="CMD", help="A bash check the work must pass (repeat).")
 @click.option("--plan", is_flag=True, help="Have the planner level plan the micro-tasks (Plan: auto).")
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="MP_ENGINE_ROOT",
-    default=".",
-    show_default="current directory, or $MP_ENGINE_ROOT",
-    help="Workspace root.",
-)
 def loop(goal: str, checks: tuple[str, ...], plan: bool, root: Path) -> int:
     """Run GOAL with the [agent] chain now, in the foreground, until its checks pass.
 

@@ -120,7 +120,7 @@ def test_the_memory_of_a_correction_travels_on_the_channel(tmp_path, daemon_fact
         assert code == 0, err + d.output()
         memory = remote_file(bare, "SYSTEM/memory.md")
         assert "## MP-3.1 (" in memory
-        assert "`grep -qx hello out/a.txt` (check-001, Write \"hello\" to `out/a.txt`.): failed first" in memory
+        assert '`grep -qx hello out/a.txt` (check-001, Write "hello" to `out/a.txt`.): failed first' in memory
         assert "`grep -qx bye out/b.txt` (check-002," in memory
     finally:
         d.signal(signal.SIGTERM)

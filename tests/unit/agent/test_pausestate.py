@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 
-from mp_engine.config import load_config
-from mp_engine.engine import Engine
 from mp_engine.inbox import answer
-from tests.agentutil import configure, level, only_run, records
+from tests.agentutil import level, only_run, records
 from tests.conftest import drop, read_state, result_field
 from tests.gitutil import git
+from tests.unit.test_answering import start
 
 PAUSED = """# MP-8.1 Two steps, a look between
 Executor: agent
@@ -33,16 +32,8 @@ grep -qx two out/b.txt
 """
 
 
-def start(ws, monkeypatch, **opts) -> Engine:
-    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
-    configure(ws, [level("good", "good.py")], **opts)
-    eng = Engine(ws, load_config(ws.root))
-    eng.start(daemon=False)
-    return eng
-
-
 def test_the_run_stops_before_the_marked_task_and_an_answer_resumes_it(ws, monkeypatch):
-    engine = start(ws, monkeypatch)
+    engine = start(ws, monkeypatch, level("good", "good.py"))
     drop(ws, PAUSED)
     assert engine.tick().action == "error"
     run = only_run(ws)
@@ -69,7 +60,7 @@ def test_the_run_stops_before_the_marked_task_and_an_answer_resumes_it(ws, monke
 
 
 def test_parallel_tasks_that_do_not_need_the_paused_one_run_first(ws, monkeypatch):
-    engine = start(ws, monkeypatch, max_parallel=2)
+    engine = start(ws, monkeypatch, level("good", "good.py"), max_parallel=2)
     drop(ws, PAUSED.replace("2. (pause) Write", "2. (pause) (after none) Write").replace("two steps", "x"))
     assert engine.tick().action == "error"
     run = only_run(ws)
