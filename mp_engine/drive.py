@@ -88,8 +88,8 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
     )
     if outcome.status == ERROR:
         outcome.halt_token = mp.mp_id
-        if config.diagnose.level and res.diagnosis is not None:
-            suggest(ctx, config, run, mp, outcome)
+        if config.diagnose.level and res.diagnosis is not None and not res.extra.get("answerable"):
+            suggest(ctx, config, run, mp, outcome)  # (a run that asks a person, or paused, waits for them)
     if watch.request is not None:  # it came as the MP ended: the result stands
         outcome.notes.insert(0, f"A cancel request ({watch.request.who}) came as the MP ended; it had no effect.")
         consume(watch.request)
