@@ -152,7 +152,9 @@ def task_part(
     """What one micro-task adds: which it is, where, its text, what a person answered,
     where the others stand and which checks accept it."""
     out = [
-        f"## Your micro-task now: {task.mt_id} (micro-task {task.index + 1} of {len(plan.tasks)})",
+        f"## Your micro-task now: {task.mt_id}",
+        "",
+        f"(micro-task {task.index + 1} of {len(plan.tasks)})",
         "",
         task.text,
         "",

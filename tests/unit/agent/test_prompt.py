@@ -92,7 +92,7 @@ def test_passing_checks_without_a_claim_ask_for_the_claim():
 def test_the_budget_and_the_escalation_left_are_in_the_prompt():
     text = build()
     assert text.splitlines()[0] == "# Task from mp-engine: MP-9.1"
-    assert "## Your micro-task now: MT-001 (micro-task 1 of 2)" in text and "The repository: /ws" in text
+    assert "## Your micro-task now: MT-001\n\n(micro-task 1 of 2)\n" in text and "The repository: /ws" in text
     assert "## This iteration: 1 of MT-001, level 0 (small)" in text
     assert (
         "7 of 10 iterations left for the MP; 2 more failed iteration(s) at this level before escalation; "
@@ -145,7 +145,7 @@ def test_every_task_of_the_mp_starts_with_the_same_prefix():
     shared = last_of_first[: last_of_first.index("## Learnings so far")]
     assert first_of_second.startswith(shared)
     assert "needs PYTHONPATH=src" in shared and "test -f b.txt" in shared and "NONCE: n0nce" in shared
-    assert "/ws" not in shared and "MT-002 (micro-task" not in shared  # nothing one task adds
+    assert "/ws" not in shared and "## Your micro-task now" not in shared  # nothing one task adds
     assert "wrote a.txt" in first_of_second[: first_of_second.index("## Your micro-task now")]
 
 
