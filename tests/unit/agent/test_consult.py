@@ -4,6 +4,7 @@ diagnosis, read-only in the sandbox, marked as not verified; off by default."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -19,12 +20,18 @@ FAILING = "# MP-4.4 Start the service\n\n```bash\ngrep -q port config/settings.i
 needs_bwrap = pytest.mark.skipif(problem() is not None, reason=f"the sandbox cannot run here: {problem()}")
 
 
+def set_diagnose(ws, key: str, value: object) -> None:
+    text = ws.config_file.read_text()
+    head, _, rest = text.partition("[diagnose]\n")
+    rest = re.sub(rf"(?m)^{key} = .*$", f"{key} = {json.dumps(value)}", rest, count=1)
+    ws.config_file.write_text(head + "[diagnose]\n" + rest)
+
+
 def engine(ws, monkeypatch, **diagnose) -> Engine:
     monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
     configure(ws, [level("diagnoser", "diagnoser.py")])
-    if diagnose:
-        with ws.config_file.open("a") as f:
-            f.write("\n[diagnose]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in diagnose.items()))
+    for key, value in diagnose.items():  # the template's [diagnose] section, set
+        set_diagnose(ws, key, value)
     (ws.root / "config").mkdir()
     (ws.root / "config/settings.ini").write_text("host = example\n")
     eng = Engine(ws, load_config(ws.root))
@@ -62,7 +69,6 @@ def test_off_by_default_and_a_level_that_does_not_exist_is_refused(ws, monkeypat
     drop(ws, FAILING)
     assert eng.tick().action == "error"
     assert "Agent's suggestion" not in ws.result_file.read_text()
-    with ws.config_file.open("a") as f:
-        f.write('\n[diagnose]\nlevel = "nobody"\n')
+    set_diagnose(ws, "level", "nobody")
     with pytest.raises(ConfigError, match=r"\[diagnose\] level = 'nobody' is not one of the \[agent\] levels"):
         load_config(ws.root)
