@@ -53,9 +53,10 @@ def of_run(tasks: list[TaskState], mp: MicroProject, steps_dir: Path) -> list[st
         final = task.records[-1]
         first_failure: dict[str, dict[str, Any]] = {}
         for rec in task.records[:-1]:
+            measured = {m["id"]: m for m in rec.get("metrics", [])}
             for c in rec.get("checks", []):
                 if not c["ok"] and c["id"] not in first_failure:
-                    first_failure[c["id"]] = c
+                    first_failure[c["id"]] = {**c, "metric": measured.get(c["id"])}
         passed = set(final.get("passed", []))
         for check_id, c in first_failure.items():
             if check_id not in passed:
@@ -63,9 +64,14 @@ def of_run(tasks: list[TaskState], mp: MicroProject, steps_dir: Path) -> list[st
             said = "\n".join(read_tail(steps_dir / f"{c['step']}.{s}", 8192) for s in ("stderr", "stdout"))
             line = next(iter(decisive(said, limit=1).lines), "")
             command = _command(bodies.get(check_id, ""), check_id)
+            m = c["metric"]
+            if m is not None and m["value"] is not None:  # a metric goal: where it started
+                how = f" at {m['name']} {m['value']:g} (target {m['op']} {m['target']:g})"
+            else:
+                how = f" with `{_short(line)}`" if line else f" (exit {c.get('exit_code')})"
             out.append(
                 f"`{command}` ({check_id}, {task.title}): failed first"
-                + (f" with `{_short(line)}`" if line else f" (exit {c.get('exit_code')})")
+                + how
                 + f"; passed after {task.iterations} iteration(s), at level {final.get('level_name') or final['level']}."
             )
         out += [f'Asked "{_short(qa["question"])}"; a person answered: {_short(qa["answer"])}' for qa in task.answers]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from mp_engine.record import memory
 from tests.agentutil import level, only_run, records
 from tests.conftest import drop, result_field
 
@@ -36,6 +37,9 @@ def test_an_agent_closing_in_on_the_target_converges(engine_for, ws):
         ("coverage", ">=", 0.9, 0.92, True)
     ]
     assert "- Metric: coverage >= 0.9 (check-001): best 0.92, MT-001 iteration 3, met" in ws.result_file.read_text()
+    # What SYSTEM/memory.md keeps of it: where the metric started, and what it took.
+    assert "`cat coverage.txt` (check-001, " in memory.read(ws)
+    assert "failed first at coverage 0.7 (target >= 0.9); passed after 3 iteration(s)" in memory.read(ws)
 
 
 def test_a_stalled_metric_trips_no_progress_though_files_change(engine_for, ws):
