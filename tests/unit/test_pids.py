@@ -133,3 +133,19 @@ def test_a_subreaper_gets_the_orphans_of_its_children(tmp_path):
 
 def test_children_of_a_missing_process_are_none():
     assert children(dead_pid()) == [] and not is_zombie(dead_pid())
+
+
+def test_children_come_from_the_kernels_list_and_agree_with_psutil(monkeypatch):
+    """The daemon asks before every pass: on Linux the kernel's per-thread list answers
+    (psutil reads every process of the host); elsewhere, or without that list, psutil."""
+    kids = [subprocess.Popen(["sleep", "5"]) for _ in range(2)]
+    try:
+        expected = sorted(c.pid for c in psutil.Process(os.getpid()).children())
+        assert sorted(pids.children(os.getpid())) == expected and {k.pid for k in kids} <= set(expected)
+        monkeypatch.setattr(pids, "_proc_children", lambda pid: None)  # no CONFIG_PROC_CHILDREN
+        assert sorted(pids.children(os.getpid())) == expected
+        assert pids.children(2**22 + 12345) == []  # no such process
+    finally:
+        for k in kids:
+            k.kill()
+            k.wait()
