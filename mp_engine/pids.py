@@ -2,7 +2,9 @@
 
 psutil answers them the same way on Linux, macOS and the BSDs (the launchd service makes
 macOS a target): a process's creation time, status, environment and children (on Linux the
-children come from the kernel's own list: the daemon asks before every pass, see `children`). The two
+children come from the kernel's own list: the daemon asks before every pass, see `children`).
+psutil is imported by the functions that use it: `atomic.py` needs only `pid_alive`, and
+`status` must not pay 17 ms for an import it does not use (bench figure 8). The two
 Linux-only `prctl` calls (a child subreaper, a non-dumpable daemon) stay behind one
 platform check, `_prctl`; elsewhere they return False and `doctor` says what is lost.
 """
@@ -12,8 +14,6 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-
-import psutil
 
 LINUX = sys.platform.startswith("linux")
 
@@ -54,6 +54,8 @@ class Proc:
 
 def proc(pid: int) -> Proc | None:
     """The process `pid`, or None when there is none (or it vanished while being read)."""
+    import psutil
+
     try:
         p = psutil.Process(pid)
         with p.oneshot():
@@ -77,6 +79,8 @@ def is_zombie(pid: int) -> bool:
 
 def group(pgid: int) -> list[Proc]:
     """Every process of group `pgid` (zombies included: `Proc.zombie` says)."""
+    import psutil
+
     found = []
     for pid in psutil.pids():
         try:
@@ -93,6 +97,8 @@ def group(pgid: int) -> list[Proc]:
 def environ_has(pid: int, entries: list[str]) -> bool:
     """True when the environment of `pid` holds every `NAME=value` of `entries` (only a
     process of the same user, not marked non-dumpable, can be read)."""
+    import psutil
+
     try:
         env = psutil.Process(pid).environ()
     except psutil.Error:
@@ -112,6 +118,8 @@ def children(pid: int) -> list[int]:
     where that list does not exist (macOS, the BSDs, a kernel without CONFIG_PROC_CHILDREN)."""
     if LINUX and (found := _proc_children(pid)) is not None:
         return found
+    import psutil
+
     try:
         return [c.pid for c in psutil.Process(pid).children()]
     except psutil.Error:
