@@ -19,7 +19,7 @@ def loop(goal: str, checks: tuple[str, ...], plan: bool, root: Path) -> int:
     `once` does with a live display (task, level, iteration, residual, elapsed; plain
     lines through a pipe), archives it like any run and pushes nothing. Exit codes:
     0 COMPLETED, 1 ERROR (the result says why), 2 usage error or an MP already waiting,
-    4 a daemon serves the workspace, 5 interrupted.
+    3 the engine is halted on an earlier MP, 4 a daemon serves the workspace, 5 interrupted.
 
     \b
     Example:

@@ -5,7 +5,8 @@ It writes the agent MP a person would otherwise write by hand (the goal as its t
 inbox, and runs it in the foreground as `once` does (the daemon lock, the signals, the run
 archived like any other), with git sync off for this run: it pushes nothing. A terminal
 gets a live table (loopview.py), a pipe plain lines. The exit code is `once`'s: 0
-COMPLETED, 1 ERROR, 5 interrupted (the MP resumes on the next start).
+COMPLETED, 1 ERROR, 3 the engine is halted (nothing written), 5 interrupted (the MP
+resumes on the next start).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mp_engine.commands import load
 from mp_engine.commands.loopview import LiveOut, LoopView, PlainOut
 from mp_engine.errors import WorkspaceError
 from mp_engine.exitcodes import ExitCode
+from mp_engine.record.stateview import read_view
 
 TITLE_CHARS = 60
 
@@ -56,6 +58,13 @@ def loop(
         raise WorkspaceError(
             "The goal is empty: say what the agent should do, e.g. mp-engine loop 'Add a --json flag'."
         )
+    halt = read_view(ws.state_file).halt
+    if halt is not None:  # the MP would only wait in the inbox: say so and write nothing
+        echo(
+            f"halted on {halt.mp_id}: {halt.reason}. Read SYSTEM/RESULT_last.md, then `mp-engine approve` "
+            "(or `mp-engine answer` when it asked), and run `mp-engine loop` again."
+        )
+        return ExitCode.HALTED
     if ws.inbox_file.exists():
         raise WorkspaceError(
             f"{ws.rel(ws.inbox_file)} already holds an MP: run it first (`mp-engine once`) or move it away, "

@@ -39,11 +39,15 @@ def test_through_a_pipe_it_prints_plain_lines_and_archives_the_run(ws):
     assert git(ws.root, "remote") == ""  # nothing to push to, and nothing tried
 
 
-def test_a_failing_goal_exits_1_and_an_occupied_inbox_is_refused(ws):
+def test_a_failing_goal_exits_1_and_a_halt_or_an_occupied_inbox_is_refused(ws):
     configure(ws, [level("wrong", "wrong.py")], max_iterations=2)
     r = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
     assert r.returncode == 1 and r.stdout.splitlines()[-1].startswith("error MP-")
     assert "MT-001 iteration 2: residual 1" in r.stdout
+    halted = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))  # the failure halted the engine
+    assert halted.returncode == 3 and halted.stdout.startswith("halted on MP-") and "mp-engine approve" in halted.stdout
+    assert not ws.inbox_file.exists()  # nothing written: it would only wait there
+    assert mpe("approve", "--root", str(ws.root)).returncode == 0
     ws.inbox_file.write_text("# MP-1.1\n\n```bash\ntrue\n```\n")
     busy = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
     assert busy.returncode == 2 and "already holds an MP" in busy.stderr
