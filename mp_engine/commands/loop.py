@@ -80,6 +80,10 @@ def loop(
     )
     view = LoopView(mp_id, title)
     shown = LiveOut(view, out) if out.isatty() else PlainOut(view, out)
+    said: list[str] = []  # once's summary line: after the display, never drawn over
     with alone(ws, "loop"), shown:
         atomic_write(ws.inbox_file, text)
-        return one_pass(ws, here, echo, listeners=[shown])
+        code = one_pass(ws, here, said.append, listeners=[shown])
+    for line in said:
+        echo(line)
+    return code

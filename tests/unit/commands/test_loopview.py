@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from mp_engine.commands.loopview import LoopView, PlainOut
+from mp_engine.commands.loopview import LiveOut, LoopView, PlainOut
 
 
 def test_events_become_lines_and_rows():
@@ -40,12 +40,22 @@ def test_events_become_lines_and_rows():
     assert view.title == "Fix \\x1b[31mit"  # an MP's title never reaches the terminal as an escape
 
 
-def test_the_table_shows_every_task():
-    from rich.console import Console
-
+def test_the_table_shows_every_task_and_is_redrawn_in_place():
     view = LoopView("MP-1.3", "Goal")
     view.apply({"event": "micro_task_iteration_started", "mt": "MT-001", "iteration": 2, "level": 1, "agent": "codex"})
-    console = Console(file=io.StringIO(), width=100, color_system=None)
-    console.print(view.table())
-    text = console.file.getvalue()
-    assert "MP-1.3 Goal" in text and "MT-001" in text and "running" in text and "codex" in text
+    lines = view.table()
+    assert lines[0].startswith("MP-1.3 Goal  [") and lines[1].split() == [
+        "task",
+        "status",
+        "level",
+        "iteration",
+        "residual",
+    ]
+    assert lines[2].split() == ["MT-001", "running", "codex", "2", "-"]
+    assert lines[-1] == "MT-001 iteration 2, level 1 (codex): started"
+    out = io.StringIO()
+    live = LiveOut(view, out)
+    live.draw()
+    live.draw()  # the second draw goes back over the first
+    text = out.getvalue()
+    assert text.count("MT-001") == 4 and f"\x1b[{len(lines)}F\x1b[J" in text
