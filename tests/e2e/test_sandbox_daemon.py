@@ -80,7 +80,9 @@ def test_a_sandboxed_agent_cannot_reach_what_it_tries_and_still_does_its_work(ws
     assert SECRET not in (evidence / "stdout.txt").read_text() + (evidence / "stderr.txt").read_text()
 
     # The engine and its files are untouched; nothing was planted; nothing lingers.
-    assert d.proc.poll() is None and read_state(ws)["status"] == "ONLINE"
+    # The result is written before the state says ONLINE again (finalize's order): wait for it.
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what=lambda: "engine ONLINE after the MP\n" + d.output())
+    assert d.proc.poll() is None
     assert ws.config_file.read_bytes() == toml_before
     assert not (ws.root / "planted.txt").exists() and not os.path.exists(planted)
     assert server.accepted == []
