@@ -38,12 +38,7 @@ def tokens(text: str) -> int:
 
 def named_files(text: str, root: Path, known: set[str]) -> list[str]:
     """Paths the task text names that are files of the worktree, in the order named."""
-    out: list[str] = []
-    for m in PATH_RE.finditer(text):
-        rel = m.group(1).lstrip("./")
-        if rel in known and rel not in out and (root / rel).is_file():
-            out.append(rel)
-    return out
+    return [rel for rel in mentioned(text) if rel in known and (root / rel).is_file()]
 
 
 def fill(
@@ -81,16 +76,15 @@ def compile_context(task_text: str, repomap: RepoMap, budget: int, frozen: dict[
         return ""
     named = mentioned(task_text)
     map_budget = budget - int(budget * FILES_SHARE) if named else budget
-    if frozen is not None and map_budget in frozen:
-        map_text = frozen[map_budget]
-    else:
-        paths = repomap.paths()
+    map_text = frozen.get(map_budget) if frozen is not None else None
+    paths = repomap.paths() if map_text is None or named else []  # one `git ls-files`, when needed
+    if map_text is None:
         map_text = _map(repomap, paths, {str(Path(f).parent) for f in named}, map_budget, frozen is not None)
         repomap.save(keep=paths)
         if frozen is not None:
             frozen[map_budget] = map_text
     out = [map_text] if map_text else []
-    files = named_files(task_text, repomap.root, set(repomap.paths())) if named else []
+    files = named_files(task_text, repomap.root, set(paths)) if named else []
     if files:
         allowance = budget - tokens(map_text)
         part = ["## Files the MP names (as they are now)", ""]
