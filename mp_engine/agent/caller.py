@@ -180,6 +180,7 @@ class Caller:
         )
         # What it cost, as the CLI reported it: its fields, or aider's token lines (issue #32).
         call.usage = shaped.usage if shaped and shaped.usage else structured.text_usage(out + "\n" + err)
+        call.environment = shaped.environment if shaped else None
         return call
 
     def ignore_file(self) -> Path:

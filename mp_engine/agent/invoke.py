@@ -107,6 +107,7 @@ class Call:
     detail: str = ""
     resume_at: str | None = None  # ISO UTC, for usage_limit
     usage: dict[str, Any] | None = None  # tokens and dollars, as the CLI reported them (structured.py)
+    environment: str | None = None  # its every command failed outside the task (structured.py)
 
     @property
     def ends_run(self) -> bool:

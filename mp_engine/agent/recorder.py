@@ -20,17 +20,13 @@ from mp_engine.agent.distill import candidate_path, outcome_of, write_candidate
 from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps
-from mp_engine.agent.structured import environmental
 from mp_engine.agent.taskstate import Emit, TaskState
 from mp_engine.clock import now_iso
 from mp_engine.config import AgentConfig, AgentLevel
 from mp_engine.execute.steps import Budget
 from mp_engine.inbox.metric import measure, read_value
 from mp_engine.record.ledger import LedgerStep
-from mp_engine.record.outcome import read_capped
 from mp_engine.workspace import Workspace
-
-ENV_SCAN_BYTES = 1 << 20  # of a call's stdout, read for commands that could not run
 
 
 class Recorder:
@@ -89,8 +85,6 @@ class Recorder:
         residual = round(sum(distance.get(k, 1) for k in failing), 6)
         gate = claims.claimed_complete and not failing and not claims.blocked
         snap = self.worktree.snapshot()
-        # Every command of the call failed for a reason outside the task (structured.py).
-        environment = environmental(read_capped(ev.path("stdout.txt"), ENV_SCAN_BYTES)[0])
         record = {
             "ok": True,  # the iteration ran to its end; `gate` says whether the MT is done
             "gate": gate,
@@ -112,7 +106,8 @@ class Recorder:
             "passed": passed,
             "failing": failing,
             "residual": int(residual) if residual == int(residual) else residual,
-            **({"environment": environment} if environment else {}),
+            # Every command of the call failed for a reason outside the task (structured.py).
+            **({"environment": call.environment} if call.environment else {}),
             **({"metrics": metrics} if metrics else {}),
             "error": error_signature(call, checks),
             "digest": snap.digest,

@@ -50,6 +50,7 @@ class Structured:
     resets_at: str | None  # ISO UTC, when a rate or usage limit said so
     error: str = ""  # the CLI's own error message when the call failed: where limits are read
     usage: dict[str, Any] | None = None  # what the call cost, when the CLI says (module docstring)
+    environment: str | None = None  # every command failed for a reason outside the task (`_environment`)
 
 
 def parse(stdout: str, now: datetime | None = None) -> Structured | None:
@@ -144,6 +145,7 @@ def _codex(objs: list[dict[str, Any]], now: datetime) -> Structured:
         )
         if turns
         else None,
+        environment=_environment(objs),
     )
 
 
@@ -218,14 +220,14 @@ ENVIRONMENT_RE = re.compile(
 )
 
 
-def environmental(stdout: str) -> str | None:
+def _environment(objs: list[dict[str, Any]]) -> str | None:
     """When every command the agent ran in this call failed for a reason outside the task
     (codex's `command_execution` items: each a non-zero exit whose output is such an
     error), that error's first line; else None. The breaker the failures lead to then
     names the cause (issue #34), not only "no progress"."""
     ran = [
         o["item"]
-        for o in _objects(stdout)
+        for o in objs
         if o.get("type") == "item.completed"
         and isinstance(o.get("item"), dict)
         and o["item"].get("type") == "command_execution"

@@ -142,14 +142,16 @@ def test_what_a_call_cost_comes_from_the_clis_own_fields():
 
 def test_every_command_failing_outside_the_task_is_environmental():
     """Issue #34: codex's command items that all fail with the sandbox helper's error."""
-    from mp_engine.agent.structured import environmental
 
     def item(out: str, code: int | None) -> str:
         return json.dumps({"type": "item.completed", "item": {"type": "command_execution", "command": "ls",
                                                               "aggregated_output": out, "exit_code": code}})  # fmt: skip
 
+    def environment(*items: str) -> str | None:
+        return parse("\n".join([json.dumps({"type": "thread.started"}), *items])).environment
+
     bwrap = "bwrap: execvp codex-linux-sandbox: No such file or directory\n"
-    assert environmental("\n".join([item(bwrap, 1), item("x\n" + bwrap, 1)])) == bwrap.strip()
-    assert environmental("\n".join([item(bwrap, 1), item("ok\n", 0)])) is None  # one ran: the host works
-    assert environmental(item("FAILED test_x\n", 1)) is None  # the task's failure, not the host's
-    assert environmental("no json at all\nbwrap: nope") is None
+    assert environment(item(bwrap, 1), item("x\n" + bwrap, 1)) == bwrap.strip()
+    assert environment(item(bwrap, 1), item("ok\n", 0)) is None  # one ran: the host works
+    assert environment(item("FAILED test_x\n", 1)) is None  # the task's failure, not the host's
+    assert parse("no json at all\nbwrap: nope") is None  # not codex's output: nothing is read from it
