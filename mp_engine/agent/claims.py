@@ -84,6 +84,16 @@ def nonce_of(attrs: str) -> str | None:
     return next((g for g in m.groups() if g is not None), None) if m else None
 
 
+def last_block(output: str, pattern: re.Pattern[str], nonce: str) -> str | None:
+    """The body of the last block `pattern` finds (group 1: its attributes, group 2: its
+    body) that carries `nonce`, or None: how a planner's plan and a diagnosis are read."""
+    found = None
+    for m in pattern.finditer(output):
+        if nonce_of(m.group(1)) == nonce:
+            found = m.group(2)
+    return found
+
+
 def _parse_status(body: str) -> dict[str, str]:
     values: dict[str, str] = {}
     for line in body.splitlines():

@@ -23,7 +23,7 @@ from typing import Any
 
 from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.caller import Caller
-from mp_engine.agent.claims import nonce_of
+from mp_engine.agent.claims import last_block
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.config import Config
 from mp_engine.execute import sandbox
@@ -98,10 +98,10 @@ def prompt(mp: MicroProject, d: Diagnosis, error_output: str, nonce: str) -> str
 
 def parse(answer: str, nonce: str) -> tuple[str, str] | None:
     """(root cause, fix) from the last block under `nonce`, or None."""
-    found = [m.group(2) for m in BLOCK_RE.finditer(answer) if nonce_of(m.group(1)) == nonce]
-    if not found:
+    block = last_block(answer, BLOCK_RE, nonce)
+    if block is None:
         return None
-    fields = {k.upper(): " ".join(v.split())[:1000] for k, v in FIELD_RE.findall(found[-1])}
+    fields = {k.upper(): " ".join(v.split())[:1000] for k, v in FIELD_RE.findall(block)}
     return (fields["ROOT CAUSE"], fields.get("FIX", "")) if fields.get("ROOT CAUSE") else None
 
 

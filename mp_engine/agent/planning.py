@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mp_engine.agent.claims import nonce_of
+from mp_engine.agent.claims import last_block
 from mp_engine.agent.decompose import MicroTask
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.outcome import fenced
@@ -60,12 +60,10 @@ class PlanInvalid(ValueError):
 
 def extract(output: str, nonce: str) -> str:
     """The JSON inside the last `<plan>` block carrying the run's nonce."""
-    found = None
-    for m in PLAN_RE.finditer(output):
-        if nonce_of(m.group(1)) == nonce:
-            found = m.group(2).strip()
-    if found is None:
+    block = last_block(output, PLAN_RE, nonce)
+    if block is None:
         raise PlanInvalid(f'no <plan nonce="{nonce}"> ... </plan> block in the answer')
+    found = block.strip()
     fence = FENCE_RE.match(found)
     if fence:
         return fence.group(1)
