@@ -94,6 +94,13 @@ def snapshot(ws: Workspace, run_dir: Path, enabled: bool) -> str:
     return text
 
 
+def prompt_section(memory: str) -> list[str]:
+    """The memory as a section of a prompt (a worker's and the planner's); none when empty."""
+    if not memory.strip():
+        return []
+    return ["## Memory of this repository (lessons of earlier MPs, verified by their checks)", "", memory.strip(), ""]
+
+
 def carried(run_dir: Path, run_rel: str) -> dict[str, Any] | None:
     """Which memory the run's prompts carried, for the result: its snapshot and digest."""
     try:

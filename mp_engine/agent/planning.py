@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mp_engine.agent.claims import last_block
 from mp_engine.agent.decompose import MicroTask
+from mp_engine.agent.lessons import prompt_section
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.outcome import fenced
 
@@ -208,15 +209,7 @@ def prompt(
         "",
         goal,
         "",
-    ]
-    if memory.strip():  # SYSTEM/memory.md (lessons.py): what earlier MPs' checks taught
-        out += [
-            "## Memory of this repository (lessons of earlier MPs, verified by their checks)",
-            "",
-            memory.strip(),
-            "",
-        ]
-    out += [
+        *prompt_section(memory),  # SYSTEM/memory.md: what earlier MPs' checks taught
         "## Acceptance checks (run by the engine with bash in the repository root; exit 0 = pass)",
         "",
     ]

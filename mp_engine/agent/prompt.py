@@ -24,6 +24,7 @@ from typing import Any
 from mp_engine.agent.decompose import MicroTask, Plan
 from mp_engine.agent.learnings import COMPACTED_HEADING, ENTRY_RE
 from mp_engine.agent.learnings import split as split_learnings
+from mp_engine.agent.lessons import prompt_section
 from mp_engine.inbox.mpfile import Block, MicroProject
 from mp_engine.record.outcome import fenced
 
@@ -110,9 +111,7 @@ def shared(*, mp: MicroProject, plan: Plan, nonce: str, memory: str, context: st
         plan.goal or mp.title or mp.mp_id,
         "",
     ]
-    if memory.strip():  # SYSTEM/memory.md: what earlier MPs' verified outcomes taught
-        out += ["## Memory of this repository (lessons of earlier MPs, verified by their checks)", ""]
-        out += [memory.strip(), ""]
+    out += prompt_section(memory)  # SYSTEM/memory.md: what earlier MPs' verified outcomes taught
     out += [f"## The micro-tasks of this MP ({len(plan.tasks)})", ""]
     out += [f"- {t.mt_id}: {t.title}" for t in plan.tasks] + [""]
     out += ["## Acceptance checks of this MP", ""]
