@@ -21,7 +21,7 @@ from mp_engine.inbox.mpfile import Block, MicroProject
 
 ITEM_RE = re.compile(r"^(?:\d+[.)]|[-*+])[ \t]+(\S.*)$")
 CHECK_TAG_RE = re.compile(r"^#[ \t]*(MT-\d{3})\b", re.I)
-PAUSE_RE = re.compile(r"\(pause\)", re.I)  # `3. (pause) Run the migration.`
+PAUSE_RE = re.compile(r"\(pause\)[ \t]*", re.I)  # `3. (pause) Run the migration.`, with the space after it
 AFTER_RE = re.compile(r"\(after\s+(none|MT-\d{3}(?:\s*,\s*MT-\d{3})*)\s*\)", re.I)  # `(after MT-001)`
 DOMAIN_RE = re.compile(r"^\[([A-Za-z][\w-]*)\](?![(\[:])")  # `1. [docs] ...`, not a Markdown link
 
@@ -150,7 +150,7 @@ def goal_of(mp: MicroProject) -> Plan:
 
 def _unpaused(lines: list[str]) -> list[str]:
     """The item without its `(pause)` mark: a mark for the engine, not an instruction."""
-    return [PAUSE_RE.sub("", lines[0]).replace("  ", " "), *lines[1:]] if lines else lines
+    return [PAUSE_RE.sub("", lines[0]), *lines[1:]] if lines else lines
 
 
 def _strip(lines: list[str]) -> str:

@@ -21,13 +21,10 @@ def judge(
     if block.metric is None:
         return exited_ok, d, {}
     value = read_value(stdout)
-    if exited_ok and (value is None or not block.metric.met(value)):
-        return (
-            False,
-            metric_unmet(block.step_id, block.index, block.line, block.metric, value, mp_id),
-            {"metric": measure(block.metric, value)},
-        )
-    return exited_ok, d, {"metric": measure(block.metric, value)}
+    measured = {"metric": measure(block.metric, value)}
+    if exited_ok and not measured["metric"]["met"]:
+        return False, metric_unmet(block.step_id, block.index, block.line, block.metric, value, mp_id), measured
+    return exited_ok, d, measured
 
 
 def metric_unmet(step_id: str, number: int, line: int, metric: Metric, value: float | None, mp_id: str) -> Diagnosis:
