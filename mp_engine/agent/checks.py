@@ -36,7 +36,7 @@ CheckRun = tuple[IterationCheck, bool, "int | None"]  # the check, passed, its e
 
 
 def iter_check(block: Block, prefix: str) -> IterationCheck:
-    return IterationCheck(block.kind, block.index, block.line, block.body, block.lang, block.path, block.metric, prefix)
+    return IterationCheck(**{**vars(block), "prefix": prefix})  # every field of the block, whatever it gains
 
 
 class Checker:

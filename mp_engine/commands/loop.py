@@ -27,8 +27,8 @@ from mp_engine.record.stateview import read_view
 TITLE_CHARS = 60
 
 
-def compose(goal: str, checks: list[str], plan: bool, now: datetime) -> tuple[str, str]:
-    """(the MP's id, its text): an agent MP whose id is the time it was written."""
+def compose(goal: str, checks: list[str], plan: bool, now: datetime) -> tuple[str, str, str]:
+    """(the MP's id, its title, its text): an agent MP whose id is the time it was written."""
     mp_id = f"MP-{now:%Y%m%d}.{now:%H%M%S}"
     first = next((ln.strip() for ln in goal.splitlines() if ln.strip()), "loop")
     title = first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 3].rsplit(" ", 1)[0] + "..."
@@ -39,7 +39,7 @@ def compose(goal: str, checks: list[str], plan: bool, now: datetime) -> tuple[st
         for cmd in checks:
             fence = "````" if "```" in cmd else "```"
             body += [f"{fence}bash", cmd.rstrip("\n"), fence, ""]
-    return mp_id, "\n".join(head + body)
+    return mp_id, title, "\n".join(head + body)
 
 
 def loop(
@@ -70,8 +70,7 @@ def loop(
             f"{ws.rel(ws.inbox_file)} already holds an MP: run it first (`mp-engine once`) or move it away, "
             "then run `mp-engine loop` again."
         )
-    mp_id, text = compose(goal, checks, plan, datetime.now(UTC))
-    title = text.splitlines()[0].split(" ", 2)[2]
+    mp_id, title, text = compose(goal, checks, plan, datetime.now(UTC))
     here = config.model_copy(
         update={
             "git": config.git.model_copy(update={"enabled": False}),  # pushes nothing
