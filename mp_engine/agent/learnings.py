@@ -68,6 +68,14 @@ def compact(text: str) -> str:
     return _join(title, compacted, marker, recent)
 
 
+def without_title(text: str) -> str:
+    """The file (or a part of it) without its title: its compacted lines and entries only,
+    so a prompt before the file exists and one after read the same (issue #34)."""
+    m = ENTRY_RE.search(text)
+    starts = [i for i in (m.start() if m else -1, text.find(COMPACTED_HEADING)) if i >= 0]
+    return text[min(starts) :].strip() if starts else ""
+
+
 def split(text: str, mt_id: str) -> tuple[str, str]:
     """(what came before `mt_id`'s first entry, its entries on): the prompt shows the two
     apart, so the earlier part stays in a prefix cache while this micro-task's grows."""

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mp_engine.agent.decompose import MicroTask, Plan
-from mp_engine.agent.learnings import COMPACTED_HEADING, ENTRY_RE
 from mp_engine.agent.learnings import split as split_learnings
+from mp_engine.agent.learnings import without_title
 from mp_engine.agent.lessons import prompt_section
 from mp_engine.inbox.mpfile import Block, MicroProject
 from mp_engine.record.outcome import fenced
@@ -90,7 +90,7 @@ def build(
     adds (`task_part`), then what this iteration adds (`iteration_part`)."""
     earlier, this_mt = split_learnings(learnings, task.mt_id)
     out = shared(mp=mp, plan=plan, nonce=nonce, memory=memory, context=context)
-    out += ["## Learnings so far", "", entries(earlier) or "(none yet)", ""]
+    out += ["## Learnings so far", "", without_title(earlier) or "(none yet)", ""]
     out += task_part(plan, task, workspace, checks, statuses, answers)
     out += iteration_part(task, iteration, level, level_name, previous, tails, this_mt, budget)
     return "\n".join(out)
@@ -129,15 +129,6 @@ def shared(*, mp: MicroProject, plan: Plan, nonce: str, memory: str, context: st
     if context:  # the files the MP names and the repository map (workcontext.py): they change rarely
         out += [context.rstrip("\n"), ""]
     return out
-
-
-def entries(learnings: str) -> str:
-    """The learnings file without its title: the entries only, so the first iteration's
-    prompt (no file yet) and the second's start the same (issue #34)."""
-    m = ENTRY_RE.search(learnings)
-    compacted = learnings.find(COMPACTED_HEADING)
-    starts = [i for i in (m.start() if m else -1, compacted) if i >= 0]
-    return learnings[min(starts) :].strip() if starts else ""
 
 
 def task_part(

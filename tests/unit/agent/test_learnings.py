@@ -49,3 +49,14 @@ def test_split_parts_the_earlier_micro_tasks_from_this_ones_entries():
     )
     assert split(text, "MT-003") == (text, "")  # no entry yet: everything is earlier
     assert split(text, "MT-00") == (text, "")  # an id is matched whole, not as a prefix
+
+
+def test_without_title_keeps_the_compacted_lines_and_the_entries():
+    assert (
+        learnings.without_title("") == ""
+        and learnings.without_title("# Learnings of MP-1.1\n\nOne entry per iteration.\n") == ""
+    )
+    text = "# Learnings\n\n<!-- entry: MT-001_iter-001 -->\ntried x\n"
+    assert learnings.without_title(text) == "<!-- entry: MT-001_iter-001 -->\ntried x"
+    compacted = "# Learnings\n\n## Compacted earlier iterations\n\n- a\n\n<!-- entry: MT-001_iter-004 -->\ny\n"
+    assert learnings.without_title(compacted).startswith("## Compacted earlier iterations\n\n- a")
