@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from mp_engine.atomic import atomic_write
 from mp_engine.workspace import Workspace
@@ -38,7 +39,7 @@ COMPACTION = "<!-- [COMPACTION] {n} older MP section(s) dropped: the file is kep
 COMPACTION_RE = re.compile(r"^<!-- \[COMPACTION\] (\d+) older MP section\(s\) dropped.*-->$", re.M)
 
 
-def path_of(ws: Workspace):
+def path_of(ws: Workspace) -> Path:
     return ws.system_dir / MEMORY_FILE
 
 
