@@ -344,8 +344,8 @@ def engine_in_process(ws: Path, env: dict[str, str]) -> Iterator[Any]:
     os.environ.update(env)
     try:
         from mp_engine.config import load_config
-        from mp_engine.engine import Engine
-        from mp_engine.workspace import Workspace
+        from mp_engine.core.workspace import Workspace
+        from mp_engine.pipeline.engine import Engine
 
         config = load_config(ws)
         # With [fleet], as the daemon builds it (its connection to Temporal); else bare.

@@ -74,7 +74,7 @@ class EngineSide:
         import os
 
         from mp_engine.config import load_config
-        from mp_engine.engine import Engine
+        from mp_engine.pipeline.engine import Engine
         from mp_engine.sync.redact import Redactor
 
         self.root = base / name
@@ -98,7 +98,7 @@ class EngineSide:
                 os.fsync(f.fileno())  # no writeback of the fresh 5 MiB competing with the samples
 
     def root_ws(self):
-        from mp_engine.workspace import Workspace
+        from mp_engine.core.workspace import Workspace
 
         return Workspace(self.root)
 

@@ -59,7 +59,7 @@ def agent_toml(agent: Path) -> str:
 
 def integrations(run_dir: Path) -> list[float]:
     """The seconds each integration of the run took, from its ledger."""
-    from mp_engine.clock import parse_iso
+    from mp_engine.core.clock import parse_iso
 
     ledger = json.loads((run_dir / "ledger.json").read_text())
     return [

@@ -15,7 +15,7 @@ import os
 import time
 
 from bench.common import Row, Stat
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.mpfile import parse
 
 MIB = 1 << 20

@@ -1,3 +1,3 @@
-from mp_engine.entry import main
+from mp_engine.cli.entry import main
 
 raise SystemExit(main())

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.config import load_config
+from mp_engine.core.workspace import Workspace
 from mp_engine.execute.steps import Budget, StepContext
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import RunArchive, create_run
 from mp_engine.record.events import EventLog
-from mp_engine.workspace import Workspace
 from tests.gitutil import git, toml_value
 
 FAKE = Path(__file__).resolve().parent / "fake_agents"

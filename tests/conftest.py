@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from mp_engine.workspace import Workspace, init_workspace
+from mp_engine.core.workspace import Workspace, init_workspace
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

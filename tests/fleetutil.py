@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mp_engine.workspace import Workspace
+from mp_engine.core.workspace import Workspace
 from tests.conftest import wait_for
 from tests.gitutil import toml_value
 

@@ -10,10 +10,10 @@ import subprocess
 from pathlib import Path
 
 from mp_engine.config import load_config
-from mp_engine.engine import Engine
+from mp_engine.core.workspace import Workspace
+from mp_engine.pipeline.engine import Engine
 from mp_engine.sync.redact import Redactor
 from mp_engine.sync.setup import enable_git_config, setup_remote
-from mp_engine.workspace import Workspace
 
 HELLO = """# MP-0.1 Hello over git
 

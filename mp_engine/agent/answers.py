@@ -12,8 +12,8 @@ from typing import Any
 from mp_engine.agent.ledgersteps import AgentSteps
 from mp_engine.agent.loopstate import LoopState
 from mp_engine.agent.taskstate import Effect
-from mp_engine.atomic import append_durable
-from mp_engine.clock import now_iso
+from mp_engine.core.atomic import append_durable
+from mp_engine.core.clock import now_iso
 
 FILE = "answers.jsonl"  # in the run's agent/ directory
 

@@ -15,8 +15,8 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mp_engine.atomic import append_durable, atomic_write
 from mp_engine.config import AgentConfig
+from mp_engine.core.atomic import append_durable, atomic_write
 
 WINDOW = 3600.0
 

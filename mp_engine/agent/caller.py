@@ -22,13 +22,13 @@ from mp_engine.agent.breakers import CallLimiter
 from mp_engine.agent.chain import render_argv
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.invoke import Call, argv_problem, classify, run_agent
-from mp_engine.atomic import atomic_write, atomic_write_json, read_tail
 from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.core.atomic import atomic_write, atomic_write_json, read_tail
+from mp_engine.core.workspace import NOT_WORK
 from mp_engine.execute import sandbox
 from mp_engine.execute.process import scrub_env
 from mp_engine.execute.steps import Budget
 from mp_engine.record.outcome import read_capped
-from mp_engine.workspace import NOT_WORK
 
 OUTPUT_READ_CAP = 1024 * 1024
 

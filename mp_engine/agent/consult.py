@@ -26,12 +26,12 @@ from mp_engine.agent.caller import Caller
 from mp_engine.agent.claims import last_block
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.config import Config
+from mp_engine.core.workspace import Workspace
 from mp_engine.execute import sandbox
 from mp_engine.execute.steps import Budget
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.record.outcome import fenced
-from mp_engine.workspace import Workspace
 
 MT = "DIAGNOSE"
 BLOCK_RE = re.compile(r"<diagnosis\b([^>]*)>(.*?)</diagnosis\s*>", re.S | re.I)

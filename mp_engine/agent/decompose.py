@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.lines import Fence, fence_open, heading
 from mp_engine.inbox.mpfile import Block, MicroProject
 

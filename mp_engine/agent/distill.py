@@ -10,8 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import atomic_write_json
-from mp_engine.clock import now_iso
+from mp_engine.core.atomic import atomic_write_json
+from mp_engine.core.clock import now_iso
 
 DISTILL_DIR = "distill"
 

@@ -19,10 +19,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mp_engine.atomic import atomic_write, atomic_write_json, sha256_file
-from mp_engine.gitcmd import git
-from mp_engine.workspace import CONFIG_FILE, INBOX_DIR, STATE_FILE, SYSTEM_DIR
-from mp_engine.workspace import WORK_PATHSPEC as PATHSPEC
+from mp_engine.core.atomic import atomic_write, atomic_write_json, sha256_file
+from mp_engine.core.gitcmd import git
+from mp_engine.core.workspace import CONFIG_FILE, INBOX_DIR, STATE_FILE, SYSTEM_DIR
+from mp_engine.core.workspace import WORK_PATHSPEC as PATHSPEC
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 GIT_TIMEOUT = 60.0

@@ -7,7 +7,7 @@ from mp_engine.agent.loop import AgentRun
 from mp_engine.agent.parallel import Dispatch
 from mp_engine.agent.settings import for_mp
 from mp_engine.config import Config
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext
 from mp_engine.inbox.mpfile import MicroProject

@@ -19,8 +19,8 @@ from mp_engine.agent.checks import Checker
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.taskstate import TaskState
 from mp_engine.agent.workbranch import WorkBranch
-from mp_engine.clock import now_iso
-from mp_engine.gitcmd import GitResult, git
+from mp_engine.core.clock import now_iso
+from mp_engine.core.gitcmd import GitResult, git
 
 TIMEOUT = 120.0
 DIFF_CAP = 16 * 1024  # the conflict shown in the task's next prompt

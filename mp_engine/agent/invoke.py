@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from mp_engine.errors import ProcessError
+from mp_engine.core.errors import ProcessError
 from mp_engine.execute.process import ProcessResult, run_process
 
 USAGE_RE = re.compile(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mp_engine.atomic import atomic_write
+from mp_engine.core.atomic import atomic_write
 
 ENTRY = "<!-- entry: {key} -->"
 ENTRY_RE = re.compile(r"^<!-- entry: (\S+) -->$", re.M)

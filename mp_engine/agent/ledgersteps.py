@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.evidence import IterationEvidence
-from mp_engine.pids import proc_stat
+from mp_engine.core.pids import proc_stat
 from mp_engine.record.ledger import Ledger, LedgerStep, StepStatus, idempotency_key, write_artifact
 
 

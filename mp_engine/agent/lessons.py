@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.taskstate import TaskState
-from mp_engine.atomic import atomic_write, read_tail
+from mp_engine.core.atomic import atomic_write, read_tail
+from mp_engine.core.workspace import Workspace
 from mp_engine.execute.decisive import decisive
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record import memory
-from mp_engine.workspace import Workspace
 
 SNAPSHOT = "agent/memory.md"
 QUOTE = 200  # characters of a decisive line or an answer kept in a lesson

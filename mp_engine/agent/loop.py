@@ -44,8 +44,8 @@ from mp_engine.agent.publisher import Publisher, iso_utc, missing, need_info, wh
 from mp_engine.agent.recorder import distill, distilled
 from mp_engine.agent.resume import replay, report_resume
 from mp_engine.agent.workbranch import NoGit, WorkBranch
-from mp_engine.atomic import atomic_write_json
 from mp_engine.config import AgentLevel
+from mp_engine.core.atomic import atomic_write_json
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext, wall_used
 

@@ -37,8 +37,8 @@ from mp_engine.agent.recorder import distill
 from mp_engine.agent.taskbranch import TaskWorktrees
 from mp_engine.agent.taskstate import Effect, Emit
 from mp_engine.agent.workbranch import WorkBranch
-from mp_engine.clock import now_iso
 from mp_engine.config import AgentConfig
+from mp_engine.core.clock import now_iso
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext
 from mp_engine.inbox.mpfile import MicroProject

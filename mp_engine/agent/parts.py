@@ -19,9 +19,9 @@ from mp_engine.agent.lessons import snapshot
 from mp_engine.agent.prompter import Prompter
 from mp_engine.agent.recorder import Recorder
 from mp_engine.agent.taskstate import Emit
+from mp_engine.core.workspace import Workspace
 from mp_engine.execute.sandbox import for_checks
 from mp_engine.execute.steps import StepContext
-from mp_engine.workspace import Workspace
 
 
 def checks_in(ctx: StepContext, workdir: Path, **changes: Any) -> StepContext:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.usage import describe
-from mp_engine.atomic import atomic_write
-from mp_engine.clock import now_iso
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.clock import now_iso
 
 PROGRESS_FILE = "agent/progress.json"
 BASELINE_FILE = "agent/baseline.json"

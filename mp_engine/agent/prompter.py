@@ -16,8 +16,8 @@ from mp_engine.agent import learnings, planning, prompt, workcontext
 from mp_engine.agent.evidence import Snapshot, Worktree
 from mp_engine.agent.loopstate import LoopState
 from mp_engine.agent.repomap import RepoMap
-from mp_engine.atomic import read_tail
 from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.core.atomic import read_tail
 from mp_engine.execute.steps import Budget
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.outcome import fenced

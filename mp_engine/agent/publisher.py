@@ -23,9 +23,9 @@ from mp_engine.agent.progress import Progress
 from mp_engine.agent.report import sections
 from mp_engine.agent.taskstate import Emit
 from mp_engine.agent.workbranch import WorkBranch
-from mp_engine.atomic import atomic_write_json, read_tail
-from mp_engine.clock import parse_iso
 from mp_engine.config import AgentConfig
+from mp_engine.core.atomic import atomic_write_json, read_tail
+from mp_engine.core.clock import parse_iso
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.sandbox import summary as sandbox_summary
 from mp_engine.execute.steps import Budget, StepContext, error_output, report_for

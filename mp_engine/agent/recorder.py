@@ -21,12 +21,12 @@ from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps
 from mp_engine.agent.taskstate import Emit, TaskState
-from mp_engine.clock import now_iso
 from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.core.clock import now_iso
+from mp_engine.core.workspace import Workspace
 from mp_engine.execute.steps import Budget
 from mp_engine.inbox.metric import measure, read_value
 from mp_engine.record.ledger import LedgerStep
-from mp_engine.workspace import Workspace
 
 
 class Recorder:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import atomic_write
-from mp_engine.gitcmd import git
-from mp_engine.workspace import WORK_PATHSPEC
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.gitcmd import git
+from mp_engine.core.workspace import WORK_PATHSPEC
 
 LANGS = {
     ".py": "python",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mp_engine.config.agent import AgentConfig
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.mpfile import MicroProject
 
 # header -> the [agent] setting it sets

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mp_engine.agent.workbranch import MAGIC, WorkBranch
-from mp_engine.gitcmd import GitResult, git
-from mp_engine.workspace import WORK_PATHSPEC
+from mp_engine.core.gitcmd import GitResult, git
+from mp_engine.core.workspace import WORK_PATHSPEC
 
 TIMEOUT = 120.0
 

@@ -24,8 +24,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.gitcmd import GitResult, git
-from mp_engine.workspace import WORK_PATHSPEC, Workspace
+from mp_engine.core.gitcmd import GitResult, git
+from mp_engine.core.workspace import WORK_PATHSPEC, Workspace
 
 # `git add -A` of everything but what is not work, in one process (pathspec magic on: the
 # runner sets GIT_LITERAL_PATHSPECS=1 for the engine's own named paths).

@@ -22,7 +22,7 @@ from typing import Any
 from mp_engine.alerts.outbox import Outbox
 from mp_engine.alerts.rules import Alert, Rules
 from mp_engine.config import NotifyConfig
-from mp_engine.errors import ConfigError
+from mp_engine.core.errors import ConfigError
 
 BACKOFF_MAX = 60.0
 FLUSH = 5.0  # seconds a stopping engine waits for the alerts still queued

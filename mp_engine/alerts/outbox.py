@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 from mp_engine.alerts.rules import Alert
-from mp_engine.atomic import append_durable
+from mp_engine.core.atomic import append_durable
 
 
 class Outbox:

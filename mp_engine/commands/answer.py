@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mp_engine.commands import taken
-from mp_engine.exitcodes import ExitCode
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.workspace import Workspace
 from mp_engine.inbox.answer import host_path, write_host
 from mp_engine.inbox.header import MP_ID_RE
 from mp_engine.record.stateview import read_view
-from mp_engine.workspace import Workspace
 
 
 def answer(

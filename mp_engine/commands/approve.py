@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine.commands import load
-from mp_engine.engine import Engine
-from mp_engine.exitcodes import ExitCode
+from mp_engine.config.load import load_workspace
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.pipeline.engine import Engine
 
 
 def approve(root: Path, echo: Callable[[str], None]) -> ExitCode:
-    ws, config = load(root)
+    ws, config = load_workspace(root)
     engine = Engine.build(ws, config)  # with the git channel, so the lifted halt is pushed
     try:
         approved = engine.approve(via="cli")

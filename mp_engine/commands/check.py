@@ -8,9 +8,9 @@ from pathlib import Path
 
 from mp_engine.agent.decompose import decompose
 from mp_engine.agent.executor import AgentExecutor
-from mp_engine.commands import escape_controls
-from mp_engine.errors import InvalidMPError
-from mp_engine.exitcodes import ExitCode
+from mp_engine.core.errors import InvalidMPError
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.terminal import escape_controls
 from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
 
 

@@ -7,61 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import TEMP_MARKER
-from mp_engine.commands import terminal_safe
-from mp_engine.exitcodes import ExitCode
-from mp_engine.workspace import Workspace
-
-
-def read_result(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def history(
-    ws: Workspace, limit: int | None = None, read: Callable[[Path], dict[str, Any] | None] = read_result
-) -> list[dict[str, Any]]:
-    """One entry per run directory (newest first): id, title, status, certificate, duration,
-    time. `read`: how a run's result.json is read (the dashboard caches them)."""
-    try:
-        dirs = sorted((d for d in ws.runs_dir.iterdir() if d.is_dir() and TEMP_MARKER not in d.name), reverse=True)
-    except FileNotFoundError:
-        return []
-    out = []
-    for d in dirs:
-        if limit is not None and len(out) >= limit:
-            break
-        entry: dict[str, Any] = {"run_id": d.name}
-        res = read(d)
-        if res is not None:
-            cert = (res.get("extra") or {}).get("certificate")
-            entry.update(
-                mp_id=res.get("mp_id"),
-                title=res.get("title") or "",
-                status=res.get("status"),
-                certificate=cert.get("type") if isinstance(cert, dict) else None,
-                duration=res.get("duration"),
-                finished_at=res.get("finished_at"),
-                started_at=res.get("started_at"),
-            )
-        else:  # no result yet: an open run (running, checkpointed or waiting)
-            try:
-                ledger = json.loads((d / "ledger.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                ledger = {}
-            entry.update(
-                mp_id=ledger.get("mp_id"),
-                title="",
-                status="OPEN" if ledger.get("status") != "closed" else "CLOSED",
-                certificate=None,
-                duration=None,
-                finished_at=None,
-                started_at=ledger.get("created_at"),
-            )
-        out.append(entry)
-    return out
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.terminal import terminal_safe
+from mp_engine.core.workspace import Workspace
+from mp_engine.views.history import history
 
 
 def render_history(entries: list[dict[str, Any]]) -> str:

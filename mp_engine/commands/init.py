@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mp_engine.agent.presets import PRESETS, chain
-from mp_engine.atomic import atomic_write
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.workspace import CONFIG_FILE, init_workspace
 from mp_engine.execute.sandbox import problem as sandbox_problem
-from mp_engine.exitcodes import ExitCode
 from mp_engine.sync.setup import setup_remote
-from mp_engine.workspace import CONFIG_FILE, init_workspace
 
 LEVELS_RE = re.compile(r"^\[\[agent\.levels\]\]", re.M)  # a level written out, not a comment
 PARALLEL_RE = re.compile(r"^max_parallel = 1$", re.M)  # [agent]'s, as the template writes it

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mp_engine.commands import escape_controls, load_for_reading
-from mp_engine.exitcodes import ExitCode
+from mp_engine.config.cache import load_for_reading
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.terminal import escape_controls
 
 FOLLOW_POLL = 0.25  # seconds between looks at the file while following
 

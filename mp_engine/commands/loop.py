@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from mp_engine.atomic import atomic_write
-from mp_engine.commands import load
 from mp_engine.commands.loopview import LiveOut, LoopView, PlainOut
-from mp_engine.errors import WorkspaceError
-from mp_engine.exitcodes import ExitCode
+from mp_engine.config.load import load_workspace
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.errors import WorkspaceError
+from mp_engine.core.exitcodes import ExitCode
 from mp_engine.record.stateview import read_view
 
 TITLE_CHARS = 60
@@ -53,7 +53,7 @@ def loop(
     from mp_engine.commands.once import alone, one_pass
 
     out = out or sys.stdout
-    ws, config = load(root)
+    ws, config = load_workspace(root)
     if not goal.strip():
         raise WorkspaceError(
             "The goal is empty: say what the agent should do, e.g. mp-engine loop 'Add a --json flag'."

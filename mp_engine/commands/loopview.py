@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from mp_engine.commands import escape_controls
+from mp_engine.core.terminal import escape_controls
 
 
 @dataclass

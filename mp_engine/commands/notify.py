@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine import secretenv
-from mp_engine.commands import load
-from mp_engine.errors import ConfigError
-from mp_engine.exitcodes import ExitCode
+from mp_engine.config.load import load_workspace
+from mp_engine.core import secretenv
+from mp_engine.core.errors import ConfigError
+from mp_engine.core.exitcodes import ExitCode
 
 
 def notify_test(root: Path, echo: Callable[[str], None]) -> ExitCode:
@@ -17,7 +17,7 @@ def notify_test(root: Path, echo: Callable[[str], None]) -> ExitCode:
     from mp_engine.alerts.rules import Alert
     from mp_engine.sync.redact import Redactor
 
-    ws, config = load(root)
+    ws, config = load_workspace(root)
     if not config.notify.enabled:
         raise ConfigError(
             f"{ws.config_file} has no [notify] urls, urls_env or command. Fix: add one, e.g. "

@@ -8,17 +8,17 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from mp_engine import secretenv
-from mp_engine.commands import load
 from mp_engine.config import Config
-from mp_engine.context import Action
+from mp_engine.config.load import load_workspace
+from mp_engine.core import secretenv
+from mp_engine.core.errors import DaemonRunning
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.lock import DaemonLock
+from mp_engine.core.pids import become_subreaper
+from mp_engine.core.workspace import Workspace
 from mp_engine.daemon.signals import install_signal_handlers, join
-from mp_engine.engine import Engine
-from mp_engine.errors import DaemonRunning
-from mp_engine.exitcodes import ExitCode
-from mp_engine.lock import DaemonLock
-from mp_engine.pids import become_subreaper
-from mp_engine.workspace import Workspace
+from mp_engine.pipeline.context import Action
+from mp_engine.pipeline.engine import Engine
 
 ONCE_EXIT: dict[Action, ExitCode] = {
     Action.COMPLETED: ExitCode.OK,
@@ -35,7 +35,7 @@ ONCE_EXIT: dict[Action, ExitCode] = {
 
 
 def once(root: Path, echo: Callable[[str], None]) -> ExitCode:
-    ws, config = load(root)
+    ws, config = load_workspace(root)
     with alone(ws, "once"):
         return one_pass(ws, config, echo)
 

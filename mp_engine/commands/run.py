@@ -6,15 +6,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine import secretenv
-from mp_engine.commands import load
+from mp_engine.config.load import load_workspace
+from mp_engine.core import secretenv
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.lock import DaemonLock
+from mp_engine.core.pids import become_subreaper, make_undumpable
 from mp_engine.daemon.loop import Daemon
 from mp_engine.daemon.signals import join
 from mp_engine.daemon.supervisor import Supervisor
-from mp_engine.engine import Engine
-from mp_engine.exitcodes import ExitCode
-from mp_engine.lock import DaemonLock
-from mp_engine.pids import become_subreaper, make_undumpable
+from mp_engine.pipeline.engine import Engine
 
 if TYPE_CHECKING:
     from mp_engine.config import Config
@@ -25,7 +25,7 @@ def serve_dashboard(engine: Engine, config: Config) -> Any:
     (where its token comes from, never the token) and recorded as the event `dashboard_listening`."""
     if not config.dashboard.listen:
         return None
-    from mp_engine.commands.dashboard.server import Served, opening, token_for
+    from mp_engine.web.server import Served, opening, token_for
 
     def refused(**what: Any) -> None:
         engine.events.emit("dashboard_refused", **what)
@@ -38,7 +38,7 @@ def serve_dashboard(engine: Engine, config: Config) -> Any:
 
 
 def run(root: Path) -> ExitCode:
-    ws, config = load(root)
+    ws, config = load_workspace(root)
     daemon_lock = DaemonLock(ws.daemon_lock_file)
     daemon_lock.acquire(ws.config_file)  # a second `run` on this workspace stops here (exit 4), naming the first
     undumpable = make_undumpable()  # before any secret is read into the engine

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from mp_engine.atomic import atomic_write
-from mp_engine.commands import load
 from mp_engine.config import Config
-from mp_engine.errors import ConfigError, MpEngineError
-from mp_engine.exitcodes import ExitCode
-from mp_engine.workspace import Workspace
+from mp_engine.config.load import load_workspace
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.errors import ConfigError, MpEngineError
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.workspace import Workspace
 
 UNIT_NAME = "mp-engine.service"
 LAUNCHD_LABEL = "com.mp-engine.agent"
@@ -209,7 +209,7 @@ def service_install(
                 f"{ws.root}` with no other flag. Set [fleet] temporal, task_queue and work_remote there (docs/FLEET.md)."
             )
     else:
-        ws, config = load(root)
+        ws, config = load_workspace(root)
     manager = manager or detect_manager()
     rendered = render(ws, config, manager=manager, user_scope=user_scope, run_as=run_as, worker=worker)
     if dry_run:

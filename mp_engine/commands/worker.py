@@ -15,12 +15,12 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine import secretenv
 from mp_engine.config import load_config
-from mp_engine.errors import ConfigError
+from mp_engine.core import secretenv
+from mp_engine.core.errors import ConfigError
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.pids import become_subreaper, make_undumpable
 from mp_engine.execute.sandbox import require as require_sandbox
-from mp_engine.exitcodes import ExitCode
-from mp_engine.pids import become_subreaper, make_undumpable
 
 
 def work_remote(config_remote: str, fleet_remote: str, given: str | None) -> str | None:

@@ -27,7 +27,7 @@ from mp_engine.config.sections import (
     SecretsConfig,
     WatchConfig,
 )
-from mp_engine.workspace import CONFIG_FILE
+from mp_engine.core.workspace import CONFIG_FILE
 
 __all__ = [
     "ALERT_KINDS",

@@ -28,8 +28,8 @@ from mp_engine.config.sections import (
     SecretsConfig,
     WatchConfig,
 )
-from mp_engine.errors import ConfigError
-from mp_engine.workspace import CONFIG_FILE
+from mp_engine.core.errors import ConfigError
+from mp_engine.core.workspace import CONFIG_FILE, Workspace
 
 ENV_PREFIX = "MP_ENGINE_"
 
@@ -127,3 +127,13 @@ def load_config(root: Path, environ: Mapping[str, str] | None = None) -> Config:
         return Config.model_validate(data)
     except ValidationError as e:
         raise ConfigError(_describe(e, str(path), origin)) from e
+
+
+def load_workspace(root: Path) -> tuple[Workspace, Config]:
+    """The workspace at `root` and its configuration, both checked completely."""
+    ws = Workspace.at(root)
+    ws.check()
+    return ws, load_config(ws.root)
+
+
+

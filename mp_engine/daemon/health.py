@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mp_engine.agent.progress import load_report
-from mp_engine.atomic import atomic_write
-from mp_engine.clock import now_iso, parse_iso
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.clock import now_iso, parse_iso
+from mp_engine.core.errors import InvalidMPError
+from mp_engine.core.workspace import INBOX_FILE, RUN_LEDGER, Workspace
 from mp_engine.record import journal
-from mp_engine.workspace import INBOX_FILE, RUN_LEDGER, Workspace
 
 if TYPE_CHECKING:  # `status` passes a record.stateview.StateView: same attributes, no pydantic
     from mp_engine.record.state import SessionState

@@ -10,15 +10,15 @@ import time
 
 import structlog
 
-from mp_engine.context import Action, TickResult
+from mp_engine.core.errors import MpEngineError
 from mp_engine.daemon.signals import install_signal_handlers
 from mp_engine.daemon.supervisor import Supervisor
-from mp_engine.engine import Engine
-from mp_engine.errors import MpEngineError
 from mp_engine.execute.process import reap_orphans
 from mp_engine.inbox.watchers.auto import make_watcher
 from mp_engine.inbox.watchers.base import ObserverWatcher
 from mp_engine.inbox.watchers.events import WatchTarget
+from mp_engine.pipeline.context import Action, TickResult
+from mp_engine.pipeline.engine import Engine
 
 log = structlog.get_logger("mp_engine.daemon")
 

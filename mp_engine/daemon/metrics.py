@@ -16,11 +16,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from mp_engine.clock import parse_iso
 from mp_engine.config import Config
+from mp_engine.core.clock import parse_iso
+from mp_engine.core.errors import StateError
 from mp_engine.daemon.health import SYNC_FAILURES
-from mp_engine.engine import Engine
-from mp_engine.errors import StateError
+from mp_engine.pipeline.engine import Engine
 
 # Steps run from milliseconds (file blocks) to the step timeout; MPs up to hours.
 STEP_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600)

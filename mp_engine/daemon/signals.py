@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 import threading
 
-from mp_engine.engine import Engine
+from mp_engine.pipeline.engine import Engine
 
 
 def install_signal_handlers(engine: Engine, wake: threading.Event) -> list[threading.Thread]:

@@ -28,12 +28,12 @@ import structlog
 
 import mp_engine.execute.process as process
 from mp_engine.config import Config
-from mp_engine.context import TickResult
+from mp_engine.core.errors import ConfigError, StateError
+from mp_engine.core.exitcodes import ExitCode
 from mp_engine.daemon.health import SYNC_FAILURES, progress_of, read_last_sync_ok, record_sync_ok, status_line
 from mp_engine.daemon.notify import Notifier, watchdog_interval
-from mp_engine.engine import Engine
-from mp_engine.errors import ConfigError, StateError
-from mp_engine.exitcodes import ExitCode
+from mp_engine.pipeline.context import TickResult
+from mp_engine.pipeline.engine import Engine
 
 log = structlog.get_logger("mp_engine.daemon.supervisor")
 

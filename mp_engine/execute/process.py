@@ -19,9 +19,9 @@ from pathlib import Path
 
 import psutil
 
-from mp_engine import secretenv
-from mp_engine.errors import ProcessError
-from mp_engine.pids import children, environ_has, group, is_subreaper, is_zombie, proc, proc_stat
+from mp_engine.core import secretenv
+from mp_engine.core.errors import ProcessError
+from mp_engine.core.pids import children, environ_has, group, is_subreaper, is_zombie, proc, proc_stat
 
 BASE_ENV = ("PATH", "HOME", "LANG")
 STOP_NOW_GRACE = 1.0  # seconds between SIGTERM and SIGKILL when a step is stopped on request

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.config.agent import AgentConfig, AgentLevel
-from mp_engine.errors import SandboxUnavailable
+from mp_engine.core.errors import SandboxUnavailable
 from mp_engine.execute import relay_inside
 from mp_engine.execute.relay import Relay
 

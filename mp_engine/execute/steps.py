@@ -17,22 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import mp_engine.execute.diagnosis as diag
-from mp_engine.atomic import atomic_write
-from mp_engine.clock import parse_iso
 from mp_engine.config import Config
-from mp_engine.errors import ConfinementError, ProcessError
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.clock import parse_iso
+from mp_engine.core.errors import ConfinementError, ProcessError
+from mp_engine.core.pids import proc_stat
+from mp_engine.core.workspace import Workspace
 from mp_engine.execute import goal
 from mp_engine.execute.errtrap import TRAP_SUFFIX, bash_argv, read_failed_at
 from mp_engine.execute.process import run_process, scrub_env
 from mp_engine.execute.sandbox import Sandbox, confined
 from mp_engine.inbox.mpfile import Block, MicroProject
-from mp_engine.pids import proc_stat
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.record.events import EventLog
 from mp_engine.record.ledger import Ledger, LedgerStep, StepStatus, idempotency_key, read_artifact, write_artifact
 from mp_engine.record.outcome import StepReport, read_capped
-from mp_engine.workspace import Workspace
 
 # Where an MP's time budget comes from: its own header, or the executor's default.
 BUDGET_SOURCES = {

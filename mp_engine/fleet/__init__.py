@@ -17,7 +17,7 @@ Nothing here is imported unless `[fleet] temporal` is set (or `mp-engine worker`
 
 from __future__ import annotations
 
-from mp_engine.errors import ConfigError
+from mp_engine.core.errors import ConfigError
 
 
 def require() -> None:

@@ -28,21 +28,21 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, TerminatedError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from mp_engine import secretenv
 from mp_engine.agent.attempt import Attempt, Outcome, judge
 from mp_engine.agent.checks import CheckRun, iter_check
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps
 from mp_engine.agent.parts import WorkspaceParts
 from mp_engine.agent.taskbranch import TaskWorktrees
-from mp_engine.atomic import atomic_write, atomic_write_json
 from mp_engine.config import Config, FleetConfig
-from mp_engine.errors import ConfigError, RemoteUnreachable
+from mp_engine.core import secretenv
+from mp_engine.core.atomic import atomic_write, atomic_write_json
+from mp_engine.core.errors import ConfigError, RemoteUnreachable
+from mp_engine.core.gitcmd import GitFailed
 from mp_engine.execute.steps import StepContext, block_key
 from mp_engine.fleet import snapshot
 from mp_engine.fleet.spec import WORKFLOW, AttemptResult, AttemptSpec, CheckOutcome, attempt_id
 from mp_engine.fleet.temporal import Poller, connect, pollers, queues
-from mp_engine.gitcmd import GitFailed
 from mp_engine.record.ledger import write_artifact
 
 T = TypeVar("T")

@@ -21,19 +21,19 @@ from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
 from mp_engine.agent.invoke import Call
 from mp_engine.agent.ledgersteps import AgentSteps
 from mp_engine.agent.parts import workspace_parts
-from mp_engine.atomic import read_tail
-from mp_engine.clock import now_iso
 from mp_engine.config import AgentLevel, Config
+from mp_engine.core.atomic import read_tail
+from mp_engine.core.clock import now_iso
+from mp_engine.core.gitcmd import git
+from mp_engine.core.workspace import Workspace
 from mp_engine.execute.steps import Budget, StepContext
 from mp_engine.fleet import snapshot
 from mp_engine.fleet.spec import CHECK_CAP, OUTPUT_CAP, AttemptResult, AttemptSpec, CheckOutcome, slug
-from mp_engine.gitcmd import git
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.events import EventLog
 from mp_engine.record.ledger import Ledger, read_artifact
 from mp_engine.sync.redact import Redactor
-from mp_engine.workspace import Workspace
 
 REMOTE = "origin"
 COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256

@@ -15,8 +15,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from mp_engine.gitcmd import GitFailed, GitResult, git
-from mp_engine.workspace import WORK_PATHSPEC
+from mp_engine.core.gitcmd import GitFailed, GitResult, git
+from mp_engine.core.workspace import WORK_PATHSPEC
 
 MAGIC = {"GIT_LITERAL_PATHSPECS": "0"}  # the :(exclude) pathspecs need the magic
 IDENTITY = ("-c", "user.name=mp-engine", "-c", "user.email=mp-engine@localhost")

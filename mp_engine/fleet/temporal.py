@@ -24,7 +24,7 @@ from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
 from mp_engine.config import FleetConfig
-from mp_engine.errors import ConfigError, FleetUnreachable
+from mp_engine.core.errors import ConfigError, FleetUnreachable
 
 ENCRYPTED = b"binary/encrypted"
 LIVE_POLLER = 90.0  # seconds: a worker long-polls for up to ~70 s, so one seen since is live

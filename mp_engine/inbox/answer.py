@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.atomic import atomic_write
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.workspace import INBOX_DIR, Workspace
 from mp_engine.inbox.header import MP_ID_RE
-from mp_engine.workspace import INBOX_DIR, Workspace
 
 ANSWER_FILE = "answer.txt"  # in Claude_Inbox/
 ANSWER_PATH = f"{INBOX_DIR}/{ANSWER_FILE}"  # as git names it

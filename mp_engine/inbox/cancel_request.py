@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from mp_engine.atomic import atomic_write
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.workspace import INBOX_DIR, Workspace
 from mp_engine.inbox.header import MP_ID_RE
-from mp_engine.workspace import INBOX_DIR, Workspace
 
 CANCEL_FILE = "cancel_request.txt"  # in Claude_Inbox/
 CANCEL_PATH = f"{INBOX_DIR}/{CANCEL_FILE}"  # as git names it

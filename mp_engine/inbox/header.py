@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.lines import header_line, key_line
 
 MP_ID_RE = re.compile(r"^MP-\d+\.\d+$")

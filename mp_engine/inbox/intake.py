@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
+from mp_engine.core.workspace import Workspace
 from mp_engine.inbox.header import sha256_hex
 from mp_engine.inbox.kinds import EntryKind, entry_kind
 from mp_engine.inbox.queue import SEEN, MPQueue
-from mp_engine.workspace import Workspace
 
 # The engine renames a finished MP aside to this name (plus the run id) inside the inbox
 # before deciding whether to delete it; watchers ignore it, and only the engine removes it.

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.header import HEADER_KEYS, decode, parse_header_line, parse_headers, sha256_hex
 from mp_engine.inbox.lines import BLANKS, Fence, closing_fence, dedent, fence_open, heading, interesting
 from mp_engine.inbox.metric import SYNTAX as METRIC_SYNTAX

@@ -26,8 +26,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.atomic import atomic_write, atomic_write_json
-from mp_engine.clock import now_iso
+from mp_engine.core.atomic import atomic_write, atomic_write_json
+from mp_engine.core.clock import now_iso
 from mp_engine.inbox.header import sha256_hex
 
 GIT = "git"  # an older version from git history: runs, in commit order

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import sha256_file
+from mp_engine.core.atomic import sha256_file
 from mp_engine.inbox.intake import CLAIMED_PREFIX, Inbox
 
 

@@ -22,10 +22,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.atomic import TEMP_MARKER, make_durable
-from mp_engine.clock import compact_stamp
+from mp_engine.core.atomic import TEMP_MARKER, make_durable
+from mp_engine.core.clock import compact_stamp
+from mp_engine.core.workspace import EVENTS_FILE, INBOX_FILE, RUN_LEDGER, Workspace
 from mp_engine.record.ledger import Ledger
-from mp_engine.workspace import EVENTS_FILE, INBOX_FILE, RUN_LEDGER, Workspace
 
 LEDGER = RUN_LEDGER
 

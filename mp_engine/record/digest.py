@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import append_durable, atomic_write, read_tail
+from mp_engine.core.atomic import append_durable, atomic_write, read_tail
+from mp_engine.core.workspace import Workspace
 from mp_engine.record.diagnosis import REFUSED_KIND
 from mp_engine.record.outcome import ERROR, Outcome, StepReport
-from mp_engine.workspace import Workspace
 
 SCHEMA = "mp-engine/result/1"
 LAST_JSON = "RESULT_last.json"

@@ -24,9 +24,9 @@ from typing import Any
 
 import structlog
 
-from mp_engine.atomic import append_durable, fsync_dir, make_durable
-from mp_engine.clock import now_iso
-from mp_engine.disk import is_full
+from mp_engine.core.atomic import append_durable, fsync_dir, make_durable
+from mp_engine.core.clock import now_iso
+from mp_engine.core.disk import is_full
 
 log = structlog.get_logger("mp_engine")
 

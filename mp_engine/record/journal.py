@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import append_durable, fsync_dir
+from mp_engine.core.atomic import append_durable, fsync_dir
 
 SUFFIX = ".journal"
 

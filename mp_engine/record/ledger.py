@@ -21,8 +21,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from mp_engine.atomic import atomic_write, atomic_write_json
-from mp_engine.clock import now_iso
+from mp_engine.core.atomic import atomic_write, atomic_write_json
+from mp_engine.core.clock import now_iso
 from mp_engine.record import journal
 
 JOURNAL_MIN_BYTES = 64 * 1024  # below this a journal is never compacted

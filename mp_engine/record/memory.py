@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine.atomic import atomic_write
-from mp_engine.workspace import Workspace
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.workspace import Workspace
 
 MEMORY_FILE = "memory.md"
 TITLE = (

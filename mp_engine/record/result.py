@@ -10,11 +10,11 @@ import dataclasses
 import json
 
 from mp_engine import __version__
-from mp_engine.atomic import atomic_write, make_durable
+from mp_engine.core.atomic import atomic_write, make_durable
+from mp_engine.core.workspace import Workspace
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.digest import write_last
 from mp_engine.record.outcome import Outcome, StepReport, fenced
-from mp_engine.workspace import Workspace
 
 # RESULT_last.md travels with every result commit and is what an orchestrator (often a
 # model) reads first: it is kept under this size; whole outputs stay in the run archive.

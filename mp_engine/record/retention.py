@@ -18,8 +18,8 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+from mp_engine.core.workspace import Workspace
 from mp_engine.record.archive import LEDGER
-from mp_engine.workspace import Workspace
 
 
 def _size(path: Path) -> int:

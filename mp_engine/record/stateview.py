@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mp_engine.errors import StateError
+from mp_engine.core.errors import StateError
 
 
 class HaltView:

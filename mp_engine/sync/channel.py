@@ -24,8 +24,9 @@ import mp_engine.sync.pull as pull
 import mp_engine.sync.push as push
 import mp_engine.sync.recovery as recovery
 from mp_engine.config import GitConfig
-from mp_engine.errors import GitConfigChanged, InvalidMPError, RemoteUnreachable, SyncError
-from mp_engine.gitcmd import config_problem, protect_config
+from mp_engine.core.errors import GitConfigChanged, InvalidMPError, RemoteUnreachable, SyncError
+from mp_engine.core.gitcmd import config_problem, protect_config
+from mp_engine.core.workspace import GIT_CONFIG_COPY, STATE_FILE, Workspace
 from mp_engine.inbox.cancel_request import CANCEL_PATH
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.archive import RunArchive, runs_of
@@ -39,7 +40,6 @@ from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.redact import Redactor
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH, checked_signers_file
-from mp_engine.workspace import GIT_CONFIG_COPY, STATE_FILE, Workspace
 
 
 class GitChannel:

@@ -6,13 +6,13 @@ from typing import Any
 
 import mp_engine.sync.attribution as attribution
 import mp_engine.sync.size_cap as size_cap
-from mp_engine.atomic import atomic_write
-from mp_engine.errors import SyncError
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.errors import SyncError
+from mp_engine.core.workspace import INBOX_FILE
 from mp_engine.sync.attribution import RUNS_PREFIX, Change
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.redact import redact_file
 from mp_engine.sync.session import GitSession
-from mp_engine.workspace import INBOX_FILE
 
 PATHS_ON_COMMAND_LINE = 16 * 1024  # bytes of paths passed as arguments (ARG_MAX is far above)
 

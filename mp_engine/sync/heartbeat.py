@@ -29,11 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import atomic_write
-from mp_engine.clock import now_iso, parse_iso
-from mp_engine.errors import SyncError
-from mp_engine.gitcmd import git
-from mp_engine.pids import hostname
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.clock import now_iso, parse_iso
+from mp_engine.core.errors import SyncError
+from mp_engine.core.gitcmd import git
+from mp_engine.core.pids import hostname
 from mp_engine.sync.context import SyncContext
 
 HEARTBEAT_BRANCH = "mp-engine/heartbeat"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.record.archive import RunArchive
 from mp_engine.sync.pull import SyncOutcome
 

@@ -10,7 +10,7 @@ signer, as the pull that later brings it will require.
 
 from __future__ import annotations
 
-from mp_engine.gitcmd import git
+from mp_engine.core.gitcmd import git
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.pull import tip_in
 from mp_engine.sync.signatures import check_range

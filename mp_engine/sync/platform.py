@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mp_engine.config import GitConfig
-from mp_engine.errors import ConfigError
-from mp_engine.gitcmd import git
+from mp_engine.core.errors import ConfigError
+from mp_engine.core.gitcmd import git
 
 # GitHub's web-flow key since January 2024 (https://github.com/web-flow.gpg, GPG key id
 # B5690EEEBB952194), shipped in templates/keys/ and pinned by its fingerprint.

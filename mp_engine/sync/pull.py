@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import mp_engine.sync.arrivals as arrivals
-from mp_engine.errors import SyncConflict, SyncError
+from mp_engine.core.errors import SyncConflict, SyncError
 from mp_engine.inbox.header import header_summary
 from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
 from mp_engine.sync.context import PROCESSED_REF, SyncContext

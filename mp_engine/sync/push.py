@@ -13,8 +13,8 @@ import re
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 import mp_engine.sync.pull as pull
-from mp_engine.errors import RemoteUnreachable, SyncError
-from mp_engine.gitcmd import failure
+from mp_engine.core.errors import RemoteUnreachable, SyncError
+from mp_engine.core.gitcmd import failure
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession

@@ -9,13 +9,13 @@ from pathlib import Path
 import mp_engine.sync.attribution as attribution
 import mp_engine.sync.commit as commit
 import mp_engine.sync.locks as locks
-from mp_engine.atomic import atomic_write
-from mp_engine.errors import SyncError
-from mp_engine.gitcmd import accept_config
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.errors import SyncError
+from mp_engine.core.gitcmd import accept_config
+from mp_engine.core.workspace import EVENTS_FILE, SYSTEM_DIR
 from mp_engine.sync.attribution import EVENT_LOG, PROTOCOL_FILES, RUNS_PREFIX
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.session import GitSession
-from mp_engine.workspace import EVENTS_FILE, SYSTEM_DIR
 
 
 def startup(sync: SyncContext, s: GitSession) -> None:

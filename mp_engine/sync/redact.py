@@ -28,9 +28,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from urllib.parse import quote, quote_plus
 
-from mp_engine import secretenv
-from mp_engine.atomic import atomic_write
 from mp_engine.config import Config
+from mp_engine.core import secretenv
+from mp_engine.core.atomic import atomic_write
 
 MASK = "[REDACTED]"
 

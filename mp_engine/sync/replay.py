@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mp_engine.errors import SyncConflict
+from mp_engine.core.errors import SyncConflict
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import git as gitpython
 from git.refs.symbolic import SymbolicReference
 
-from mp_engine.errors import SyncError
-from mp_engine.gitcmd import GitResult, git
+from mp_engine.core.errors import SyncError
+from mp_engine.core.gitcmd import GitResult, git
 
 OBJECT_ID_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # HEAD or a full ref name: read through GitPython. Anything else goes to `git rev-parse`.

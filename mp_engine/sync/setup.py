@@ -7,14 +7,14 @@ import re
 from pathlib import Path
 
 import mp_engine.sync.push as push
-from mp_engine.atomic import atomic_write
 from mp_engine.config import CONFIG_FILE, load_config
-from mp_engine.errors import SyncError
-from mp_engine.gitcmd import git
+from mp_engine.core.atomic import atomic_write
+from mp_engine.core.errors import SyncError
+from mp_engine.core.gitcmd import git
+from mp_engine.core.workspace import STATE_FILE, SYSTEM_DIR, init_workspace
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession
-from mp_engine.workspace import STATE_FILE, SYSTEM_DIR, init_workspace
 
 GIT_SECTION_RE = re.compile(r"^\[git\][ \t]*$", re.M)
 

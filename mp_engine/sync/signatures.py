@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mp_engine.config import GitConfig
-from mp_engine.errors import ConfigError
+from mp_engine.core.errors import ConfigError
+from mp_engine.core.workspace import INBOX_DIR, INBOX_FILE
 from mp_engine.sync.platform import PlatformSigners, host_file
-from mp_engine.workspace import INBOX_DIR, INBOX_FILE
 
 INBOX_PATH = f"{INBOX_DIR}/{INBOX_FILE}"
 # git's %G? codes (git-log(1), "Placeholders that expand to information extracted from the commit").

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mp_engine.atomic import atomic_write
+from mp_engine.core.atomic import atomic_write
 
 
 class SyncStore:

@@ -8,9 +8,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mp_engine.config import load_config
-from mp_engine.context import TickResult
-from mp_engine.engine import Engine
-from mp_engine.workspace import Workspace
+from mp_engine.core.workspace import Workspace
+from mp_engine.pipeline.context import TickResult
+from mp_engine.pipeline.engine import Engine
 from tests.agentutil import ONE, configure, only_run, records
 from tests.conftest import drop
 

@@ -384,7 +384,7 @@ def test_a_usage_limit_on_one_worker_holds_the_level_fleet_wide_until_its_reset(
         d = daemon_factory(fleet.ws.root, env=GIT_ENV).start()
         code, out, err = finish(send(fleet.tmp, TWO, fleet.url, "--timeout", "120"), timeout=150)
         assert code == 0 and "Certificate: EXACT" in out, err + d.output()[-3000:] + fleet.logs()
-        from mp_engine.clock import parse_iso
+        from mp_engine.core.clock import parse_iso
 
         # One task, or both (they start together), met the limit: the level waits for its reset.
         paused = [e for e in events(fleet.ws, "micro_task_pause_requested") if e["kind"] == "usage_limit"]

@@ -175,7 +175,7 @@ def test_status_tells_the_truth_while_a_step_runs_and_after_an_approval(ws, daem
 
 def test_make_run_on_a_clone_leaves_nothing_untracked(tmp_path, daemon_factory):
     """What `make run` does (the daemon on the repository's own inbox), on a fresh clone."""
-    from mp_engine.workspace import Workspace
+    from mp_engine.core.workspace import Workspace
     from tests.conftest import REPO_ROOT
 
     if not (REPO_ROOT / ".git").exists():

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from mp_engine.clock import parse_iso
+from mp_engine.core.clock import parse_iso
 from tests.agentutil import calls, configure, level
 from tests.conftest import events, read_state, wait_for
 from tests.e2e.cmd_send.test_send import GIT_ENV, finish, send

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from mp_engine.lock import WorkspaceLock
+from mp_engine.core.lock import WorkspaceLock
 from tests.conftest import drop, events, read_state, wait_for
 from tests.serviceutil import BLOCKING_MP, NotifySocket, scrape
 

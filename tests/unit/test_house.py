@@ -10,7 +10,7 @@ import statistics
 import sys
 
 from mp_engine import __version__
-from mp_engine.workspace import config_template
+from mp_engine.core.workspace import config_template
 from tests.conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "mp_engine"
@@ -18,18 +18,24 @@ PACKAGE = REPO_ROOT / "mp_engine"
 TESTED_ELSEWHERE = {
     "agent/resume": "tests/unit/agent/test_loop.py (pauses and restarts) and test_campaign.py (a pause after planning)",
     "agent/taskstate": "tests/unit/agent/test_loopstate.py, test_campaignstate.py",
-    "__main__": "tests/unit/test_cli.py runs `python -m mp_engine`",
-    "cli": "tests/unit/test_cli.py",
-    "context": "two dataclasses, used by every engine test",
-    "errors": "raised and checked throughout",
+    "__main__": "tests/unit/cli/test_main.py runs `python -m mp_engine`",
+    "cli/group": "tests/unit/cli/test_main.py",
+    "cli/workspace": "tests/unit/cli/test_main.py and tests/e2e/cmd_init, cmd_doctor, cmd_check, cmd_service",
+    "cli/engine": "tests/unit/cli/test_main.py and tests/e2e/cmd_once, cmd_approve, cmd_loop, test_daemon.py",
+    "cli/inspect": "tests/unit/cli/test_main.py and tests/e2e/cmd_status, cmd_history, cmd_logs",
+    "pipeline/context": "two dataclasses, used by every engine test",
+    "core/errors": "raised and checked throughout",
+    "core/terminal": "tests/unit/commands/test_check.py and test_status.py (control characters escaped)",
+    "views/status": "tests/unit/commands/test_status.py",
+    "views/history": "tests/unit/commands/test_history.py",
     "execute/base": "the Executor protocol; tests/unit/execute/test_shell.py",
     "commands/run": "tests/e2e/test_daemon.py runs the daemon",
-    "commands/send": "tests/e2e/cmd_send/test_send.py",
-    "commands/remote": "tests/e2e/cmd_send/test_send.py (status --remote against the real daemon and its heartbeat)",
-    "commands/mcp/server": "tests/e2e/cmd_mcp/test_mcp.py (the SDK's client over stdio and HTTP, the real daemon), "
+    "client/send": "tests/e2e/cmd_send/test_send.py",
+    "client/remote": "tests/e2e/cmd_send/test_send.py (status --remote against the real daemon and its heartbeat)",
+    "client/mcp/server": "tests/e2e/cmd_mcp/test_mcp.py (the SDK's client over stdio and HTTP, the real daemon), "
     "test_oauth.py (the SDK's OAuth client through a TLS tunnel), test_action.py (the GPT Action over HTTP)",
-    "commands/mcp/clients": "tests/e2e/cmd_mcp/test_oauth.py (mcp clients, mcp revoke), test_action.py (clients add)",
-    "cancel_waiting": "tests/e2e/test_operator.py (the real daemon: a waiting MP cancelled, a request ignored)",
+    "client/mcp/clients": "tests/e2e/cmd_mcp/test_oauth.py (mcp clients, mcp revoke), test_action.py (clients add)",
+    "pipeline/cancel_waiting": "tests/e2e/test_operator.py (the real daemon: a waiting MP cancelled, a request ignored)",
     "commands/status": "tests/unit/commands/test_status.py",
     "commands/logs": "tests/unit/commands/test_logs.py",
     "commands/service": "tests/unit/commands/test_service.py",
@@ -55,22 +61,21 @@ TESTED_ELSEWHERE = {
     "fleet/dispatch": "tests/e2e/test_fleet.py (the engine's side against a real Temporal server and real workers)",
     "fleet/worker": "tests/e2e/test_fleet.py (`mp-engine worker` processes: killed, cancelled, late)",
     "fleet/workflow": "tests/e2e/test_fleet.py (retried on another worker, cancelled, re-attached)",
-    "cli_loop": "tests/e2e/cmd_loop/test_loop.py (`mp-engine loop` through a pipe and in a pseudo-terminal)",
-    "commands/loop": "tests/e2e/cmd_loop/test_loop.py",
-    "cli_orchestrator": "tests/e2e/cmd_send/test_send.py (send) and tests/e2e/cmd_mcp/test_mcp.py (mcp)",
+        "commands/loop": "tests/e2e/cmd_loop/test_loop.py",
+    "cli/orchestrator": "tests/e2e/cmd_send/test_send.py (send) and tests/e2e/cmd_mcp/test_mcp.py (mcp)",
     "commands/notify": "tests/e2e/test_alerts.py (`mp-engine notify test` against a local receiver)",
-    "config/load": "tests/unit/test_config.py",
-    "config/section": "tests/unit/test_config.py",
-    "config/sections": "tests/unit/test_config.py",
-    "config/agent": "tests/unit/test_config.py and tests/unit/agent/test_chain.py",
+    "config/load": "tests/unit/config/test_config.py, test_load.py",
+    "config/section": "tests/unit/config/test_config.py",
+    "config/sections": "tests/unit/config/test_config.py",
+    "config/agent": "tests/unit/config/test_config.py and tests/unit/agent/test_chain.py",
     "config/fleet": "tests/unit/fleet/test_temporal.py (the section's own checks)",
     "config/notify": "tests/unit/alerts/test_deliver.py",
-    "config/dashboard": "tests/unit/test_config.py (off by default, the address checked)",
+    "config/dashboard": "tests/unit/config/test_config.py (off by default, the address checked)",
     "config/diagnose": "tests/unit/agent/test_consult.py (off by default, a level that does not exist refused)",
-    "agent/answers": "tests/unit/test_answering.py (answers recorded as ledger steps and replayed)",
-    "agent/answerstate": "tests/unit/test_answering.py (one task at a time, and at once)",
+    "agent/answers": "tests/unit/pipeline/test_answering.py (answers recorded as ledger steps and replayed)",
+    "agent/answerstate": "tests/unit/pipeline/test_answering.py (one task at a time, and at once)",
     "commands/answer": "tests/e2e/test_answer_daemon.py (`mp-engine answer` against the real daemon)",
-    "commands/send_request": "tests/e2e/cmd_send/test_send.py (--cancel) and tests/e2e/test_answer_daemon.py (--answer)",
+    "client/send_request": "tests/e2e/cmd_send/test_send.py (--cancel) and tests/e2e/test_answer_daemon.py (--answer)",
 }
 
 
@@ -143,16 +148,15 @@ def test_the_repository_s_own_workspace_files_are_what_init_writes():
 # The rooms of the walk: each package, and each top-level stage module on its own; the
 # foundations (atomic, clock, config, gitcmd, lock, workspace, ...) are not rooms.
 STAGES = {"engine", "admit", "queued", "cancel_waiting", "claim", "drive", "synced", "finalize", "context"}
-FOUNDATIONS = {
-    "atomic", "clock", "config", "config_cache", "disk", "errors", "exitcodes", "gitcmd", "lock", "pids",
-    "secretenv", "workspace",
-}  # fmt: skip
+FOUNDATIONS = {"core", "config"}
 
 
 def _room(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "mp_engine" or len(parts) < 2 or parts[1] in FOUNDATIONS:  # config/ is a package
         return None
+    if parts[1] == "pipeline":
+        return parts[2] if len(parts) > 2 else None
     return parts[1]
 
 

@@ -3,11 +3,11 @@ the engine sends attempts to."""
 
 from __future__ import annotations
 
-from mp_engine import secretenv
 from mp_engine.commands.doctor.check import FAIL, OK, Check
 from mp_engine.config import Config
-from mp_engine.errors import ConfigError
-from mp_engine.workspace import Workspace
+from mp_engine.core import secretenv
+from mp_engine.core.errors import ConfigError
+from mp_engine.core.workspace import Workspace
 
 
 def fleet(ws: Workspace, config: Config) -> Check:

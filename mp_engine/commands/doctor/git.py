@@ -8,12 +8,12 @@ import stat
 
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
-from mp_engine.errors import ConfigError
-from mp_engine.gitcmd import TIMED_OUT, GitResult, config_problem, git, protect_config
+from mp_engine.core.errors import ConfigError
+from mp_engine.core.gitcmd import TIMED_OUT, GitResult, config_problem, git, protect_config
+from mp_engine.core.workspace import GIT_CONFIG_COPY, Workspace
 from mp_engine.sync.push import refusal_notice
 from mp_engine.sync.signatures import signers_path
 from mp_engine.sync.store import SyncStore
-from mp_engine.workspace import GIT_CONFIG_COPY, Workspace
 
 REMOTE_TIMEOUT = 20.0
 

@@ -6,12 +6,12 @@ import os
 import shutil
 from pathlib import Path
 
-from mp_engine import pids
 from mp_engine.agent.presets import CONFORMANCE, cli_of, installed_version
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
-from mp_engine.disk import mount_of
-from mp_engine.workspace import Workspace
+from mp_engine.core import pids
+from mp_engine.core.disk import mount_of
+from mp_engine.core.workspace import Workspace
 
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb", "smb3", "smbfs", "fuse.sshfs", "9p", "afs", "ceph", "glusterfs")
 MIN_FREE = 100 * 1024 * 1024  # below this a result or a state write may fail

@@ -9,9 +9,9 @@ from mp_engine.commands.doctor import fleet, host, sandbox, workspace
 from mp_engine.commands.doctor import git as git_checks
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config, load_config
-from mp_engine.errors import ConfigError, WorkspaceError
-from mp_engine.exitcodes import ExitCode
-from mp_engine.workspace import Workspace
+from mp_engine.core.errors import ConfigError, WorkspaceError
+from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.workspace import Workspace
 
 CHECKS: list[Callable[[Workspace, Config], Check]] = [
     workspace.state_file,

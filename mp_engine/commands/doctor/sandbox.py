@@ -13,8 +13,8 @@ from pathlib import Path
 from mp_engine.agent.presets import cli_of, codex_temp
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
+from mp_engine.core.workspace import Workspace
 from mp_engine.execute.sandbox import Sandbox, confined, problem
-from mp_engine.workspace import Workspace
 
 
 def sandbox(ws: Workspace, config: Config) -> Check:

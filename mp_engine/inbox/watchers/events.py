@@ -23,7 +23,7 @@ from watchdog.events import (
     FileSystemMovedEvent,
 )
 
-from mp_engine.atomic import is_temp_name
+from mp_engine.core.atomic import is_temp_name
 from mp_engine.inbox.intake import CLAIMED_PREFIX
 
 SWAP_SUFFIXES = (".swp", ".swx", ".swo", "~", ".tmp")

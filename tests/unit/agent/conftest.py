@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mp_engine.config import load_config
-from mp_engine.engine import Engine
-from mp_engine.workspace import Workspace
+from mp_engine.core.workspace import Workspace
+from mp_engine.pipeline.engine import Engine
 from tests.agentutil import configure
 
 

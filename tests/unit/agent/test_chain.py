@@ -9,7 +9,7 @@ import pytest
 
 from mp_engine.agent.chain import render_argv
 from mp_engine.config import AgentLevel, Config, load_config
-from mp_engine.errors import ConfigError
+from mp_engine.core.errors import ConfigError
 from tests.conftest import REPO_ROOT
 
 DOC = REPO_ROOT / "docs" / "AGENT.md"

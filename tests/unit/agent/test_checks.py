@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mp_engine.agent.checks import Checker
-from mp_engine.workspace import Workspace
+from mp_engine.core.workspace import Workspace
 from tests.agentutil import GREET, agent_context, level
 
 

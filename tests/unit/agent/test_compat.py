@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mp_engine.config import load_config
-from mp_engine.engine import Engine
-from mp_engine.workspace import Workspace
+from mp_engine.core.workspace import Workspace
+from mp_engine.pipeline.engine import Engine
 from tests.agentutil import calls, configure, level, only_run, progress
 from tests.conftest import result_field
 from tests.gitutil import git

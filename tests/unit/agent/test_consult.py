@@ -10,9 +10,9 @@ import pytest
 
 from mp_engine.agent.consult import parse
 from mp_engine.config import load_config
-from mp_engine.engine import Engine
-from mp_engine.errors import ConfigError
+from mp_engine.core.errors import ConfigError
 from mp_engine.execute.sandbox import problem
+from mp_engine.pipeline.engine import Engine
 from tests.agentutil import configure, level
 from tests.conftest import drop, result_field
 

@@ -8,8 +8,8 @@ import pytest
 
 from mp_engine.agent.decompose import decompose
 from mp_engine.agent.executor import AgentExecutor
-from mp_engine.cli import main
-from mp_engine.errors import InvalidMPError
+from mp_engine.cli.main import main
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.mpfile import parse
 from tests.agentutil import GREET
 

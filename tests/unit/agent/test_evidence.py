@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mp_engine.agent.evidence import IterationEvidence, Worktree
-from mp_engine.gitcmd import GitFailed
+from mp_engine.core.gitcmd import GitFailed
 from tests.gitutil import git
 
 

@@ -10,7 +10,7 @@ from mp_engine.agent.checks import Checker
 from mp_engine.agent.integrator import Integrator
 from mp_engine.agent.taskbranch import TaskWorktrees
 from mp_engine.agent.workbranch import WorkBranch
-from mp_engine.workspace import Workspace
+from mp_engine.core.workspace import Workspace
 from tests.agentutil import agent_context, level
 from tests.gitutil import git
 

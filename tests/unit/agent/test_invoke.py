@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from mp_engine.agent.invoke import classify, parse_reset
-from mp_engine.errors import ProcessError
+from mp_engine.core.errors import ProcessError
 from mp_engine.execute.process import ProcessResult
 
 NOW = datetime(2026, 3, 1, 10, 30, tzinfo=UTC)

@@ -10,8 +10,8 @@ import json
 from mp_engine.agent.lessons import of_run
 from mp_engine.agent.taskstate import TaskState
 from mp_engine.config import load_config
-from mp_engine.engine import Engine
 from mp_engine.inbox.mpfile import parse
+from mp_engine.pipeline.engine import Engine
 from mp_engine.record import memory
 from mp_engine.sync.redact import Redactor
 from tests.agentutil import level, only_run, records

@@ -6,12 +6,13 @@ import hashlib
 import json
 
 from mp_engine.agent.distill import DISTILL_DIR
-from mp_engine.commands.status import render_status, status_report
+from mp_engine.commands.status import render_status
 from mp_engine.config import load_config
-from mp_engine.engine import Engine
-from mp_engine.pids import proc
+from mp_engine.core.pids import proc
+from mp_engine.core.workspace import Workspace
+from mp_engine.pipeline.engine import Engine
 from mp_engine.record.ledger import idempotency_key
-from mp_engine.workspace import Workspace
+from mp_engine.views.status import status_report
 from tests.agentutil import GATE, GREET, ONE, add_route, calls, configure, level, only_run, progress, records
 from tests.conftest import drop, events, read_state, result_field, wait_for
 from tests.gitutil import git

@@ -6,8 +6,8 @@ one at a time; a conflict or a check that breaks on the combined work sends it b
 from __future__ import annotations
 
 from mp_engine.config import load_config
-from mp_engine.engine import Engine
-from mp_engine.workspace import Workspace
+from mp_engine.core.workspace import Workspace
+from mp_engine.pipeline.engine import Engine
 from tests.agentutil import calls, configure, level, only_run, progress, records
 from tests.conftest import drop, events, read_state, result_field, wait_for
 from tests.gitutil import git
@@ -78,7 +78,7 @@ def test_independent_tasks_run_at_once_and_the_one_that_needs_them_after_all_int
 
 
 def _epoch(iso: str) -> float:
-    from mp_engine.clock import parse_iso
+    from mp_engine.core.clock import parse_iso
 
     return parse_iso(iso).timestamp()
 
@@ -220,9 +220,10 @@ def test_with_max_parallel_1_calls_and_commits_are_those_of_a_recorded_run(engin
 def test_status_the_heartbeat_and_the_result_show_every_running_task(engine_for, ws, tmp_path):
     import threading
 
-    from mp_engine.commands.status import render_status, status_report
+    from mp_engine.commands.status import render_status
     from mp_engine.daemon.health import progress_of, status_line
     from mp_engine.record.stateview import read_view
+    from mp_engine.views.status import status_report
     from tests.conftest import wait_for
 
     log, gate = tmp_path / "calls.jsonl", tmp_path / "gate"

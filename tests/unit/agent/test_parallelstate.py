@@ -117,7 +117,7 @@ def test_replaying_a_parallel_run_in_the_order_it_applied_its_records_gives_its_
     """A real run with a conflict (tests/unit/agent/test_parallel.py); its ledger replayed
     into a fresh state gives the state the run ended with."""
     from mp_engine.agent.progress import Progress
-    from mp_engine.engine import Engine
+    from mp_engine.pipeline.engine import Engine
     from tests.conftest import drop
 
     monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")

@@ -11,7 +11,7 @@ from mp_engine.inbox import answer
 from tests.agentutil import level, only_run, records
 from tests.conftest import drop, read_state, result_field
 from tests.gitutil import git
-from tests.unit.test_answering import start
+from tests.unit.pipeline.test_answering import start
 
 PAUSED = """# MP-8.1 Two steps, a look between
 Executor: agent

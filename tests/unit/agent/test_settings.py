@@ -8,7 +8,7 @@ import pytest
 
 from mp_engine.agent.settings import for_mp
 from mp_engine.config.agent import AgentConfig
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import RunArchive
 from tests.agentutil import calls, level, records

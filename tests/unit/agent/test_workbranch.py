@@ -9,7 +9,7 @@ import pytest
 
 from mp_engine.agent.workbranch import NoGit, WorkBranch, branch_name
 from mp_engine.config import load_config
-from mp_engine.engine import Engine
+from mp_engine.pipeline.engine import Engine
 from tests.agentutil import GREET, ONE, configure, level, only_run
 from tests.conftest import drop, result_field
 from tests.gitutil import git

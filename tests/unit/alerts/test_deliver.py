@@ -11,7 +11,7 @@ import pytest
 
 from mp_engine.alerts.deliver import Alerter
 from mp_engine.config import NotifyConfig
-from mp_engine.errors import ConfigError
+from mp_engine.core.errors import ConfigError
 from tests.alertutil import Receiver
 from tests.conftest import wait_for
 

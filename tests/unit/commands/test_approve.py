@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mp_engine.commands.approve import approve
 from mp_engine.commands.once import once
-from mp_engine.exitcodes import ExitCode
+from mp_engine.core.exitcodes import ExitCode
 from tests.conftest import drop, events, read_state
 
 

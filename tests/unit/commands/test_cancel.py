@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mp_engine.commands.cancel import cancel
-from mp_engine.exitcodes import ExitCode
+from mp_engine.core.exitcodes import ExitCode
 from mp_engine.inbox.cancel_request import host_path
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from mp_engine.commands.check import check
-from mp_engine.exitcodes import ExitCode
+from mp_engine.core.exitcodes import ExitCode
 
 AGENT_MP = """# MP-2.1 Health endpoint
 Executor: agent

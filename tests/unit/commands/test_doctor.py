@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from mp_engine.cli import main
+from mp_engine.cli.main import main
 from mp_engine.commands.doctor.check import FAIL, OK, WARN
 from mp_engine.commands.doctor.host import mount_type
 from mp_engine.commands.doctor.run import run_checks
@@ -42,8 +42,8 @@ def test_a_healthy_git_workspace_passes_every_check(tmp_path, capsys):
 def test_doctor_fails_when_git_config_was_changed_under_the_engine(tmp_path, capsys):
     import subprocess
 
-    from mp_engine.gitcmd import protect_config
-    from mp_engine.workspace import GIT_CONFIG_COPY
+    from mp_engine.core.gitcmd import protect_config
+    from mp_engine.core.workspace import GIT_CONFIG_COPY
 
     bare = make_remote(tmp_path)
     ws = engine_workspace(tmp_path, str(bare))
@@ -188,9 +188,9 @@ def test_network_filesystems_are_found_in_the_mount_table(tmp_path, ws):
 
 
 def test_the_process_guards_say_what_is_lost_without_prctl(ws, monkeypatch):
-    from mp_engine import pids
     from mp_engine.commands.doctor.host import process_guards
     from mp_engine.config import load_config
+    from mp_engine.core import pids
 
     config = load_config(ws.root)
     assert process_guards(ws, config).level == OK  # the tests run on Linux

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-from mp_engine.commands.history import history, history_command, render_history
+from mp_engine.commands.history import history_command, render_history
 from mp_engine.record.archive import create_run
 from mp_engine.record.outcome import Outcome
 from mp_engine.record.result import write_result
+from mp_engine.views.history import history
 
 
 def finished(ws, mp_id: str, status: str, title: str = "t", cert: str | None = None):

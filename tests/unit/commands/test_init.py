@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mp_engine.commands.init import init
-from mp_engine.exitcodes import ExitCode
+from mp_engine.core.exitcodes import ExitCode
 from tests.gitutil import make_remote, remote_file
 
 

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from mp_engine.cli import main
+from mp_engine.cli.main import main
 from mp_engine.commands.logs import render_event
 from mp_engine.record.events import EventLog
 from tests.conftest import wait_for

@@ -6,13 +6,13 @@ import subprocess
 import sys
 
 from mp_engine.commands.once import ONCE_EXIT, once
-from mp_engine.exitcodes import ExitCode
+from mp_engine.core.exitcodes import ExitCode
 from tests.conftest import drop
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from mp_engine.lock import WorkspaceLock
+from mp_engine.core.lock import WorkspaceLock
 with WorkspaceLock(Path(sys.argv[1]), 5).hold("another engine"):
     print("held", flush=True)
     time.sleep(60)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mp_engine.cli import main
+from mp_engine.cli.main import main
 from tests.conftest import REPO_ROOT
 
 

@@ -11,12 +11,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mp_engine.agent.progress import Progress
-from mp_engine.cli import main
-from mp_engine.commands.status import render_status, status_report
+from mp_engine.cli.main import main
+from mp_engine.commands.status import render_status
 from mp_engine.config import load_config
 from mp_engine.daemon.health import ago, status_line
 from mp_engine.record.archive import create_run
 from mp_engine.record.state import SessionState
+from mp_engine.views.status import status_report
 from tests.conftest import drop, read_state, wait_for
 from tests.gitutil import engine_workspace, make_remote
 from tests.serviceutil import BLOCKING_MP, scrape
@@ -152,7 +153,7 @@ def test_a_pending_mp_that_will_be_refused_shows_why_before_the_engine_takes_it(
 
 
 def test_the_lock_holder_is_named_while_another_engine_works(ws):
-    from mp_engine.lock import WorkspaceLock
+    from mp_engine.core.lock import WorkspaceLock
 
     with WorkspaceLock(ws.lock_file, 1).hold("tick"):
         holder = status_report(ws, load_config(ws.root))["lock_holder"]
@@ -189,7 +190,7 @@ def test_a_config_typo_does_not_blind_status_or_logs(ws, capsys):
 def test_nothing_an_mp_controls_reaches_the_terminal_raw(ws, capsys, monkeypatch):
     """An MP title with an OSC (retitles the terminal), CSI 2J (clears it), BEL and a C1
     CSI: status, history and logs print them escaped (issue #20); --json stays JSON."""
-    from mp_engine.engine import Engine
+    from mp_engine.pipeline.engine import Engine
 
     monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
     engine = Engine(ws, load_config(ws.root))

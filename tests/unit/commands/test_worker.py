@@ -4,7 +4,7 @@ tested with real workers in tests/e2e/test_fleet.py."""
 
 from __future__ import annotations
 
-from mp_engine.cli import main
+from mp_engine.cli.main import main
 from mp_engine.commands.worker import work_remote
 
 

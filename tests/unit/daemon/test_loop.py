@@ -9,9 +9,9 @@ import time
 import pytest
 
 from mp_engine.config import load_config
-from mp_engine.context import TickResult
 from mp_engine.daemon.loop import Daemon
-from mp_engine.engine import Engine
+from mp_engine.pipeline.context import TickResult
+from mp_engine.pipeline.engine import Engine
 from tests.conftest import drop, events, read_state, wait_for
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from mp_engine.config import load_config
 from mp_engine.daemon.metrics import Metrics
-from mp_engine.engine import Engine
+from mp_engine.pipeline.engine import Engine
 from mp_engine.record.state import Halt
 
 

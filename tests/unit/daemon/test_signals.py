@@ -13,7 +13,7 @@ import pytest
 
 from mp_engine.config import load_config
 from mp_engine.daemon.signals import install_signal_handlers, join
-from mp_engine.engine import Engine
+from mp_engine.pipeline.engine import Engine
 from tests.conftest import events, wait_for
 
 

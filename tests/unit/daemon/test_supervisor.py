@@ -8,14 +8,14 @@ import threading
 import pytest
 
 from mp_engine.config import load_config
-from mp_engine.context import TickResult
+from mp_engine.core.errors import ConfigError
 from mp_engine.daemon.health import read_last_sync_ok
 from mp_engine.daemon.loop import Daemon
 from mp_engine.daemon.notify import Notifier
 from mp_engine.daemon.supervisor import Supervisor
-from mp_engine.engine import Engine
-from mp_engine.errors import ConfigError
 from mp_engine.inbox.watchers.native import NativeWatcher
+from mp_engine.pipeline.context import TickResult
+from mp_engine.pipeline.engine import Engine
 from tests.conftest import events
 from tests.serviceutil import NotifySocket
 

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
+from mp_engine.core.pids import group, proc, proc_stat
 from mp_engine.execute.process import kill_stale_group, run_process, scrub_env
-from mp_engine.pids import group, proc, proc_stat
 from tests.conftest import wait_for
 
 
@@ -182,8 +182,8 @@ def test_a_group_holding_only_a_zombie_of_someone_else_counts_as_ended():
     """codex exits and leaves a `git` child that exits later: re-parented to pid 1 (this
     process being no subreaper), its zombie stays in the group until pid 1 reaps it, and
     `kill(-pgid, 0)` still succeeds. The group is over: stop_group must not wait its grace."""
+    from mp_engine.core.pids import is_zombie
     from mp_engine.execute.process import _group_alive
-    from mp_engine.pids import is_zombie
 
     leader = subprocess.Popen(["sleep", "60"], process_group=0)  # group G, alive
     group = leader.pid

@@ -142,7 +142,7 @@ def test_without_bubblewrap_it_says_how_to_get_it(monkeypatch):
 
 def test_require_refuses_only_a_configuration_that_asks_for_it(monkeypatch):
     import mp_engine.execute.sandbox as sandbox
-    from mp_engine.errors import SandboxUnavailable
+    from mp_engine.core.errors import SandboxUnavailable
 
     monkeypatch.setattr(sandbox, "problem", lambda: "bubblewrap (`bwrap`) is not installed")
     sandbox.require(AgentConfig())  # off: nothing to refuse

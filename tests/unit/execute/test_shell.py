@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from mp_engine.config import load_config
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.execute.shell import ShellExecutor
 from mp_engine.execute.steps import Budget, StepContext
 from mp_engine.inbox.mpfile import parse

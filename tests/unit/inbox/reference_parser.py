@@ -3,7 +3,7 @@ compares the linear parser with. Kept deliberately plain; it is slow on big inpu
 
 from __future__ import annotations
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.header import decode, is_header_key, parse_header_line, parse_headers
 from mp_engine.inbox.lines import fence_open, heading, key_line
 from mp_engine.inbox.mpfile import COMMAND_LANGS, FILE_LANG, VALIDATE_TITLES, Block

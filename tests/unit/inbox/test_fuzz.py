@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.mpfile import parse
 from tests.unit.inbox.reference_parser import reference_parse
 

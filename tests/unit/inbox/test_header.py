@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.header import decode, is_header_key, parse_header_line, parse_headers
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.intake import EntryKind, Inbox
 
 

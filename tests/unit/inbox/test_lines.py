@@ -63,7 +63,7 @@ def test_a_hostile_1_mb_mp_is_parsed_not_a_hang(name, tmp_path):
     path = tmp_path / "mp.txt"
     path.write_bytes(HOSTILE[name])
     code = (
-        "import sys\nfrom mp_engine.errors import InvalidMPError\nfrom mp_engine.inbox.mpfile import parse\n"
+        "import sys\nfrom mp_engine.core.errors import InvalidMPError\nfrom mp_engine.inbox.mpfile import parse\n"
         "try:\n    parse(open(sys.argv[1], 'rb').read(), max_bytes=2_000_000)\nexcept InvalidMPError:\n    pass\n"
         "print('parsed')\n"
     )

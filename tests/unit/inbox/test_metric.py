@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.errors import InvalidMPError
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.metric import Metric, parse, value_of
 from mp_engine.inbox.mpfile import parse as parse_mp
 

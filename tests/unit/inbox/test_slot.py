@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
-from mp_engine.finalize import release_slot
 from mp_engine.inbox.intake import CLAIMED_PREFIX
+from mp_engine.pipeline.finalize import release_slot
 from mp_engine.record.archive import create_run
 from tests.conftest import events
 

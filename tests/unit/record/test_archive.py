@@ -44,7 +44,7 @@ def test_open_runs_lists_only_runs_not_closed(ws):
 
 
 def test_half_built_temp_run_directories_are_swept_and_real_runs_kept(ws):
-    from mp_engine.atomic import TEMP_MARKER
+    from mp_engine.core.atomic import TEMP_MARKER
     from mp_engine.record.archive import sweep_incomplete_runs
 
     half = ws.runs_dir / f"20260101T000000Z-MP-1.0{TEMP_MARKER}123-abc"

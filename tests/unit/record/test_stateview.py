@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.errors import StateError
+from mp_engine.core.errors import StateError
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import Halt, StateStore, Status
 from mp_engine.record.stateview import read_view

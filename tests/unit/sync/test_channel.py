@@ -8,9 +8,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from mp_engine.commands.status import render_status, status_report
+from mp_engine.commands.status import render_status
 from mp_engine.config import load_config
 from mp_engine.sync.channel import GitChannel
+from mp_engine.views.status import status_report
 from tests.conftest import events, read_state
 from tests.gitutil import (
     FAILING,
@@ -232,7 +233,7 @@ def test_300_cycles_leave_no_git_processes_or_file_descriptors(channel):
 
 
 def test_allowed_signers_inside_the_repository_is_a_config_error(tmp_path):
-    from mp_engine.errors import ConfigError
+    from mp_engine.core.errors import ConfigError
 
     bare = make_remote(tmp_path)
     ws = engine_workspace(tmp_path, f"file://{bare}")
@@ -363,7 +364,7 @@ def test_steady_state_mp_spawns_only_batched_bookkeeping_git_and_a_staged_file_s
 
 def test_a_ref_locked_by_another_git_is_reported_not_overwritten(channel):
     _bare, _url, ws, _orch = channel
-    from mp_engine.errors import SyncError
+    from mp_engine.core.errors import SyncError
     from mp_engine.sync.session import GitSession
 
     head = git(ws.root, "rev-parse", "HEAD")

@@ -4,8 +4,8 @@ whose baseline was never recorded."""
 
 from __future__ import annotations
 
-from mp_engine.claim import claim
 from mp_engine.inbox.mpfile import parse
+from mp_engine.pipeline.claim import claim
 from mp_engine.sync.local import LocalChannel
 from tests.conftest import events, read_state
 from tests.gitutil import git, make_engine, push_mp, remote_file, remote_log, sync_tick

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from mp_engine.config import GitConfig
-from mp_engine.errors import ConfigError
+from mp_engine.core.errors import ConfigError
 from mp_engine.sync.platform import KNOWN, SHIPPED, key_fingerprints, platform_signers
 from tests.conftest import read_state
 from tests.gitutil import clone, engine_workspace, git, make_engine, make_remote, sync_tick

@@ -80,9 +80,9 @@ def test_a_force_pushed_branch_is_refused_and_nothing_is_pulled(parts):
 
 def test_a_fresh_repository_adopts_the_remote_as_it_is(tmp_path, channel):
     from mp_engine.config import load_config
+    from mp_engine.core.workspace import init_workspace
     from mp_engine.sync.context import SyncContext
     from mp_engine.sync.session import GitSession
-    from mp_engine.workspace import init_workspace
 
     bare, url, _ws, orch = channel
     tip = push_file(orch, "note.txt", "from the channel\n", "a note")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import mp_engine.sync.push as push
-from mp_engine.errors import SyncError
+from mp_engine.core.errors import SyncError
 from mp_engine.sync.context import PROCESSED_REF
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.push import PushRejected, push_checked, unpushed

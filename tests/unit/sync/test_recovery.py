@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import mp_engine.sync.recovery as recovery
-from mp_engine.errors import SyncError
+from mp_engine.core.errors import SyncError
 from mp_engine.sync.context import PROCESSED_REF
 from mp_engine.sync.session import GitSession
 from tests.conftest import events
@@ -45,7 +45,7 @@ def test_the_wrong_branch_is_refused_with_the_checkout_that_fixes_it(parts):
 
 
 def test_a_workspace_inside_another_repository_is_refused(tmp_path):
-    from mp_engine.workspace import init_workspace
+    from mp_engine.core.workspace import init_workspace
 
     git(tmp_path, "init", "-q", "-b", "main")
     ws, _ = init_workspace(tmp_path / "inner")

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from mp_engine.errors import SyncError
+from mp_engine.core.errors import SyncError
 from mp_engine.sync.session import GitSession
 from tests.gitutil import git
 

@@ -4,9 +4,10 @@ against a real bare remote whose pre-receive hook rejects blobs over 1 MiB."""
 from __future__ import annotations
 
 from mp_engine.commands.doctor.run import run_checks
-from mp_engine.commands.status import render_status, status_report
+from mp_engine.commands.status import render_status
 from mp_engine.config import load_config
 from mp_engine.sync.size_cap import oversized
+from mp_engine.views.status import status_report
 from tests.conftest import events, read_state
 from tests.gitutil import engine_workspace, git, make_engine, make_remote, push_file, push_mp, remote_file, sync_tick
 

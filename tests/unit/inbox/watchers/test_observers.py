@@ -16,10 +16,10 @@ import pytest
 
 from mp_engine.config import load_config
 from mp_engine.daemon.loop import Daemon
-from mp_engine.engine import Engine
 from mp_engine.inbox.watchers.auto import make_watcher
 from mp_engine.inbox.watchers.native import NativeWatcher
 from mp_engine.inbox.watchers.polling import PollingWatcher
+from mp_engine.pipeline.engine import Engine
 from tests.conftest import drop, events, read_state, wait_for
 
 COUNTING_MP = "# MP-{n}.0\n\n```bash\necho run >> count-{n}.txt\n```\n"
