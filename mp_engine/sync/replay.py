@@ -9,6 +9,7 @@ index), recommitted with its own author and message (`git commit-tree`), and the
 moves with `git reset --keep`, which rewrites only the paths that differ between the old
 and the new tip: the orchestrator's changes. The engine's own files are the same in both
 tips, so git never touches them; the engine's atomic writes stay their only writer.
+(An operator's uncommitted edit in one of those paths is carried over: localedits.py.)
 
 Merge commits are replayed too (issue #45): the landing of an agent MP's verified work is
 a merge commit `MP-X: merge mp/MP-X` when the channel branch moved during the run (a
@@ -28,35 +29,33 @@ the remote's inbox file: the orchestrator's newer MP keeps the slot (issue #14).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from mp_engine.errors import SyncConflict
+from mp_engine.gitcmd import GitFailed
+from mp_engine.sync.localedits import carry_over
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 
 FIELD = "%x00"
 
 
-def replay(s: GitSession, onto: str) -> SyncConflict | None | bool:
-    """Replay HEAD's commits since the merge base onto `onto` and move the branch there.
+def replay(s: GitSession, head: str, onto: str, emit: Callable[..., None]) -> SyncConflict | None:
+    """Replay `head`'s (HEAD's) commits since the merge base onto `onto` and move the
+    branch there.
 
-    Returns None when done; a `SyncConflict` naming the paths when a commit does not
-    apply (nothing was changed: refs, index and tree are as they were); False when this
-    path cannot be taken (uncommitted changes in a path the remote changed), and the
-    caller rebases the ordinary way."""
-    new = replayed(s, s.run("rev-parse", "HEAD").strip(), onto)
-    if new is None:
-        return False
+    Returns None when done, or a `SyncConflict` naming the paths when a commit does not
+    apply, or an uncommitted edit cannot be carried over; then nothing was changed: refs,
+    index and tree are as they were."""
+    new = replayed(s, head, onto)
     if isinstance(new, SyncConflict):
         return new
-    if s.result("reset", "--keep", "--quiet", new).code != 0:
-        return False
-    return None
+    return carry_over(s, head, new, emit)
 
 
-def replayed(s: GitSession, head: str, onto: str) -> str | SyncConflict | None:
-    """The commit `head`'s line becomes on top of `onto`, made in the object database only
-    (None: git's merge-tree failed)."""
+def replayed(s: GitSession, head: str, onto: str) -> str | SyncConflict:
+    """The commit `head`'s line becomes on top of `onto`, made in the object database only."""
     base = s.run("merge-base", head, onto).strip()
     new, done = onto, {}
     remote_inbox = _inbox_entry(s, onto)
@@ -76,7 +75,7 @@ def replayed(s: GitSession, head: str, onto: str) -> str | SyncConflict | None:
             paths = [p for p in r.out.splitlines()[1:] if p]
             return SyncConflict(f"{commit[:12]} does not apply onto {onto[:12]}", paths or ["(git did not name them)"])
         if r.code != 0:
-            return None
+            raise GitFailed(r)
         tree = r.out.splitlines()[0]
         if merge_with != onto:
             tree = _with_inbox(s, tree, remote_inbox)

@@ -46,18 +46,6 @@ def test_the_engines_files_are_not_rewritten_and_the_commits_keep_author_and_mes
     assert not events(ws, "sync_rebase_fallback")
 
 
-def test_a_local_edit_in_a_path_the_remote_changed_falls_back_to_git_rebase(parts):
-    _bare, ws, orch, c, s = parts
-    push_file(orch, "shared.txt", "one\ntwo\nthree\n", "shared")
-    pull.integrate(c, s, pull.ls_remote(c, s), "")
-    local_commit(ws, "mine.txt", "x\n", "MP-1.1: COMPLETED")
-    (ws.root / "shared.txt").write_text("ONE\ntwo\nthree\n")  # not committed
-    tip = push_file(orch, "shared.txt", "one\ntwo\nTHREE\n", "theirs")
-    assert pull.integrate(c, s, tip, "").integrated
-    assert events(ws, "sync_rebase_fallback")
-    assert (ws.root / "shared.txt").read_text() == "ONE\ntwo\nTHREE\n"
-
-
 def test_a_reader_never_sees_the_state_missing_torn_or_backwards_while_mps_rebase(channel):
     """The orchestrator pushes a note while each MP runs, so each result is rebased."""
     bare, _url, ws, orch = channel
