@@ -73,6 +73,10 @@ class SyncConflict(SyncError):
         super().__init__(message)
 
 
+class LocalEditsInTheWay(SyncConflict):
+    """Uncommitted edits on the engine host, in paths the remote changed, cannot be carried over."""
+
+
 class SandboxUnavailable(ConfigError):
     """`[agent] sandbox = "os"` on a host where bubblewrap cannot run (docs/AGENT.md): the
     engine does not start rather than run agents unsandboxed."""

@@ -1,17 +1,19 @@
 """Pulling: notice that the branch moved, fetch it, verify it, bring it into the tree.
 
-`integrate` fast-forwards when the engine has nothing unpushed and rebases its own
-commits otherwise. It refuses a rewritten history (the processed marker must stay an
-ancestor) and, under `require_signed`, a range with any commit not signed by an allowed
-signer; on a conflict it aborts and reports it.
+`integrate` fast-forwards when the engine has nothing unpushed and replays its own
+commits onto the remote otherwise (replay.py). It refuses a rewritten history (the
+processed marker must stay an ancestor) and, under `require_signed`, a range with any
+commit not signed by an allowed signer; on a conflict it changes nothing and reports it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import mp_engine.sync.arrivals as arrivals
-from mp_engine.core.errors import SyncConflict, SyncError
+from mp_engine.core.errors import LocalEditsInTheWay, SyncConflict, SyncError
 from mp_engine.inbox.header import header_summary
 from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
@@ -93,18 +95,14 @@ def integrate(sync: SyncContext, s: GitSession, remote_sha: str, allowed_signers
         if not verdict.ok:  # nothing of the range reaches the workspace (issue #20)
             return refuse_unsigned(sync, s, data, remote_sha, verdict.reason, versions)
     queued = arrivals.queue_arrivals(sync, s, head, versions)
-    # processed == head is the common case (nothing local since the last push), and then
-    # the rewrite check above already proved head is an ancestor of the remote.
-    if head == processed or s.is_ancestor(head, remote_sha):
-        _fast_forward(s, remote_sha)
-        how = "fast-forward"
-    else:
-        conflict = rebase(sync, s, remote_sha)
-        if conflict is not None:
-            if sync.inbox is not None:
-                sync.inbox.queue.rollback(queued)  # not integrated: the slot still holds its MP
-            return block_on_conflict(sync, s, data, remote_sha, conflict)
-        how = "rebase"
+    try:
+        how = bring_in(s, head, processed, remote_sha, sync.events.emit)
+    except SyncError:
+        unqueue(sync, queued)
+        raise
+    if isinstance(how, SyncConflict):
+        unqueue(sync, queued)
+        return block_on_conflict(sync, s, data, remote_sha, how)
     s.update_refs({PROCESSED_REF: remote_sha})
     if data["blocked"]:
         data["blocked"] = None
@@ -112,6 +110,27 @@ def integrate(sync: SyncContext, s: GitSession, remote_sha: str, allowed_signers
         sync.events.emit("sync_unblocked", remote=remote_sha[:12])
     sync.events.emit("sync_pulled", **{"from": head[:12], "to": remote_sha[:12], "how": how})
     return integrated(sync)
+
+
+def bring_in(
+    s: GitSession, head: str, processed: str | None, remote_sha: str, emit: Callable[..., None]
+) -> str | SyncConflict:
+    """Move the branch to `remote_sha`: a fast-forward, or the engine's unpushed commits
+    (its landing merges included) replayed onto it without rewriting its files in the tree.
+    Never `git rebase` (issue #45): it checks out the remote's tip first, and on a conflict
+    leaves the tree mid-rebase until the abort. Returns how, or the conflict (nothing moved)."""
+    # processed == head is the common case (nothing local since the last push), and then
+    # the rewrite check already proved head is an ancestor of the remote.
+    if head == processed or s.is_ancestor(head, remote_sha):
+        _fast_forward(s, remote_sha)
+        return "fast-forward"
+    return replay(s, head, remote_sha, emit) or "rebase"
+
+
+def unqueue(sync: SyncContext, queued: list[str]) -> None:
+    """Not integrated: the slot still holds its MP, so what was queued for it goes."""
+    if sync.inbox is not None:
+        sync.inbox.queue.rollback(queued)
 
 
 def integrated(sync: SyncContext) -> SyncOutcome:
@@ -163,25 +182,6 @@ def _fast_forward(s: GitSession, remote_sha: str) -> None:
         s.run("merge", "--ff-only", "--autostash", "--quiet", remote_sha)
 
 
-def rebase(sync: SyncContext, s: GitSession, onto: str) -> SyncConflict | None:
-    """Put unpushed local commits onto `onto`, without rewriting the engine's files in the
-    working tree (replay.py); when that path cannot be taken, `git rebase --autostash`.
-    On a conflict nothing is changed and the conflict is returned."""
-    done = replay(s, onto)
-    if done is not False:
-        return done
-    sync.events.emit("sync_rebase_fallback", onto=onto[:12])
-    code, _out, err = s.status("rebase", "--autostash", "--quiet", onto)
-    if code == 0:
-        return None
-    paths = s.status("diff", "--name-only", "--diff-filter=U")[1].split()
-    s.status("rebase", "--abort")
-    dirty = s.status("status", "--porcelain", "--untracked-files=no")[1].strip()
-    if dirty:  # the abort must leave the tree as it was; say so loudly if it did not
-        sync.events.emit("sync_failed", stage="rebase --abort", error=f"tree not clean after abort: {dirty}")
-    return SyncConflict(err.strip(), paths or ["(git did not name them)"])
-
-
 def block_on_conflict(
     sync: SyncContext, s: GitSession, data: dict, remote_sha: str, conflict: SyncConflict
 ) -> SyncOutcome:
@@ -197,11 +197,23 @@ def block_on_conflict(
             "git_conflict",
             "git conflict with the remote",
             f"The engine's {unpushed} unpushed commit(s) cannot be rebased onto {branch} at "
-            f"{remote_sha[:12]}: both sides changed {paths}. The rebase was aborted, the working tree is "
-            f"clean and the engine's commits are kept locally and on branch {side}.",
-            f"On {branch}, revert the remote's change to {paths} (e.g. `git revert` the commit that "
-            f"made it) and push; the engine then rebases and pushes its results by itself.",
+            f"{remote_sha[:12]}: both sides changed {paths} ({conflict}). Nothing was changed: the merge was "
+            f"tried in git's object database only, and the engine's commits are kept locally and on branch {side}.",
+            fix_for(conflict, branch, paths, sync.ws.root),
         )
+    )
+
+
+def fix_for(conflict: SyncConflict, branch: str, paths: str, root: Path) -> str:
+    """The one fix of a conflict: on the engine host for its own uncommitted edits, else on the remote."""
+    if isinstance(conflict, LocalEditsInTheWay):
+        return (
+            f"On the engine host, commit or set aside the uncommitted edits of {paths} (`git -C {root} stash push "
+            f"-- PATHS`); the engine tries again when {branch} moves on the remote (an MP with `Approves:` does)."
+        )
+    return (
+        f"On {branch}, revert the remote's change to {paths} (e.g. `git revert` the commit that "
+        f"made it) and push; the engine then rebases and pushes its results by itself."
     )
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 import mp_engine.sync.pull as pull
-from mp_engine.sync.context import PROCESSED_REF
+from mp_engine.config import load_config
+from mp_engine.core.errors import SyncError
+from mp_engine.inbox.intake import Inbox
+from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from tests.conftest import events
-from tests.gitutil import git, push_file
+from tests.gitutil import git, push_file, push_mp
 
 
 def test_ls_remote_sees_a_push_without_fetching_it(parts):
@@ -97,3 +102,23 @@ def test_a_fresh_repository_adopts_the_remote_as_it_is(tmp_path, channel):
         assert events(ws, "sync_pulled")[-1]["how"] == "adopted"
     finally:
         s.close()
+
+
+def test_a_pull_that_fails_while_the_branch_moves_takes_nothing_into_the_queue(parts):
+    """The waiting MP is queued before the branch moves (the pull would replace it); when
+    git then fails (here a stale index.lock), nothing was integrated, so the queue lets it
+    go again and the slot keeps it."""
+    _bare, ws, orch, _c, s = parts
+    c = SyncContext(ws, load_config(ws.root).git, inbox=Inbox(ws, 0))
+    push_mp(orch, "# MP-8.1 Waiting\n\n```bash\ntrue\n```\n")
+    pull.integrate(c, s, pull.ls_remote(c, s), "")
+    (ws.root / "local.txt").write_text("ours\n")
+    git(ws.root, "add", "local.txt")
+    git(ws.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "local result")
+    tip = push_mp(orch, "# MP-8.2 Next\n\n```bash\ntrue\n```\n")
+    head = s.rev("HEAD")
+    (ws.root / ".git" / "index.lock").touch()
+    with pytest.raises(SyncError, match="index.lock"):
+        pull.integrate(c, s, tip, "")
+    assert len(c.inbox.queue) == 0 and s.rev("HEAD") == head
+    assert "MP-8.1" in (ws.root / "Claude_Inbox/incoming_microproject.txt").read_text()

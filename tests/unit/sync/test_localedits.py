@@ -1,0 +1,62 @@
+"""Moving the branch to its replayed tip with an operator's uncommitted edits in the way
+(sync/localedits.py, issue #45): carried over when they merge, otherwise nothing touched."""
+
+from __future__ import annotations
+
+import os
+
+import mp_engine.sync.pull as pull
+from mp_engine.core.atomic import atomic_write
+from tests.conftest import events
+from tests.gitutil import git, push_file
+
+
+def local_commit(ws, rel: str, text: str, message: str) -> None:
+    (ws.root / rel).write_text(text)
+    git(ws.root, "add", rel)
+    git(ws.root, "-c", "user.name=engine", "-c", "user.email=e@e", "commit", "-qm", message)
+
+
+def edited_while_the_remote_changed(parts, mine: str, theirs: str) -> str:
+    """shared.txt is on both sides; the engine has an unpushed result, the operator an
+    uncommitted edit of shared.txt, and the remote changed it too. Returns the remote tip."""
+    _bare, ws, orch, c, s = parts
+    push_file(orch, "shared.txt", "one\ntwo\nthree\n", "shared")
+    pull.integrate(c, s, pull.ls_remote(c, s), "")
+    local_commit(ws, "mine.txt", "x\n", "MP-1.1: COMPLETED")
+    (ws.root / "shared.txt").write_text(mine)  # not committed
+    return push_file(orch, "shared.txt", theirs, "theirs")
+
+
+def test_an_edit_in_a_path_the_remote_changed_is_carried_over_and_the_state_file_left_alone(parts):
+    _bare, ws, _orch, c, s = parts
+    tip = edited_while_the_remote_changed(parts, "ONE\ntwo\nthree\n", "one\ntwo\nTHREE\n")
+    state = ws.root / "SESSION_STATE.json"
+    atomic_write(state, state.read_text() + " ")  # the engine's write since its last commit
+    before = (os.stat(state).st_ino, state.read_bytes())
+    assert pull.integrate(c, s, tip, "").integrated
+    assert (ws.root / "shared.txt").read_text() == "ONE\ntwo\nTHREE\n"
+    assert (os.stat(state).st_ino, state.read_bytes()) == before  # never stashed, never checked out
+    assert events(ws, "sync_local_edits_carried")[-1]["paths"] == ["shared.txt"]
+    assert s.is_ancestor(tip, "HEAD") and git(ws.root, "stash", "list") == ""
+
+
+def test_an_edit_that_would_conflict_is_reported_and_nothing_is_touched(parts):
+    _bare, ws, _orch, c, s = parts
+    tip = edited_while_the_remote_changed(parts, "one\ntwo\nMINE\n", "one\ntwo\nTHEIRS\n")
+    head = s.rev("HEAD")
+    out = pull.integrate(c, s, tip, "")
+    assert out.problem is not None and out.problem.kind == "git_conflict"
+    assert "shared.txt" in out.problem.diagnosis and "commit or set aside the uncommitted edits" in out.problem.fix
+    assert s.rev("HEAD") == head and (ws.root / "shared.txt").read_text() == "one\ntwo\nMINE\n"
+    assert git(ws.root, "stash", "list") == "" and not events(ws, "sync_failed")
+
+
+def test_an_untracked_file_where_the_remote_adds_one_is_reported_and_left(parts):
+    _bare, ws, orch, c, s = parts
+    local_commit(ws, "mine.txt", "x\n", "MP-1.1: COMPLETED")
+    (ws.root / "new.txt").write_text("the operator's\n")
+    tip = push_file(orch, "new.txt", "the orchestrator's\n", "adds new.txt")
+    out = pull.integrate(c, s, tip, "")
+    assert out.problem is not None and "new.txt" in out.problem.diagnosis
+    assert (ws.root / "new.txt").read_text() == "the operator's\n" and git(ws.root, "stash", "list") == ""
