@@ -4,7 +4,10 @@ that needs it skips, saying what to install, when either is missing."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,33 @@ def chromium(profile: Path, *args: str) -> Any:
 def console(driver: Any) -> str:
     """What the page wrote to the console since the last call (CSP violations land here)."""
     return "\n".join(f"{e['level']}: {e['message']}" for e in driver.get_log("browser"))
+
+
+def trusting(ca_pem: bytes, leaf_pems: list[bytes], home: Path) -> list[str]:
+    """Chromium's arguments to trust a test CA. On Linux Chromium takes the trust anchors a
+    user added from the NSS database in `$HOME/.pki/nssdb` (HOME is the test's own), so with
+    certutil (Debian's libnss3-tools) the CA is trusted as a real one would be and no argument
+    is needed. Without certutil: the test certificates' keys alone
+    (`--ignore-certificate-errors-spki-list`, honoured with `--user-data-dir`), never every
+    certificate as `--ignore-certificate-errors` would."""
+    certutil = shutil.which("certutil")
+    if certutil:
+        db = home / ".pki" / "nssdb"
+        db.mkdir(parents=True, exist_ok=True)
+        ca = home / "test-ca.pem"
+        ca.write_bytes(ca_pem)
+        for args in (["-N", "--empty-password"], ["-A", "-t", "C,,", "-n", "mp-engine test CA", "-i", str(ca)]):
+            subprocess.run([certutil, "-d", f"sql:{db}", *args], check=True, capture_output=True, timeout=30)
+        return []
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    def pin(pem: bytes) -> str:
+        key = x509.load_pem_x509_certificate(pem).public_key()
+        spki = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        return base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+    return ["--ignore-certificate-errors-spki-list=" + ",".join(pin(p) for p in leaf_pems)]
 
 
 def until(driver: Any, condition: Any, what: str, timeout: float = 30) -> Any:
