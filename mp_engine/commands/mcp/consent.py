@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from mp_engine.commands.mcp.guard import refuse_because
 from mp_engine.commands.mcp.provider import READ, WRITE, Provider
 from mp_engine.commands.mcp.store import LOCKOUT_FAILURES, LOCKOUT_SECONDS
 
@@ -106,6 +107,7 @@ class Consent:
         if not (
             hmac.compare_digest(sent.encode(), csrf.encode()) and hmac.compare_digest(cookie.encode(), csrf.encode())
         ):
+            refuse_because(request, f"the consent form came without its CSRF cookie, for {self._who(client_id)}")
             return HTMLResponse("<p>The form expired or came from elsewhere: start again from the client.</p>", 403)
         address = request.client.host if request.client else "?"
         if form.get("decision") == "deny":
@@ -113,7 +115,7 @@ class Consent:
             log.info("mcp_consent", client_id=client_id, outcome="denied", address=address)
             return _onward(params, name, "You denied the request.", error="access_denied",
                            error_description="the owner denied the request")  # fmt: skip
-        refused = self._passphrase(str(form.get("passphrase", "")), address, request_id, client_id)
+        refused = self._passphrase(request, str(form.get("passphrase", "")), address, request_id, client_id)
         if refused is not None:
             return refused
         granted = [s for s in params["scopes"] if s == READ or (s == WRITE and form.get("scope_write"))]
@@ -124,17 +126,22 @@ class Consent:
         log.info("mcp_consent", client_id=client_id, outcome="allowed", scopes=granted, address=address)
         return _onward(params, name, "Allowed.", code=code)
 
-    def _passphrase(self, given: str, address: str, request_id: str, client_id: str) -> Response | None:
+    def _passphrase(
+        self, request: Request, given: str, address: str, request_id: str, client_id: str
+    ) -> Response | None:
         """None when `given` is the passphrase; otherwise the refusal (the page again, or locked out)."""
+        who = self._who(client_id)
         now = time.time()
         locked = self.store.locked_until(address, now)
         if locked is not None:
+            refuse_because(request, f"locked out after {LOCKOUT_FAILURES} wrong passphrases, for {who}")
             return _locked(locked - now)
         if hmac.compare_digest(hashlib.sha256(given.encode()).digest(), self._digest):
             self.store.succeed(address)
             return None
         count = self.store.fail(address, now)
         log.warning("mcp_consent", client_id=client_id, outcome="wrong passphrase", address=address, failures=count)
+        refuse_because(request, f"wrong passphrase for {who}" + ("; locked out" if count == 0 else ""))
         if count == 0:  # that was the last try
             return _locked(LOCKOUT_SECONDS)
         left = LOCKOUT_FAILURES - count
@@ -144,6 +151,10 @@ class Consent:
     def _name(self, client_id: str) -> str:
         info = self.store.client(client_id) or {}
         return str(info.get("client_name") or "An unnamed client")[:100]
+
+    def _who(self, client_id: str) -> str:
+        """The client in a refusal's reason; repr, as the name is the client's own text."""
+        return f"client {client_id} ({self._name(client_id)!r})"
 
     def _page(self, request_id: str, error: str | None, status: int = 200) -> Response:
         pending = self.store.pending(request_id)

@@ -184,3 +184,5 @@ def test_chromium_allows_and_lands_on_the_clients_redirect_uri_on_another_origin
     assert callback.hits[1]["state"] == "denied-state" and len(callback.hits) == 2
     consents = [(e["outcome"], e["client_id"]) for e in events(server, "mcp_consent")]
     assert consents == [(o, info.client_id) for o in ("wrong passphrase", "allowed", "denied")]
+    wrong = [e for e in events(server, "mcp_refused") if e["path"] == "/consent"]
+    assert [e["reason"] for e in wrong] == [f"wrong passphrase for client {info.client_id} ('ChatGPT')"]

@@ -1,12 +1,14 @@
 """The consent page: it names the client (escaped), refuses a form without its CSRF cookie,
 denies with access_denied, grants reading only when the owner unticks mp:write, and knows
 nothing of an unknown request. Its answer is a page that moves the browser on to the
-client's redirect URI, whatever its scheme, under a CSP as strict as the form's. (Lockout through the real server: tests/e2e/cmd_mcp/test_oauth.py;
+client's redirect URI, whatever its scheme, under a CSP as strict as the form's; a wrong
+passphrase is logged as one. (Lockout through the real server: tests/e2e/cmd_mcp/test_oauth.py;
 in a real browser: tests/e2e/cmd_mcp/test_consent_browser.py.)"""
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from urllib.parse import parse_qs, urlsplit
 
@@ -124,6 +126,19 @@ def test_a_native_clients_redirect_uri_is_where_the_page_goes(tmp_path, redirect
 def test_without_the_csrf_cookie_the_form_is_refused(tmp_path):
     page, back = exchange(setup(tmp_path), tmp_path, {"passphrase": PASS, "decision": "allow"}, with_cookie=False)
     assert back.status_code == 403
+
+
+def test_a_wrong_passphrase_is_logged_as_one_with_the_client_not_as_the_page(tmp_path, capsys):
+    from mp_engine.record import logs
+
+    logs.configure("info")
+    page, back = exchange(setup(tmp_path), tmp_path, {"passphrase": "not it", "decision": "allow"})
+    assert back.status_code == 401 and "Wrong passphrase. 4 more tries" in back.text
+    assert not any("refused" in k for k in back.headers)  # the reason stays on the server
+    refused = [json.loads(line) for line in capsys.readouterr().err.splitlines() if '"mcp_refused"' in line]
+    assert [(e["status"], e["reason"]) for e in refused] == [
+        (401, "wrong passphrase for client c1 ('<script>alert(1)</script>')")
+    ]
 
 
 def test_deny_sends_access_denied_and_reading_only_is_a_choice(tmp_path):
