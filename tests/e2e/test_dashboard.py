@@ -8,15 +8,14 @@ Screenshots are saved under the test's tmp_path (`screenshots/`)."""
 from __future__ import annotations
 
 import json
-import shutil
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.agentutil import configure, level, planner, task
 from tests.conftest import drop, events, read_state, wait_for
+from tests.e2e.chromium import chromium
 
 pytestmark = pytest.mark.daemon
 
@@ -88,8 +87,6 @@ def test_the_api_before_during_and_after_an_mp(ws, daemon_factory):
 
 # -- the browser ---------------------------------------------------------------------------
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-
 PLANNED_HTML = """# MP-9.7 <img src=x onerror="window.pwned=1"> three <b>files</b>
 Executor: agent
 Plan: auto
@@ -110,23 +107,6 @@ grep -qx b out/b.txt
 grep -qx c out/c.txt
 ```
 """
-
-
-def browser(shots: Path):
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip(
-            "needs Debian's chromium and chromium-driver (.ci/run installs them: apt-get install chromium chromium-driver)"
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={shots.parent / 'chromium-profile'}", "--window-size=1280,1000"):  # fmt: skip
-        opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
 
 
 def statuses(driver) -> dict[str, str]:
@@ -151,7 +131,7 @@ def test_a_browser_watches_tasks_move_sees_a_halt_and_its_fix_and_html_as_text(w
     configure(ws, [level("worker", "good.py", "--sleep", "1.5")], max_parallel=2,
               planner=planner(tmp_path / "plans", plan))  # fmt: skip
     d, base = serve(ws, daemon_factory)
-    driver = browser(shots)
+    driver = chromium(shots.parent / "chromium-profile")
     try:
         driver.get(base + "/")
         wait_for(lambda: "● live" in text_of(driver, "#live"), what="the event stream")

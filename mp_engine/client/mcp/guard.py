@@ -8,7 +8,8 @@ an event for every refused request.
   `--allowed-host` gets 421 on every path (DNS rebinding), before any route runs.
 - Every 401, 403, 421 and 429 is logged (`mcp_refused`) with the status, the path, the
   client's address (uvicorn takes it from X-Forwarded-For when the tunnel connects on
-  loopback) and the reason the response gives.
+  loopback) and the reason: the one the route gave (`refuse_because`), else the one the
+  response gives.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 
 import structlog
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,6 +30,14 @@ from mp_engine.config import is_loopback
 PUBLIC_URL_ENV = "MP_ENGINE_MCP_PUBLIC_URL"
 REFUSED = (401, 403, 421, 429)
 log = structlog.get_logger("mp_engine.mcp")
+
+
+def refuse_because(request: Request, reason: str) -> None:
+    """The reason `Guard` logs for this request's refusal, for a route whose answer is a page
+    for a person (the consent form again, after a wrong passphrase), not a reason. It rides
+    in the request's state (the ASGI scope's `state`, which Guard holds too), never in the
+    response."""
+    request.state.refused_because = reason
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,7 @@ class Guard:
                 seen["body"] = (seen["body"] + message.get("body", b""))[:2048]
                 if not message.get("more_body"):
                     client = scope.get("client")
+                    because = (scope.get("state") or {}).get("refused_because")  # refuse_because()
                     log.warning(
                         "mcp_refused",
                         status=seen["status"],
@@ -115,7 +126,7 @@ class Guard:
                         path=scope.get("path"),
                         client=client[0] if client else None,
                         host=Headers(scope=scope).get("host"),
-                        reason=_reason(seen["auth"], seen["body"]),
+                        reason=because or _reason(seen["auth"], seen["body"]),
                     )
             await send(message)
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import ProviderTokenVerifier
@@ -31,6 +32,7 @@ from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, Re
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from starlette.routing import Route
 
 from mp_engine import __version__
 from mp_engine.client.mcp.consent import Consent
@@ -128,8 +130,18 @@ def http_app(orch: Orchestrator, auth: HttpAuth) -> Any:
         assert auth.passphrase is not None
         app.router.routes.extend(Consent(provider, auth.passphrase).routes())
     metadata_url = build_resource_metadata_url(f"{auth.public.url}/mcp")  # type: ignore[arg-type]
+    app.router.routes.append(_at_the_root(app.router.routes, str(metadata_url)))
     app.router.routes.extend(api_routes(operations(orch), auth.public.url, oauth, metadata_url))
     return Guard(app, auth.public)
+
+
+def _at_the_root(routes: list[Any], metadata_url: str) -> Route:
+    """The SDK serves the protected-resource metadata where RFC 9728 puts it for /mcp
+    (`/.well-known/oauth-protected-resource/mcp`); clients probe the root too (issue #44),
+    which then answers the same document, through the SDK's own handler."""
+    suffixed = urlsplit(metadata_url).path
+    sdk = next(r for r in routes if isinstance(r, Route) and r.path == suffixed)
+    return Route("/.well-known/oauth-protected-resource", sdk.endpoint, methods=["GET", "OPTIONS"])
 
 
 def serve_stdio(orch: Orchestrator) -> None:

@@ -4,6 +4,7 @@ client, with the owner's browser answering the consent page."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import socket
@@ -105,8 +106,9 @@ class Memory(TokenStorage):
 
 
 class Browser:
-    """The owner's browser: follows /authorize to the consent page, reads it, posts the form
-    (GET the page, POST the form with the passphrase) and catches the redirect back."""
+    """The owner's browser, as an HTTP client: follows /authorize to the consent page, reads
+    it, posts the form (GET the page, POST the form with the passphrase) and reads where the
+    answer sends it back. (Chromium itself: test_consent_browser.py.)"""
 
     def __init__(self, tunnel: Tunnel, passphrase: str = PASSPHRASE, write: bool = True):
         self.tunnel = tunnel
@@ -129,8 +131,7 @@ class Browser:
                 data={**form_of(page.text), **self.answers()},
                 headers={"Cookie": cookie_of(page)},
             )
-            assert back.status_code == 302, back.text
-            query = parse_qs(urlsplit(back.headers["location"]).query)
+            query = parse_qs(urlsplit(onward(back)).query)
             self.result = AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
 
     def answers(self) -> dict[str, str]:
@@ -141,6 +142,16 @@ class Browser:
         return self.result
 
 
+def onward(answer: Any) -> str:
+    """Where the consent form's answer sends the browser: its page's meta refresh, which its
+    link repeats (consent.py's `_onward`)."""
+    assert answer.status_code == 200, answer.text
+    refresh = re.search(r'<meta http-equiv="refresh" content="0; url=([^"]+)">', answer.text)
+    link = re.search(r'<a href="([^"]+)">', answer.text)
+    assert refresh and link and refresh.group(1) == link.group(1), answer.text
+    return html.unescape(refresh.group(1))
+
+
 def form_of(page: str) -> dict[str, str]:
     return dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page))
 
@@ -149,11 +160,14 @@ def cookie_of(response: Any) -> str:
     return response.headers["set-cookie"].split(";", 1)[0]
 
 
-def oauth(tunnel: Tunnel, browser: Browser, storage: Memory, name: str) -> OAuthClientProvider:
-    """The MCP SDK's own OAuth client for the server behind the tunnel."""
+def oauth(
+    tunnel: Tunnel, browser: Any, storage: Memory, name: str, redirect_uri: str = "http://127.0.0.1:33418/callback"
+) -> OAuthClientProvider:
+    """The MCP SDK's own OAuth client for the server behind the tunnel; `browser` answers the
+    consent page (`redirect(url)`) and hands the code back (`callback()`)."""
     metadata = OAuthClientMetadata(
         client_name=name,
-        redirect_uris=["http://127.0.0.1:33418/callback"],  # type: ignore[list-item]
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
     )

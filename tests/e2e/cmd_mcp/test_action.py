@@ -18,7 +18,7 @@ import httpx2  # noqa: E402
 from openapi_spec_validator import validate  # noqa: E402
 
 from tests.conftest import wait_for  # noqa: E402
-from tests.e2e.cmd_mcp.serverutil import PASSPHRASE, TOKEN, McpServer, cookie_of, form_of  # noqa: E402
+from tests.e2e.cmd_mcp.serverutil import PASSPHRASE, TOKEN, McpServer, cookie_of, form_of, onward  # noqa: E402
 from tests.e2e.cmd_mcp.test_mcp import mp  # noqa: E402
 
 pytestmark = pytest.mark.daemon
@@ -115,8 +115,8 @@ def test_a_custom_gpt_authorizes_with_a_client_added_by_hand(engine, tmp_path):
                 data={**form_of(page.text), "passphrase": PASSPHRASE, "decision": "allow", "scope_write": "1"},
                 headers={"Cookie": cookie_of(page)},
             )
-        assert back.headers["location"].startswith(callback)
-        code = parse_qs(urlsplit(back.headers["location"]).query)["code"][0]
+        assert onward(back).startswith(callback)
+        code = parse_qs(urlsplit(onward(back)).query)["code"][0]
         token = httpx2.post(
             f"{base}/token",
             data={

@@ -7,6 +7,7 @@ side of a bare remote."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from typing import Any
 
@@ -187,9 +188,18 @@ def test_five_wrong_passphrases_lock_out_and_an_unknown_host_gets_421(engine, tm
             with tunnel.sync_client() as http:
                 forged = http.get(f"http://127.0.0.1:{server.port}/mcp", headers={"Host": "evil.example"})
                 assert forged.status_code == 421
+                # Clients probe the protected-resource metadata at the root too (issue #44).
+                probed = http.get(f"{tunnel.url}/.well-known/oauth-protected-resource")
+                assert probed.status_code == 200 and probed.json()["resource"] == f"{tunnel.url}/mcp"
         finally:
             server.stop()
     refusals = events(server, "mcp_refused")
     assert sum(1 for e in refusals if e["status"] == 429) == 2
     assert any(e["status"] == 421 and e["host"] == "evil.example" and "Invalid Host" in e["reason"] for e in refusals)
     assert len([e for e in events(server, "mcp_consent") if e["outcome"] == "wrong passphrase"]) == 5
+    # The refusals say why, and for which client, not the page they answered with (issue #44).
+    why = [e["reason"] for e in refusals if e["path"] == "/consent"]
+    client = re.fullmatch(r"wrong passphrase for (client \S+ \('Guesser'\))", why[0])
+    assert client, why
+    wrong = f"wrong passphrase for {client.group(1)}"
+    assert why == [wrong] * 4 + [f"{wrong}; locked out", f"locked out after 5 wrong passphrases, for {client.group(1)}"]

@@ -1,36 +1,45 @@
 """The consent page: it names the client (escaped), refuses a form without its CSRF cookie,
 denies with access_denied, grants reading only when the owner unticks mp:write, and knows
-nothing of an unknown request. (Lockout through the real server: tests/e2e/cmd_mcp/test_oauth.py.)"""
+nothing of an unknown request. Its answer is a page that moves the browser on to the
+client's redirect URI, whatever its scheme, under a CSP as strict as the form's; a wrong
+passphrase is logged as one. (Lockout through the real server: tests/e2e/cmd_mcp/test_oauth.py;
+in a real browser: tests/e2e/cmd_mcp/test_consent_browser.py.)"""
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
+import pytest
 from mcp.server.auth.provider import AuthorizationParams
 from mcp.shared.auth import OAuthClientInformationFull
+from pydantic import AnyUrl
 from starlette.applications import Starlette
 
 from mp_engine.client.mcp.consent import Consent
+from mp_engine.client.mcp.guard import Guard, resolve
 from mp_engine.client.mcp.provider import Provider
 from mp_engine.client.mcp.store import Store
 
 PASS = "the owner's passphrase"
+CHATGPT = "https://chatgpt.com/cb"
 
 
-def setup(tmp_path):
+def setup(tmp_path, redirect_uri=CHATGPT):
     provider = Provider(Store(tmp_path / "s.db"), "http://127.0.0.1:8765")
     client = OAuthClientInformationFull(
-        client_id="c1", client_name="<script>alert(1)</script>", redirect_uris=["https://chatgpt.com/cb"]
+        client_id="c1", client_name="<script>alert(1)</script>", redirect_uris=[redirect_uri]
     )
     anyio.run(provider.register_client, client)
     params = AuthorizationParams(
         state="st",
         scopes=["mp:read", "mp:write"],
         code_challenge="x" * 43,
-        redirect_uri="https://chatgpt.com/cb",
+        redirect_uri=redirect_uri,
         redirect_uri_provided_explicitly=True,
     )
     url = anyio.run(provider.authorize, client, params)
@@ -41,11 +50,20 @@ def fields(page: str) -> dict[str, str]:
     return dict(re.findall(r'name="(request|csrf)" value="([^"]+)"', page))
 
 
+def moved_to(answer) -> str:
+    """Where the answer's page sends the browser: its meta refresh, which its link repeats."""
+    assert answer.status_code == 200, answer.text
+    refresh = re.search(r'<meta http-equiv="refresh" content="0; url=([^"]+)">', answer.text)
+    link = re.search(r'<a href="([^"]+)">', answer.text)
+    assert refresh and link and refresh.group(1) == link.group(1), answer.text
+    return html.unescape(refresh.group(1))
+
+
 def exchange(app_url, tmp_path, answers, with_cookie=True):
     provider, path = app_url
 
     async def main():
-        app = Starlette(routes=Consent(provider, PASS).routes())
+        app = Guard(Starlette(routes=Consent(provider, PASS).routes()), resolve(None, "127.0.0.1", 8765))
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1:8765") as c:
             page = await c.get(path)
             if page.status_code != 200:
@@ -70,9 +88,39 @@ def test_the_page_names_the_client_escaped_and_frames_nothing(tmp_path):
         and 'type="password"' in page.text
         and "<script" not in page.text.replace("&lt;script", "")
     )
-    assert back.status_code == 302
-    query = parse_qs(urlsplit(back.headers["location"]).query)
+    url = moved_to(back)
+    assert url.startswith(CHATGPT + "?")
+    query = parse_qs(urlsplit(url).query)
     assert query["state"] == ["st"] and len(query["code"][0]) > 30
+
+
+def test_the_form_may_post_only_to_itself_and_the_answer_may_post_nowhere(tmp_path):
+    """Issue #44: the form's policy stays `form-action 'self'`, not widened to the client's
+    origin; the answer moves on by a page (no form submission for a browser to check)."""
+    page, back = exchange(setup(tmp_path), tmp_path, {"passphrase": PASS, "decision": "allow"})
+    form = page.headers["content-security-policy"]
+    assert "form-action 'self';" in form and "chatgpt.com" not in form and "default-src 'none'" in form
+    policy = back.headers["content-security-policy"]
+    assert "form-action 'none'" in policy and "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert back.headers["cache-control"] == "no-store" and back.headers["referrer-policy"] == "no-referrer"
+    assert "location" not in back.headers and "<form" not in back.text and "<script" not in back.text
+
+
+@pytest.mark.parametrize(
+    "redirect_uri",
+    [
+        "http://localhost:33418/callback",  # a native client's loopback listener (RFC 8252 §7.3)
+        "com.example.app:/oauth2redirect?from=a&b=c",  # a private-use scheme (RFC 8252 §7.1)
+        'cursor://anysphere.cursor-retrieval/oauth/callback?x=1&y="q"',
+    ],
+)
+def test_a_native_clients_redirect_uri_is_where_the_page_goes(tmp_path, redirect_uri):
+    _, back = exchange(setup(tmp_path, redirect_uri), tmp_path, {"passphrase": PASS, "decision": "allow"})
+    url = moved_to(back)
+    base = str(AnyUrl(redirect_uri))
+    assert url.startswith(base + ("&" if "?" in base else "?")), url
+    assert parse_qs(urlsplit(url).query)["state"] == ["st"]
+    assert '"q"' not in back.text  # the URL's own characters are escaped in the page
 
 
 def test_without_the_csrf_cookie_the_form_is_refused(tmp_path):
@@ -80,12 +128,25 @@ def test_without_the_csrf_cookie_the_form_is_refused(tmp_path):
     assert back.status_code == 403
 
 
+def test_a_wrong_passphrase_is_logged_as_one_with_the_client_not_as_the_page(tmp_path, capsys):
+    from mp_engine.record import logs
+
+    logs.configure("info")
+    page, back = exchange(setup(tmp_path), tmp_path, {"passphrase": "not it", "decision": "allow"})
+    assert back.status_code == 401 and "Wrong passphrase. 4 more tries" in back.text
+    assert not any("refused" in k for k in back.headers)  # the reason stays on the server
+    refused = [json.loads(line) for line in capsys.readouterr().err.splitlines() if '"mcp_refused"' in line]
+    assert [(e["status"], e["reason"]) for e in refused] == [
+        (401, "wrong passphrase for client c1 ('<script>alert(1)</script>')")
+    ]
+
+
 def test_deny_sends_access_denied_and_reading_only_is_a_choice(tmp_path):
     _, denied = exchange(setup(tmp_path / "a"), tmp_path, {"decision": "deny"})
-    assert parse_qs(urlsplit(denied.headers["location"]).query)["error"] == ["access_denied"]
+    assert parse_qs(urlsplit(moved_to(denied)).query)["error"] == ["access_denied"]
     provider, path = app_url = setup(tmp_path / "b")
     _, back = exchange(app_url, tmp_path, {"passphrase": PASS, "decision": "allow"})  # mp:write unticked
-    code = parse_qs(urlsplit(back.headers["location"]).query)["code"][0]
+    code = parse_qs(urlsplit(moved_to(back)).query)["code"][0]
     assert provider.store.code(code, "c1")["scopes"] == ["mp:read"]
 
 
