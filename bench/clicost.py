@@ -123,7 +123,7 @@ def measure_cli(cli: str, reps: int) -> Row:
         hand_dir = base / "hand"
         git(base, "clone", "-q", str(ws), str(hand_dir), env=git_env())
         with engine_in_process(ws, env) as engine:
-            from mp_engine.agent.chain import render_argv
+            from mp_engine.agent.call.chain import render_argv
             from mp_engine.execute.process import scrub_env
 
             run_mp(engine, ws, mp("MP-0.1", 1))  # warm-up: the CLI's first start, caches

@@ -58,8 +58,8 @@ def make_repo(root: Path) -> None:
 
 
 def run(reps: int) -> list[Row]:
-    from mp_engine.agent.repomap import RepoMap
-    from mp_engine.agent.workcontext import compile_context, tokens
+    from mp_engine.agent.prompt.context import compile_context, tokens
+    from mp_engine.agent.prompt.repomap import RepoMap
 
     cold, warm, changed, listing = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="mpe-bench-repomap-") as tmp:
@@ -176,9 +176,9 @@ MP = b"# MP-9.1 Bench plan\nExecutor: agent\nPlan: auto\n\nRefactor the services
 
 def planner_prompts(root: Path, tmp: Path, reps: int) -> tuple[list[float], int]:
     """The planner's prompt as a run builds it, from a cold map cache each time."""
-    from mp_engine.agent import planning
-    from mp_engine.agent.repomap import RepoMap
-    from mp_engine.agent.workcontext import fill, tokens
+    from mp_engine.agent.plan import planner as planning
+    from mp_engine.agent.prompt.context import fill, tokens
+    from mp_engine.agent.prompt.repomap import RepoMap
     from mp_engine.inbox.mpfile import parse
 
     mp = parse(MP)
@@ -200,7 +200,7 @@ def planner_prompts(root: Path, tmp: Path, reps: int) -> tuple[list[float], int]
 def validation() -> float:
     import json
 
-    from mp_engine.agent import planning
+    from mp_engine.agent.plan import planner as planning
     from mp_engine.inbox.mpfile import parse
 
     mp = parse(MP)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mp_engine.agent.breakers import CallLimiter
-from mp_engine.agent.caller import Caller
-from mp_engine.agent.claims import last_block
+from mp_engine.agent.call.caller import Caller
+from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.evidence import IterationEvidence
+from mp_engine.agent.judge.claims import last_block
 from mp_engine.config import Config
 from mp_engine.core.workspace import Workspace
 from mp_engine.execute import sandbox

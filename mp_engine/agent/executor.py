@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mp_engine.agent.decompose import decompose
-from mp_engine.agent.loop import AgentRun
-from mp_engine.agent.parallel import Dispatch
+from mp_engine.agent.plan.decompose import decompose
+from mp_engine.agent.run.loop import AgentRun
+from mp_engine.agent.run.scheduler import Dispatch
 from mp_engine.agent.settings import for_mp
 from mp_engine.config import Config
 from mp_engine.core.errors import InvalidMPError

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.agent.progress import render_lines
+from mp_engine.agent.run.progress import render_lines
 from mp_engine.config import cache as config_cache
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.terminal import terminal_safe

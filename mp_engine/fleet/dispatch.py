@@ -28,12 +28,12 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, TerminatedError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from mp_engine.agent.attempt import Attempt, Outcome, judge
-from mp_engine.agent.checks import CheckRun, iter_check
-from mp_engine.agent.invoke import Call
-from mp_engine.agent.ledgersteps import AgentSteps
-from mp_engine.agent.parts import WorkspaceParts
-from mp_engine.agent.taskbranch import TaskWorktrees
+from mp_engine.agent.call.invoke import Call
+from mp_engine.agent.judge.checks import CheckRun, iter_check
+from mp_engine.agent.run.attempt import Attempt, Outcome, judge
+from mp_engine.agent.run.parts import WorkspaceParts
+from mp_engine.agent.run.steps import AgentSteps
+from mp_engine.agent.run.worktrees import TaskWorktrees
 from mp_engine.config import Config, FleetConfig
 from mp_engine.core import secretenv
 from mp_engine.core.atomic import atomic_write, atomic_write_json

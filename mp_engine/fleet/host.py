@@ -15,12 +15,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mp_engine.agent.attempt import Attempt, call
-from mp_engine.agent.breakers import CallLimiter
+from mp_engine.agent.call.invoke import Call
+from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
-from mp_engine.agent.invoke import Call
-from mp_engine.agent.ledgersteps import AgentSteps
-from mp_engine.agent.parts import workspace_parts
+from mp_engine.agent.run.attempt import Attempt, call
+from mp_engine.agent.run.parts import workspace_parts
+from mp_engine.agent.run.steps import AgentSteps
 from mp_engine.config import AgentLevel, Config
 from mp_engine.core.atomic import read_tail
 from mp_engine.core.clock import now_iso

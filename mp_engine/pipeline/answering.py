@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from mp_engine.agent import answers
+from mp_engine.agent.run import answers
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox import answer as answer_file
 from mp_engine.inbox.mpfile import MicroProject

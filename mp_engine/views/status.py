@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.agent.progress import load_report
+from mp_engine.agent.run.progress import load_report
 from mp_engine.core.atomic import read_tail, sha256_file
 from mp_engine.core.clock import parse_iso
 from mp_engine.core.errors import InvalidMPError

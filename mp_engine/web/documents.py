@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mp_engine.agent.progress import Progress
+from mp_engine.agent.run.progress import Progress
 from mp_engine.core.atomic import read_tail
 from mp_engine.core.clock import now_iso, parse_iso
 from mp_engine.core.workspace import RUN_LEDGER, Workspace

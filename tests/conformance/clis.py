@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from mp_engine.agent.presets import codex_temp
+from mp_engine.agent.call.presets import codex_temp
 
 # cli: (registry, package, version, the executable and a file that is large only when the
 # native binary really came (npm runs claude's postinstall), both under `node_modules/`

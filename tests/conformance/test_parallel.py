@@ -20,7 +20,7 @@ from tests.conformance.test_claude import claude  # noqa: F401  (the fixture)
 from tests.conformance.test_codex import codex, codex_home_dir  # noqa: F401  (the fixtures)
 from tests.conftest import result_field
 from tests.gitutil import git
-from tests.unit.agent.test_parallel import listed
+from tests.unit.agent.run.test_scheduler import listed
 
 pytestmark = pytest.mark.conformance
 

@@ -12,7 +12,7 @@ import pytest
 from mp_engine.core.workspace import Workspace
 from tests.agentutil import GREET, ONE, calls, configure, level, only_run, progress, records
 from tests.conftest import drop, events, read_state, result_field, wait_for
-from tests.unit.agent.test_loop import alive
+from tests.unit.agent.run.test_loop import alive
 
 pytestmark = pytest.mark.daemon
 

@@ -23,7 +23,7 @@ from tests.conftest import events, read_state, wait_for
 from tests.e2e.cmd_send.test_send import GIT_ENV, finish, send
 from tests.fleetutil import FleetWorker, TemporalServer, add_fleet, free_port
 from tests.gitutil import engine_workspace, git, make_remote, remote_file
-from tests.unit.agent.test_loop import alive
+from tests.unit.agent.run.test_loop import alive
 
 pytestmark = pytest.mark.daemon
 

@@ -17,8 +17,8 @@ from tests.agentutil import calls, configure, level
 from tests.conftest import events, read_state, wait_for
 from tests.e2e.cmd_send.test_send import GIT_ENV, finish, send
 from tests.gitutil import clone, engine_workspace, git, make_remote, push_file, remote_file
-from tests.unit.agent.test_loop import alive
-from tests.unit.agent.test_parallel import FIVE, listed
+from tests.unit.agent.run.test_loop import alive
+from tests.unit.agent.run.test_scheduler import FIVE, listed
 
 pytestmark = pytest.mark.daemon
 

@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from mp_engine.agent.presets import CONFORMANCE, cli_of, installed_version
+from mp_engine.agent.call.presets import CONFORMANCE, cli_of, installed_version
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config import Config
 from mp_engine.core import pids

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mp_engine.agent.progress import Progress
+from mp_engine.agent.run.progress import Progress
 from mp_engine.cli.main import main
 from mp_engine.commands.status import render_status
 from mp_engine.config import load_config

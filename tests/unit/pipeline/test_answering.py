@@ -102,7 +102,7 @@ def test_an_answer_mp_answers_and_ends_completed_itself_and_the_answered_run_goe
 
 
 def test_tasks_that_ran_at_once_are_answered_one_by_one_and_start_again_from_the_tip(ws, monkeypatch):
-    from tests.unit.agent.test_parallel import TWO
+    from tests.unit.agent.run.test_scheduler import TWO
 
     engine = start(ws, monkeypatch, max_parallel=2)
     drop(ws, TWO)  # both tasks ask; the MP ends on the first, MT-001

@@ -1,0 +1,259 @@
+"""Calling an agent: spawn a level's CLI in one workspace (retrying transient outages),
+classify how it ended, and read what it said. A call that cannot work (auth, not found,
+an outage that outlasted its retries) is said by `why_fatal`; the run decides the rest.
+
+One `Caller` per workspace: a task's worktree (its own caller for each task that runs at
+once). The limiter and the budget are the run's, shared by every caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mp_engine.agent.call import echo, structured
+from mp_engine.agent.call.chain import render_argv
+from mp_engine.agent.call.invoke import Call, argv_problem, classify, run_agent
+from mp_engine.agent.call.limiter import CallLimiter
+from mp_engine.agent.evidence import IterationEvidence
+from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.core.atomic import atomic_write, atomic_write_json, read_tail
+from mp_engine.core.workspace import NOT_WORK
+from mp_engine.execute import sandbox
+from mp_engine.execute.process import scrub_env
+from mp_engine.execute.steps import Budget
+from mp_engine.record.outcome import read_capped
+
+OUTPUT_READ_CAP = 1024 * 1024
+
+
+class Caller:
+    def __init__(
+        self,
+        cfg: AgentConfig,
+        *,
+        mp_id: str,
+        run_dir: Path,
+        workdir: Path,
+        limiter: CallLimiter,
+        budget: Budget,
+        stop: threading.Event,
+        stop_now: threading.Event,
+        kill_grace: float,
+        emit: Callable[..., Any],
+        engine_root: Path,
+        read_only: bool = False,
+    ):
+        self.cfg = cfg
+        self.read_only = read_only  # every call sandboxed, the workdir read-only ([diagnose])
+        self.engine_root = engine_root  # what the sandbox hides but the worktree
+        self.mp_id = mp_id
+        self.run_dir = run_dir
+        self.workdir = workdir
+        self.limiter = limiter
+        self.budget = budget
+        self.stop = stop
+        self.stop_now = stop_now
+        self.kill_grace = kill_grace
+        self.emit = emit  # a plain event (name, **fields)
+
+    def call(
+        self,
+        level: AgentLevel,
+        ev: IterationEvidence,
+        *,
+        key: str,
+        mt_id: str,
+        iteration: int,
+        level_index: int,
+        on_spawn: Callable[[int], None],
+    ) -> Call:
+        """Call the agent with the prompt in `ev` (retrying transient outages), unless this
+        step's call (`key`: its idempotency key) already finished before a crash: then its
+        recorded outcome is used."""
+        call_file = ev.path("call.json")
+        try:
+            done = json.loads(call_file.read_text(encoding="utf-8"))
+            if done.get("idempotency_key") == key:
+                return Call.from_dict(done["call"])
+        except (FileNotFoundError, ValueError):
+            pass
+        prompt_file = ev.path("prompt.md")
+        values = {
+            "prompt": prompt_file.read_text(encoding="utf-8"),
+            "prompt_file": str(prompt_file),
+            "workspace": str(self.workdir),
+            "mt_id": mt_id,
+            "evidence_dir": str(ev.dir),
+            "ignore_file": str(self.ignore_file()),
+        }
+        argv = render_argv(level, values)
+        env = scrub_env(
+            level.env_allow,
+            extra={
+                "MP_ID": self.mp_id,
+                "MP_MT": mt_id,
+                "MP_ITERATION": str(iteration),
+                "MP_LEVEL": str(level_index),
+                "MP_WORKSPACE": str(self.workdir),
+                "MP_RUN_DIR": str(self.run_dir),
+                "MP_PROMPT_FILE": str(prompt_file),
+            },
+        )
+        too_long = argv_problem(argv, env)
+        if too_long is not None:  # a configuration error, not "not installed" (issue #16)
+            return Call("config", detail=f"the prompt does not fit on the command line: {too_long}")
+        box = sandbox.for_call(
+            self.cfg,
+            level,
+            workdir=self.workdir,
+            engine_root=self.engine_root,
+            evidence_dir=ev.dir,
+            readable=[Path(values["ignore_file"])],
+            read_only=self.read_only,
+        )
+        if box is not None:  # the evidence says the call was sandboxed, and how
+            atomic_write_json(ev.path("sandbox.json"), box.record(), durable=False)
+        retries = 0
+        while True:
+            _rotate(ev.path("stdout.txt"), ev.path("stderr.txt"))
+            self.limiter.record(time.time())
+            with sandbox.confined(box, argv) as run_argv:
+                res = run_agent(
+                    run_argv,
+                    cwd=self.workdir,
+                    env=env,
+                    timeout=max(0.1, min(level.timeout, self.budget.remaining())),
+                    idle_timeout=level.idle_timeout,
+                    stdout_path=ev.path("stdout.txt"),
+                    stderr_path=ev.path("stderr.txt"),
+                    stdin_path=prompt_file if level.stdin else None,
+                    stop_now=self.stop_now,
+                    kill_grace=self.kill_grace,
+                    on_spawn=on_spawn,
+                    markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={mt_id}", f"MP_ITERATION={iteration}"),
+                )
+            call = self._classify(res, ev, values["prompt"])
+            if call.kind != "transient" or retries >= self.cfg.transient_retries:
+                break
+            delay = self.cfg.transient_backoff * (2**retries)
+            retries += 1
+            self.emit(
+                "agent_call_retry",
+                mp=self.mp_id,
+                mt=mt_id,
+                iteration=iteration,
+                level=level_index,
+                detail=call.detail,
+                retry=retries,
+                delay=delay,
+            )
+            if self.stop.wait(delay) or self.stop_now.is_set():
+                return Call("interrupted", detail="stopped while waiting to retry")
+        if not call.pauses:
+            atomic_write_json(call_file, {"idempotency_key": key, "call": call.to_dict()}, durable=False)
+        return call
+
+    def _classify(self, res: Any, ev: IterationEvidence, prompt: str) -> Call:
+        out = read_tail(ev.path("stdout.txt"), 256 * 1024)
+        err = read_tail(ev.path("stderr.txt"), 256 * 1024)
+        shaped = structured.parse(out)  # claude's or codex's JSON output: fields, not patterns
+        said = (shaped.answer if shaped else out) + "\n" + err
+        # Limits are read from the CLI's own error (never the agent's answer, never the
+        # echoed prompt: issue #16); without structured output, from all it printed.
+        cli_said = (shaped.error if shaped else out) + "\n" + err
+        call = classify(
+            res,
+            echo.for_limits(cli_said, prompt),
+            status_seen="---LOOPR_STATUS---" in echo.for_claims(said, prompt),
+            now=datetime.now(UTC),
+            fallback_wait=self.cfg.usage_limit_wait,
+            rate_wait=self.cfg.rate_limit_wait,
+            api_status=shaped.api_status if shaped and shaped.is_error else None,
+            resets_at=shaped.resets_at if shaped else None,
+        )
+        # What it cost, as the CLI reported it: its fields, or aider's token lines (issue #32).
+        call.usage = shaped.usage if shaped and shaped.usage else structured.text_usage(out + "\n" + err)
+        call.environment = shaped.environment if shaped else None
+        return call
+
+    def ignore_file(self) -> Path:
+        """`{ignore_file}`: what is not the agent's work, as gitignore patterns anchored at the
+        workspace root (aider's `--aiderignore` keeps it from reading or editing them)."""
+        path = self.run_dir / "agent" / "not-work.ignore"
+        if not path.exists():
+            atomic_write(path, "".join(f"/{p}\n" for p in NOT_WORK).encode(), durable=False)
+        return path
+
+    @staticmethod
+    def read_output(ev: IterationEvidence) -> str:
+        """What the agent said (stdout and stderr), without its echo of the prompt."""
+        out, _ = read_capped(ev.path("stdout.txt"), OUTPUT_READ_CAP)
+        shaped = structured.parse(out)
+        out = shaped.answer if shaped else out  # a JSON-escaped status block reads as text
+        err, _ = read_capped(ev.path("stderr.txt"), OUTPUT_READ_CAP // 4)
+        try:
+            prompt = ev.path("prompt.md").read_text(encoding="utf-8")
+        except OSError:
+            prompt = None
+        return echo.for_claims(out + "\n" + err, prompt)
+
+
+def why_fatal(call: Call, level: AgentLevel, who: str, section: str, mp_id: str, retries: int) -> tuple[str, str, str]:
+    """(reason, detail, fix) of a call that ends the run (`Call.ends_run`): `who` names the
+    worker's level in its chain, or a planner or reflector; `section` its table."""
+    cmd = level.argv[0] if level.argv else level.name
+    resend = f"then send the MP again with `Approves: {mp_id}`"
+    return {
+        "not_found": (
+            "agent_not_found",
+            f"The agent CLI of {who} could not run: {call.detail}.",
+            f"Install `{cmd}` on the engine host (on the daemon's PATH) or correct the argv of level "
+            f"{level.name!r} in `{section}`, {resend}.",
+        ),
+        "auth": (
+            "agent_auth",
+            f"The agent CLI of {who} is not authenticated: {call.detail}.",
+            f"Log `{cmd}` in as the engine's user (or pass its API key variable through the level's "
+            f"`env_allow`), {resend}.",
+        ),
+        "billing": (
+            "agent_billing",
+            f"The account of {who} has no credit left: {call.detail}.",
+            f"Add credits to the provider account that `{cmd}` uses (or give level {level.name!r} another "
+            f"account's key through `env_allow`), {resend}.",
+        ),
+        "config": (
+            "agent_config",
+            f"The agent CLI of {who} cannot be started this way: {call.detail}.",
+            f"Pass the prompt on stdin (`stdin = true` in level {level.name!r}, without {{prompt}} in its argv) or "
+            f"as a file (`{{prompt_file}}`), {resend}.",
+        ),
+        "fleet": (
+            "fleet_failed",
+            f"The fleet could not run the attempt of {who}: {call.detail}.",
+            f"Read the attempt's failure in Temporal (`temporal workflow show --workflow-id <id>`, docs/FLEET.md) "
+            f"and the worker's log, repair the worker, {resend}.",
+        ),
+        "transient": (
+            "agent_unavailable",
+            f"The agent's provider stayed unavailable after {retries} retries: {call.detail}.",
+            f"Wait until the provider is back (its status page), {resend}.",
+        ),
+    }[call.kind]
+
+
+def _rotate(*paths: Path) -> None:
+    """Keep an earlier attempt's output beside the new one (run_process appends)."""
+    for p in paths:
+        if p.exists():
+            n = 1
+            while (target := p.with_name(f"{p.stem}.attempt{n}{p.suffix}")).exists():
+                n += 1
+            os.replace(p, target)

@@ -1,0 +1,48 @@
+"""Answers a run received (issue #32; inbox/answer.py): the engine adds each one to the run
+(`agent/answers.jsonl` in its archive) before it reopens it; the run, on its way back in,
+makes each new one a ledger step (`ANSWER-<n>`, kind `answer`), applied to the loop's
+state in order (`LoopState.apply_answer`) and replayed after any restart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mp_engine.agent.run.steps import AgentSteps
+from mp_engine.agent.state.loopstate import LoopState
+from mp_engine.agent.state.model import Effect
+from mp_engine.core.atomic import append_durable
+from mp_engine.core.clock import now_iso
+
+FILE = "answers.jsonl"  # in the run's agent/ directory
+
+
+def add(run_dir: Path, *, mt: str, question: str, answer: str, source: str) -> None:
+    """Record an answer in the run, durably, before the run is reopened."""
+    path = run_dir / "agent" / FILE
+    entry = {"mt": mt, "question": question, "answer": answer, "source": source, "at": now_iso()}
+    append_durable(path, json.dumps(entry, ensure_ascii=False))
+
+
+def received(run_dir: Path) -> list[dict[str, Any]]:
+    try:
+        lines = (run_dir / "agent" / FILE).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def take(state: LoopState, steps: AgentSteps, run_dir: Path) -> list[Effect]:
+    """Each answer the ledger has no step for yet: its `ANSWER-<n>` step, applied."""
+    effects: list[Effect] = []
+    for n, entry in enumerate(received(run_dir), 1):
+        step_id = f"ANSWER-{n}"
+        done = steps.ledger.step(step_id)
+        if done is not None and done.status.value == "completed":
+            continue
+        step = steps.start(step_id, "answer", entry["mt"], entry["answer"])
+        rec = {**entry, "ok": True, "seq": state.applied + 1}
+        steps.finish(step, rec, ok=True)
+        effects += state.apply_answer(rec)
+    return effects

@@ -1,0 +1,127 @@
+"""One attempt at one micro-task: the agent call of an iteration, the agent's claims and
+the task's checks, all in one workspace (`work`), then the iteration's record
+(`record`). It decides nothing: the run applies the record (`LoopState.apply`) or, when
+the call did not answer, pauses, waits or ends. `work` (the call, the checks and the
+evidence) is the unit that runs beside others (each task in its own worktree, in a thread
+of its own), or elsewhere (a `Runner`: the fleet runs the call and the checks on a worker
+and `judge`s here); the run places each record in one thread, in the order it applies
+the records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mp_engine.agent.call.invoke import Call
+from mp_engine.agent.evidence import IterationEvidence
+from mp_engine.agent.judge.checks import CheckRun
+from mp_engine.agent.judge.claims import parse_claims
+from mp_engine.agent.run.parts import WorkspaceParts
+from mp_engine.agent.run.steps import AgentSteps
+from mp_engine.config import AgentLevel
+from mp_engine.record.ledger import LedgerStep
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What an attempt is about: the ledger step and evidence of iteration `iteration` of
+    micro-task `mt_id` (index `mt_index`) at level `level_index`, and the checks that
+    accept the task (indices into the MP's checks)."""
+
+    mt_id: str
+    mt_index: int | None  # None: a planning round's or drift check's call
+    iteration: int
+    level: AgentLevel
+    level_index: int
+    step: LedgerStep
+    ev: IterationEvidence
+    accepting: list[int]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    call: Call
+    evidence: dict[str, Any] | None = None  # the call answered and the checks ran: the record, unplaced
+    checks_interrupted: bool = False  # a second stop signal or a cancel cut the checks short
+
+    @property
+    def answered(self) -> bool:
+        return self.evidence is not None
+
+
+def call(parts: WorkspaceParts, steps: AgentSteps, a: Attempt) -> Call:
+    """The attempt's agent call (a worker's, or a planner's or reflector's)."""
+    return parts.caller.call(
+        a.level,
+        a.ev,
+        key=a.step.idempotency_key,
+        mt_id=a.mt_id,
+        iteration=a.iteration,
+        level_index=a.level_index,
+        on_spawn=steps.on_spawn(a.step),
+    )
+
+
+def work(parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
+    """Call, run the checks, judge. Safe to run beside other attempts, each in its own
+    workspace."""
+    answer = call(parts, steps, a)
+    if answer.pauses or answer.ends_run:
+        return Outcome(answer)
+    checks = parts.checker.run(a.accepting, a.step.step_id)
+    if checks is None:
+        return Outcome(answer, checks_interrupted=True)
+    return judge(parts, a, answer, checks, nonce)
+
+
+def judge(parts: WorkspaceParts, a: Attempt, answer: Call, checks: list[CheckRun], nonce: str) -> Outcome:
+    """The dual gate of an answered call whose checks ran (here, or on a worker of the
+    fleet): the agent's claims (marked with the run's `nonce`) AND the checks, and the
+    evidence of the workspace as the call left it."""
+    claims = parse_claims(parts.caller.read_output(a.ev), nonce)
+    assert a.mt_index is not None
+    evidence = parts.recorder.evidence(
+        mt_id=a.mt_id,
+        mt_index=a.mt_index,
+        iteration=a.iteration,
+        level_index=a.level_index,
+        level=a.level,
+        ev=a.ev,
+        call=answer,
+        claims=claims,
+        checks=checks,
+    )
+    return Outcome(answer, evidence)
+
+
+class Runner(Protocol):
+    """Where attempts run: in this engine's threads (`Local`), or on a fleet of workers
+    (mp_engine/fleet/dispatch.py). Called from the scheduler's worker threads."""
+
+    def __call__(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome: ...
+
+    def where(self, mt_id: str) -> str | None:
+        """Where the task's running attempt is, for `status` (None: here)."""
+        ...
+
+    def close(self) -> None:
+        """The run stops dispatching (it ended or paused)."""
+        ...
+
+
+class Local:
+    def __call__(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
+        return work(parts, steps, a, nonce)
+
+    def where(self, mt_id: str) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def record(parts: WorkspaceParts, a: Attempt, out: Outcome, seq: int) -> dict[str, Any]:
+    """The iteration's record placed in the run; `seq`: the order the run applies it in."""
+    assert out.evidence is not None
+    return parts.recorder.iteration(out.evidence, a.step, seq=seq)

@@ -1,0 +1,77 @@
+"""Calling an agent (mp_engine/agent/caller.py) with fake agent CLIs: one call per
+iteration, a finished call reused after a crash, transient outages retried, and what a
+call that cannot work says."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from mp_engine.agent.call.caller import Caller, why_fatal
+from mp_engine.agent.call.invoke import Call
+from mp_engine.agent.call.limiter import CallLimiter
+from mp_engine.agent.evidence import IterationEvidence
+from mp_engine.config import AgentLevel
+from tests.agentutil import ONE, agent_context, calls, level
+
+
+def caller_for(ctx, workdir, events: list):
+    return Caller(
+        ctx.config.agent,
+        mp_id=ctx.mp.mp_id,
+        run_dir=ctx.run.dir,
+        workdir=workdir,
+        limiter=CallLimiter(ctx.ws.local_dir / "calls.log", 100),
+        budget=ctx.budget,
+        stop=threading.Event(),
+        stop_now=threading.Event(),
+        kill_grace=1.0,
+        emit=lambda name, **fields: events.append((name, fields)),
+        engine_root=ctx.ws.root,
+    )
+
+
+def prompt(ctx, text: str) -> IterationEvidence:
+    ev = IterationEvidence(ctx.run.dir, "MT-001", 1)
+    ev.write("prompt.md", text)
+    return ev
+
+
+def test_a_call_runs_the_level_in_the_workspace_and_its_outcome_is_kept(ws, tmp_path):
+    log = tmp_path / "calls.jsonl"
+    ctx = agent_context(ws, ONE, [level("fast", "good.py", "--log", str(log))])
+    caller = caller_for(ctx, ws.root, [])
+    ev = prompt(ctx, '## Your micro-task now: MT-001\n\nWrite "hello" to `out/a.txt`.\n\n## Checks\n')
+    spawned = []
+    call = caller.call(
+        ctx.config.agent.levels[0], ev, key="k1", mt_id="MT-001", iteration=1, level_index=0, on_spawn=spawned.append
+    )
+    assert call.kind == "ok" and spawned and (ws.root / "out" / "a.txt").read_text().strip() == "hello"
+    assert json.loads(ev.path("call.json").read_text())["idempotency_key"] == "k1"
+    again = caller.call(
+        ctx.config.agent.levels[0], ev, key="k1", mt_id="MT-001", iteration=1, level_index=0, on_spawn=spawned.append
+    )
+    assert again == call and len(calls(log)) == 1  # the finished call is not made twice
+    said = Caller.read_output(ev)
+    assert "COMPLETE" in said and "Your micro-task now" not in said  # the answer, not the prompt
+
+
+def test_a_missing_cli_is_not_found_and_says_how_to_fix_it(ws):
+    ctx = agent_context(ws, ONE, [{"name": "ghost", "argv": ["no-such-agent-cli", "{prompt_file}"]}])
+    caller = caller_for(ctx, ws.root, [])
+    lv = ctx.config.agent.levels[0]
+    call = caller.call(
+        lv, prompt(ctx, "do it"), key="k", mt_id="MT-001", iteration=1, level_index=0, on_spawn=lambda pid: None
+    )
+    assert call.kind == "not_found" and call.ends_run and not call.pauses
+    reason, detail, fix = why_fatal(call, lv, "level 0 (ghost)", "[agent] levels", "MP-3.2", 2)
+    assert reason == "agent_not_found" and "level 0 (ghost)" in detail
+    assert "no-such-agent-cli" in fix and fix.endswith("`Approves: MP-3.2`.")
+
+
+def test_every_kind_that_ends_the_run_has_its_fix():
+    lv = AgentLevel(name="x", argv=["x", "{prompt_file}"])
+    for kind in ("auth", "billing", "not_found", "transient", "config"):
+        reason, _detail, fix = why_fatal(Call(kind, detail="d"), lv, "w", "[agent] levels", "MP-1.1", 3)
+        assert reason.startswith("agent_") and "Approves: MP-1.1" in fix
+    assert not Call("crash").ends_run and Call("usage_limit").pauses
