@@ -23,9 +23,11 @@ test: $(STAMP) lint
 		echo "make test: pytest collected no tests (exit 5); expected the suite under tests/" >&2; exit 1; \
 	fi; exit $$rc
 
-# ruff, then the layer contracts in pyproject.toml (import-linter): part of `make test`.
+# ruff (the rules, then the layout: `ruff format` decides it, nothing opts out), then the
+# layer contracts in pyproject.toml (import-linter): part of `make test`.
 lint: $(STAMP)
 	$(BIN)/ruff check mp_engine tests bench
+	$(BIN)/ruff format --check mp_engine tests bench
 	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)

@@ -343,7 +343,7 @@ def engine_in_process(ws: Path, env: dict[str, str]) -> Iterator[Any]:
     os.environ.clear()
     os.environ.update(env)
     try:
-        from mp_engine.config import load_config
+        from mp_engine.config.load import load_config
         from mp_engine.core.workspace import Workspace
         from mp_engine.pipeline.engine import Engine
 

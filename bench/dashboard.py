@@ -119,8 +119,15 @@ def browser_delay(port: int, ws: Path, samples: int) -> Stat | None:
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run"):  # fmt: skip
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+    ):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(driver_path), options=opts)
     inbox = ws / "Claude_Inbox" / "incoming_microproject.txt"
@@ -128,9 +135,11 @@ def browser_delay(port: int, ws: Path, samples: int) -> Stat | None:
     try:
         driver.get(f"http://127.0.0.1:{port}/")
         time.sleep(1.0)  # the stream is open
-        observe = ("window.seen = {}; new MutationObserver(() => { const t = document.getElementById('queue').innerText;"
-                   " const m = t.match(/MP-77\\.(\\d+)/); if (m && !window.seen[m[1]]) window.seen[m[1]] = Date.now(); })"
-                   ".observe(document.getElementById('queue'), {childList: true, subtree: true});")  # fmt: skip
+        observe = (
+            "window.seen = {}; new MutationObserver(() => { const t = document.getElementById('queue').innerText;"
+            " const m = t.match(/MP-77\\.(\\d+)/); if (m && !window.seen[m[1]]) window.seen[m[1]] = Date.now(); })"
+            ".observe(document.getElementById('queue'), {childList: true, subtree: true});"
+        )
         driver.execute_script(observe)
         for i in range(samples):
             # An MP the engine holds in the slot (halted, it does not approve): the queue part changes.
@@ -176,11 +185,30 @@ def run(reps: int) -> list[Row]:
             wait_result(ws, "MP-19.3")
             delay = browser_delay(port, ws, max(5, reps // 4))
             if delay is None:
-                rows.append(Row("19. dashboard: state change to browser update", None, "-", None, "<= 1000 ms", None, "ms",
-                                "not measured: needs chromium and chromedriver"))  # fmt: skip
+                rows.append(
+                    Row(
+                        "19. dashboard: state change to browser update",
+                        None,
+                        "-",
+                        None,
+                        "<= 1000 ms",
+                        None,
+                        "ms",
+                        "not measured: needs chromium and chromedriver",
+                    )
+                )
             else:
-                rows.append(Row("19. dashboard: state change to browser update", delay, "-", None, "<= 1000 ms",
-                                delay.p95 <= 1000, "ms"))  # fmt: skip
+                rows.append(
+                    Row(
+                        "19. dashboard: state change to browser update",
+                        delay,
+                        "-",
+                        None,
+                        "<= 1000 ms",
+                        delay.p95 <= 1000,
+                        "ms",
+                    )
+                )
             seconds = max(10.0, reps / 2)
             stop = threading.Event()
             reader = open_stream(port, stop)
@@ -202,8 +230,17 @@ def run(reps: int) -> list[Row]:
             cpu_off = idle_cpu(off.pid, seconds)
         finally:
             off.stop()
-        rows.append(Row(f"19. daemon idle CPU with a dashboard page open, {seconds:g} s", Stat(cpu, cpu, 1),
-                        "dashboard off", Stat(cpu_off, cpu_off, 1), "< 0.5 % of a core", cpu < 0.5, "%"))  # fmt: skip
+        rows.append(
+            Row(
+                f"19. daemon idle CPU with a dashboard page open, {seconds:g} s",
+                Stat(cpu, cpu, 1),
+                "dashboard off",
+                Stat(cpu_off, cpu_off, 1),
+                "< 0.5 % of a core",
+                cpu < 0.5,
+                "%",
+            )
+        )
     return rows
 
 

@@ -64,8 +64,11 @@ async def schedule_to_start(address: str, run_dir: Path, first: int) -> list[flo
     from temporalio.client import Client
 
     client = await Client.connect(address)
-    ids = [json.loads(line)["attempt"] for line in (run_dir.parent.parent / ".engine" / "events.jsonl").open()
-           if '"fleet_started"' in line and run_dir.name in line]  # fmt: skip
+    ids = [
+        json.loads(line)["attempt"]
+        for line in (run_dir.parent.parent / ".engine" / "events.jsonl").open()
+        if '"fleet_started"' in line and run_dir.name in line
+    ]
     spans = []
     for wid in ids:
         history = await client.get_workflow_handle(wid).fetch_history()
@@ -102,8 +105,9 @@ def measure(reps: int) -> list[Row]:
             with engine_in_process(ws, env) as engine:
                 for n in WORKERS:
                     while len(workers) < n:
-                        w = FleetWorker(base, f"w{len(workers) + 1}", server.address, "bench", url, [level],
-                                        max_parallel=PER_WORKER)  # fmt: skip
+                        w = FleetWorker(
+                            base, f"w{len(workers) + 1}", server.address, "bench", url, [level], max_parallel=PER_WORKER
+                        )
                         workers.append(w.start())
                     one(engine, ws, f"MP-18.{n}9")  # warm: a new worker's clone and first imports
                     for rep in range(reps):

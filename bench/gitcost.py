@@ -73,7 +73,7 @@ class EngineSide:
     def __init__(self, base: Path, url: str, name: str, *, event_log_mb: int = 0):
         import os
 
-        from mp_engine.config import load_config
+        from mp_engine.config.load import load_config
         from mp_engine.pipeline.engine import Engine
         from mp_engine.sync.redact import Redactor
 

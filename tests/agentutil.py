@@ -8,9 +8,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from mp_engine.config import load_config
+from mp_engine.agent.call.limiter import CallLimiter
+from mp_engine.agent.run.steps import AgentSteps
+from mp_engine.agent.scope import RunScope
+from mp_engine.config.load import load_config
 from mp_engine.core.workspace import Workspace
-from mp_engine.execute.steps import Budget, StepContext
+from mp_engine.execute.steps import StepContext, TimeBudget
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import RunArchive, create_run
 from mp_engine.record.events import EventLog
@@ -177,5 +180,20 @@ def agent_context(ws: Workspace, text: str, levels: list[dict[str, Any]], **opts
         events=EventLog(ws.events_file),
         stop=threading.Event(),
         stop_now=threading.Event(),
-        budget=Budget.of(mp, (config.agent.wall_budget, "wall_budget")),
+        budget=TimeBudget.of(mp, (config.agent.wall_budget, "wall_budget")),
     )
+
+
+def run_scope(ctx: StepContext, events: list | None = None, *, nonce: str = "n0nce", per_hour: int = 100) -> RunScope:
+    """The scope of an agent run for its parts tested alone; `events` gets each event of it
+    as (name, fields) (fields without the MP and run ids, and the event id)."""
+    if events is not None:
+
+        def seen(rec: dict[str, Any]) -> None:
+            fields = {k: v for k, v in rec.items() if k not in ("ts", "event", "id", "mp", "run")}
+            events.append((rec["event"], fields))
+
+        ctx.events.listeners.append(seen)
+    limiter = CallLimiter(ctx.ws.local_dir / "calls.log", per_hour)
+    steps = AgentSteps(ctx.ledger, ctx.run.steps_dir)
+    return RunScope(ctx, ctx.config.agent, nonce, steps, limiter, ctx.run.dir / "agent" / "learnings.md")

@@ -52,12 +52,28 @@ class TemporalServer:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> TemporalServer:
-        argv = [temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
-                "--db-filename", str(self.db), "--log-level", "error"]  # fmt: skip
+        argv = [
+            temporal_cli(),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--db-filename",
+            str(self.db),
+            "--log-level",
+            "error",
+        ]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(lambda: self.proc.poll() is not None or asyncio.run(self._ready()), timeout, interval=0.2,
-                 what=lambda: f"Temporal on {self.address}:\n{self.log.read_text(errors='replace')}")  # fmt: skip
+        wait_for(
+            lambda: self.proc.poll() is not None or asyncio.run(self._ready()),
+            timeout,
+            interval=0.2,
+            what=lambda: f"Temporal on {self.address}:\n{self.log.read_text(errors='replace')}",
+        )
         if self.proc.poll() is not None:
             pytest.fail(f"Temporal exited at its start on {self.address}:\n{self.log.read_text(errors='replace')}")
         return self
@@ -94,16 +110,40 @@ def level_toml(levels: list[dict[str, Any]]) -> str:
 class FleetWorker:
     """`python -m mp_engine worker` as a real subprocess, in a directory of its own."""
 
-    def __init__(self, tmp: Path, name: str, address: str, queue: str, url: str, levels: list[dict[str, Any]],
-                 max_parallel: int = 2, agent: dict[str, Any] | None = None, metrics: str = ""):  # fmt: skip
+    def __init__(
+        self,
+        tmp: Path,
+        name: str,
+        address: str,
+        queue: str,
+        url: str,
+        levels: list[dict[str, Any]],
+        max_parallel: int = 2,
+        agent: dict[str, Any] | None = None,
+        metrics: str = "",
+    ):
         self.name = name
         self.root = tmp / f"worker-{name}"
         self.root.mkdir(parents=True, exist_ok=True)
         text = toml_table("agent", agent or {}) + level_toml(levels) + toml_table("fleet", {"work_remote": url})
         (self.root / "mp-engine.toml").write_text(text)
-        self.argv = [sys.executable, "-m", "mp_engine", "worker", "--root", str(self.root), "--temporal", address,
-                     "--task-queue", queue, "--max-parallel", str(max_parallel), "--name", name,
-                     *(["--metrics", metrics] if metrics else [])]  # fmt: skip
+        self.argv = [
+            sys.executable,
+            "-m",
+            "mp_engine",
+            "worker",
+            "--root",
+            str(self.root),
+            "--temporal",
+            address,
+            "--task-queue",
+            queue,
+            "--max-parallel",
+            str(max_parallel),
+            "--name",
+            name,
+            *(["--metrics", metrics] if metrics else []),
+        ]
         self.log = tmp / f"worker-{name}.log"
         self.proc: subprocess.Popen | None = None
 

@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from mp_engine.sync.redact import Redactor

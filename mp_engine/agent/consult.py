@@ -17,18 +17,17 @@ import re
 import secrets
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mp_engine.agent.call.caller import Caller
 from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.judge.claims import last_block
-from mp_engine.config import Config
-from mp_engine.core.workspace import Workspace
+from mp_engine.agent.run.steps import AgentSteps
+from mp_engine.agent.scope import RunScope
 from mp_engine.execute import sandbox
-from mp_engine.execute.steps import Budget
+from mp_engine.execute.steps import StepContext, TimeBudget
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.diagnosis import Diagnosis
 from mp_engine.record.outcome import fenced
@@ -105,10 +104,10 @@ def parse(answer: str, nonce: str) -> tuple[str, str] | None:
     return (fields["ROOT CAUSE"], fields.get("FIX", "")) if fields.get("ROOT CAUSE") else None
 
 
-def consult(
-    ws: Workspace, config: Config, run_dir: Path, mp: MicroProject, d: Diagnosis, error_output: str
-) -> Suggestion | None:
-    """Ask `[diagnose] level` about failure `d`; None when `[diagnose]` is off."""
+def consult(ctx: StepContext, d: Diagnosis, error_output: str) -> Suggestion | None:
+    """Ask `[diagnose] level` about failure `d` of the run `ctx` is about; None when
+    `[diagnose]` is off."""
+    ws, config, run_dir, mp = ctx.ws, ctx.config, ctx.run.dir, ctx.mp
     name = config.diagnose.level
     if not name:
         return None
@@ -128,11 +127,16 @@ def consult(
     nonce = secrets.token_hex(8)
     ev.write("prompt.md", prompt(mp, d, error_output, nonce))
     # The workspace read-only, the engine's own files (lock, event log, tokens) hidden in it.
-    caller = Caller(
-        config.agent, mp_id=mp.mp_id, run_dir=run_dir, workdir=ws.root, limiter=limiter,
-        budget=Budget(limit, "Timeout"), stop=threading.Event(), stop_now=threading.Event(),
-        kill_grace=config.execution.kill_grace, emit=lambda *a, **k: None, engine_root=ws.local_dir, read_only=True,
-    )  # fmt: skip
+    alone = replace(ctx, stop=threading.Event(), stop_now=threading.Event(), budget=TimeBudget(limit, "Timeout"))
+    scope = RunScope(
+        alone,
+        config.agent,
+        nonce,
+        AgentSteps(ctx.ledger, ctx.run.steps_dir),
+        limiter,
+        run_dir / "agent" / "learnings.md",
+    )
+    caller = Caller(scope, ws.root, read_only=True)
     call = caller.call(level, ev, key=nonce, mt_id=MT, iteration=1, level_index=0, on_spawn=lambda pid: None)
     ev.add(ev.path("stdout.txt"))
     ev.add(ev.path("stderr.txt"))

@@ -1,16 +1,18 @@
-"""The agent executor: `Executor: agent` MPs run through the loop in loop.py."""
+"""The agent executor: `Executor: agent` MPs run through the agent run (run/loop.py); and
+`[diagnose]`'s opinion on any MP that ended in ERROR (`advise`, consult.py)."""
 
 from __future__ import annotations
 
+from mp_engine.agent.consult import Suggestion, consult
 from mp_engine.agent.plan.decompose import decompose
-from mp_engine.agent.run.loop import AgentRun
-from mp_engine.agent.run.scheduler import Dispatch
+from mp_engine.agent.run.loop import AgentRun, Dispatch
 from mp_engine.agent.settings import for_mp
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext
 from mp_engine.inbox.mpfile import MicroProject
+from mp_engine.record.diagnosis import Diagnosis
 
 
 class AgentExecutor:
@@ -39,3 +41,8 @@ class AgentExecutor:
 
     def run(self, ctx: StepContext) -> ExecResult:
         return AgentRun(ctx, self.dispatch).run()
+
+    def advise(self, ctx: StepContext, diagnosis: Diagnosis, error_output: str) -> Suggestion | None:
+        """`[diagnose] level`'s opinion on the failure of the MP `ctx` ran (any executor's),
+        asked read-only in the sandbox; None when `[diagnose]` is off."""
+        return consult(ctx, diagnosis, error_output)

@@ -21,7 +21,7 @@ from typing import Any
 
 from mp_engine.alerts.outbox import Outbox
 from mp_engine.alerts.rules import Alert, Rules
-from mp_engine.config import NotifyConfig
+from mp_engine.config.notify import NotifyConfig
 from mp_engine.core.errors import ConfigError
 
 BACKOFF_MAX = 60.0
@@ -55,8 +55,15 @@ def command_target(argv: tuple[str, ...], timeout: float) -> Target:
 
     def send(alert: Alert) -> str | None:
         try:
-            p = subprocess.run(list(argv), input=json.dumps(alert.to_dict()), text=True, capture_output=True,
-                               timeout=timeout, env=env, start_new_session=True)  # fmt: skip
+            p = subprocess.run(
+                list(argv),
+                input=json.dumps(alert.to_dict()),
+                text=True,
+                capture_output=True,
+                timeout=timeout,
+                env=env,
+                start_new_session=True,
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             return str(e)
         return None if p.returncode == 0 else f"exit {p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}"

@@ -61,6 +61,8 @@ class Rules:
         return a
 
     def _make(self, e: dict[str, Any]) -> Alert | None:
+        """The alert event `e` makes, or None. Long because it is the list of the events that
+        are alerts, each with the words a person reads."""
         name, mp = e.get("event"), e.get("mp")
         root = f"--root {self.root}"
         if name == "mp_failed":
@@ -90,18 +92,32 @@ class Rules:
                     e,
                 )
             why = f"{failed.get('summary')}.\nFix: {failed.get('fix')}" if failed else "it failed"
-            return Alert("halt", f"mp-engine halted on {mp}", f"The engine takes no MP until {mp} is approved: {why}",
-                         approve, mp, e)  # fmt: skip
+            return Alert(
+                "halt",
+                f"mp-engine halted on {mp}",
+                f"The engine takes no MP until {mp} is approved: {why}",
+                approve,
+                mp,
+                e,
+            )
         if name == "mp_completed":
-            return Alert("completed", f"mp-engine: {mp} completed", f"{mp} completed in {e.get('duration')} s.", "",
-                         mp, e)  # fmt: skip
+            return Alert(
+                "completed", f"mp-engine: {mp} completed", f"{mp} completed in {e.get('duration')} s.", "", mp, e
+            )
         if name == "mp_cancelled":
-            return Alert("cancelled", f"mp-engine: {mp} cancelled", f"{mp} was cancelled ({e.get('source')}).", "",
-                         mp, e)  # fmt: skip
+            return Alert(
+                "cancelled", f"mp-engine: {mp} cancelled", f"{mp} was cancelled ({e.get('source')}).", "", mp, e
+            )
         if name in ("engine_stopped", "engine_stalled") and e.get("mode") != "once":  # once always ends
             why = "stopped" if name == "engine_stopped" else f"stalled and exits for a restart: {e.get('detail')}"
-            return Alert("engine_down", "mp-engine is down", f"The engine on this host {why}.",
-                         f"`systemctl start mp-engine` (or `mp-engine run {root}`)", None, e)  # fmt: skip
+            return Alert(
+                "engine_down",
+                "mp-engine is down",
+                f"The engine on this host {why}.",
+                f"`systemctl start mp-engine` (or `mp-engine run {root}`)",
+                None,
+                e,
+            )
         if name == "sync_push_refused":
             return Alert(
                 "push_refused",

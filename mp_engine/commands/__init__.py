@@ -17,5 +17,3 @@ def taken(request: Path, timeout: float, poll: float = 0.05) -> bool:
             return False
         time.sleep(poll)
     return True
-
-

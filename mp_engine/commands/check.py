@@ -6,8 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine.agent.executor import AgentExecutor
-from mp_engine.agent.plan.decompose import decompose
+from mp_engine.agent.api import AgentExecutor, decompose
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.terminal import escape_controls

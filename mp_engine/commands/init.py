@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from mp_engine.agent.call.presets import PRESETS, chain
+from mp_engine.agent.api import PRESETS, chain
 from mp_engine.core.atomic import atomic_write
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.workspace import CONFIG_FILE, init_workspace

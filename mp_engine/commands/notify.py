@@ -25,10 +25,23 @@ def notify_test(root: Path, echo: Callable[[str], None]) -> ExitCode:
         )
     held = secretenv.hold(config.secrets.env, config.secrets.env_patterns)
     try:
-        alerter = Alerter(config.notify, ws.local_dir / "alerts-test.jsonl", str(ws.root), emit=lambda *a, **k: None,
-                          redact=Redactor.from_config(config), environ=secretenv.environ())  # fmt: skip
-        alert = Alert("test", "mp-engine: a test alert", "This is a test of [notify]; nothing needs doing.", "",
-                      None, {"event": "notify_test"}, root=str(ws.root))  # fmt: skip
+        alerter = Alerter(
+            config.notify,
+            ws.local_dir / "alerts-test.jsonl",
+            str(ws.root),
+            emit=lambda *a, **k: None,
+            redact=Redactor.from_config(config),
+            environ=secretenv.environ(),
+        )
+        alert = Alert(
+            "test",
+            "mp-engine: a test alert",
+            "This is a test of [notify]; nothing needs doing.",
+            "",
+            None,
+            {"event": "notify_test"},
+            root=str(ws.root),
+        )
         results = alerter.deliver(alert, retry=False)
     finally:
         if held:

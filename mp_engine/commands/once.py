@@ -8,8 +8,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from mp_engine.config import Config
-from mp_engine.config.load import load_workspace
+from mp_engine.config.load import Config, load_workspace
 from mp_engine.core import secretenv
 from mp_engine.core.errors import DaemonRunning
 from mp_engine.core.exitcodes import ExitCode

@@ -17,7 +17,7 @@ from mp_engine.daemon.supervisor import Supervisor
 from mp_engine.pipeline.engine import Engine
 
 if TYPE_CHECKING:
-    from mp_engine.config import Config
+    from mp_engine.config.load import Config
 
 
 def serve_dashboard(engine: Engine, config: Config) -> Any:

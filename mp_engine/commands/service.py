@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from mp_engine.config import Config
-from mp_engine.config.load import load_workspace
+from mp_engine.config.load import Config, load_workspace
 from mp_engine.core.atomic import atomic_write
 from mp_engine.core.errors import ConfigError, MpEngineError
 from mp_engine.core.exitcodes import ExitCode
@@ -107,7 +106,8 @@ def render(
 ) -> Rendered:
     """Fill in a template; `home` is the installing user's home (for user-scope paths).
     `worker`: a fleet worker's unit (`mp-engine worker --root`, docs/FLEET.md), not the
-    engine's."""
+    engine's.
+    Long because it is the unit's or the plist's template, key by key."""
     home = Path(home or Path.home())
     unit, label = ("mp-engine-worker", WORKER_LABEL) if worker else ("mp-engine", LAUNCHD_LABEL)
     values = {
@@ -199,7 +199,7 @@ def service_install(
     worker: bool = False,
 ) -> ExitCode:
     if worker:  # a worker's directory is no workspace: its configuration is all it needs
-        from mp_engine.config import load_config
+        from mp_engine.config.load import load_config
 
         ws = Workspace.at(root)
         config = load_config(ws.root)

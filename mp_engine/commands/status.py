@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.agent.run.progress import render_lines
+from mp_engine.agent.progress import render_lines
 from mp_engine.config import cache as config_cache
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.terminal import terminal_safe
@@ -27,20 +27,6 @@ if TYPE_CHECKING:
 
 ANSI = {"red": 31, "green": 32, "yellow": 33, "cyan": 36, "white": 37}  # click.style's codes, without click
 STATUS_COLOURS = {"ONLINE": "green", "RUNNING": "cyan", "ERROR": "red", "OFFLINE": "yellow"}
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def fleet_lines(report: dict[str, Any]) -> list[str]:
@@ -59,7 +45,8 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
 
 
 def render_status(report: dict[str, Any], *, color: bool = False) -> str:
-    """The person's view; `color` (a TTY) colours the state, the halt and the last error."""
+    """The person's view; `color` (a TTY) colours the state, the halt and the last error.
+    Long because it is the screen's layout, line by line, in the order a person reads it."""
 
     def paint(text: str, fg: str, bold: bool = False) -> str:
         if not color:

@@ -15,7 +15,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core import secretenv
 from mp_engine.core.errors import ConfigError
 from mp_engine.core.exitcodes import ExitCode

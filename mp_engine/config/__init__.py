@@ -2,53 +2,7 @@
 
 Everything is validated by pydantic before any thread starts; an invalid value or an
 unknown key is a `ConfigError` whose message names the key and where it came from.
-
-The sections live beside this file (`sections.py`, `agent.py`, `fleet.py`, `notify.py`,
-`dashboard.py`, `diagnose.py`);
-`load.py` holds `Config` and `load_config`. Everything is importable from here.
-"""
-
-from __future__ import annotations
-
-from mp_engine.config.agent import AgentConfig, AgentLevel, AgentRoute
-from mp_engine.config.dashboard import DashboardConfig
-from mp_engine.config.diagnose import DiagnoseConfig
-from mp_engine.config.fleet import FleetConfig
-from mp_engine.config.load import ENV_PREFIX, Config, load_config
-from mp_engine.config.notify import ALERT_KINDS, NotifyConfig
-from mp_engine.config.section import is_loopback
-from mp_engine.config.sections import (
-    ArchiveConfig,
-    EngineConfig,
-    ExecutionConfig,
-    GitConfig,
-    MetricsConfig,
-    RecoveryConfig,
-    SecretsConfig,
-    WatchConfig,
-)
-from mp_engine.core.workspace import CONFIG_FILE
-
-__all__ = [
-    "ALERT_KINDS",
-    "DashboardConfig",
-    "DiagnoseConfig",
-    "CONFIG_FILE",
-    "ENV_PREFIX",
-    "AgentConfig",
-    "AgentLevel",
-    "AgentRoute",
-    "ArchiveConfig",
-    "Config",
-    "EngineConfig",
-    "ExecutionConfig",
-    "FleetConfig",
-    "GitConfig",
-    "MetricsConfig",
-    "NotifyConfig",
-    "RecoveryConfig",
-    "SecretsConfig",
-    "WatchConfig",
-    "is_loopback",
-    "load_config",
-]
+One module per group of sections (`sections.py`, `agent.py`, `fleet.py`, `notify.py`,
+`dashboard.py`, `diagnose.py`); `load.py` holds `Config` and `load_config`; `cache.py` the
+validated configuration as JSON for read-only commands, which must not import pydantic.
+This face imports none of them (bench figure 8: `status` reads the cache only)."""

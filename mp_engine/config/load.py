@@ -134,6 +134,3 @@ def load_workspace(root: Path) -> tuple[Workspace, Config]:
     ws = Workspace.at(root)
     ws.check()
     return ws, load_config(ws.root)
-
-
-

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.agent.run.progress import load_report
+from mp_engine.agent.progress import load_report
 from mp_engine.core.atomic import atomic_write
 from mp_engine.core.clock import now_iso, parse_iso
 from mp_engine.core.errors import InvalidMPError
@@ -122,7 +122,7 @@ def status_line(ws: Workspace, state: SessionState, now: datetime | None = None)
 def progress_of(ws: Workspace, run_id: str) -> dict[str, Any] | None:
     """What run `run_id` is doing, for the heartbeat an orchestrator reads: the agent's
     micro-task and iteration, or the shell step (`current_step`)."""
-    from mp_engine.agent.run.progress import load_report  # lazy, as in status
+    from mp_engine.agent.progress import load_report  # lazy, as in status
 
     agent = load_report(ws.runs_dir / run_id)
     if agent is not None and agent.get("running"):  # parallel tasks: each one running

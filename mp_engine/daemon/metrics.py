@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core.clock import parse_iso
 from mp_engine.core.errors import StateError
 from mp_engine.daemon.health import SYNC_FAILURES

@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 import mp_engine.execute.process as process
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core.errors import ConfigError, StateError
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.daemon.health import SYNC_FAILURES, progress_of, read_last_sync_ok, record_sync_ok, status_line

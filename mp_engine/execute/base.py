@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.execute.steps import StepContext
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.diagnosis import Diagnosis

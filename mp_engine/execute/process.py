@@ -288,7 +288,9 @@ def run_process(
 ) -> ProcessResult:
     """Run `argv` to completion or until a limit; never raises for the child's failures.
     `markers` (`NAME=value` entries of `env`): what `kill_escaped` looks for when the
-    child has ended, to kill its descendants that left its process group."""
+    child has ended, to kill its descendants that left its process group.
+    Long because the start, the watch loop (timeout, idle, stop) and the kill of the group
+    share the process's state; split, each piece would need all of it."""
     start = time.monotonic()
     with open(stdout_path, "ab") as out, open(stderr_path, "ab") as err:
         stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL

@@ -6,7 +6,7 @@ cancelled; blocks after it are reported as not run.
 
 from __future__ import annotations
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext, error_output, report_for, run_block
 from mp_engine.inbox.mpfile import MicroProject, require_executable

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import mp_engine.execute.diagnosis as diag
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core.atomic import atomic_write
 from mp_engine.core.clock import parse_iso
 from mp_engine.core.errors import ConfinementError, ProcessError
@@ -42,7 +42,7 @@ BUDGET_SOURCES = {
 }
 
 
-class Budget:
+class TimeBudget:
     """The MP's time budget, charged with the duration of every step that ran."""
 
     def __init__(self, total: float, source: str, used: float = 0.0):
@@ -52,7 +52,7 @@ class Budget:
         self._lock = threading.Lock()  # parallel agent tasks charge it from their threads
 
     @classmethod
-    def of(cls, mp: MicroProject, default: tuple[float, str], used: float = 0.0) -> Budget:
+    def of(cls, mp: MicroProject, default: tuple[float, str], used: float = 0.0) -> TimeBudget:
         """The one rule: the MP's `Timeout:` header, else the executor's `default` (seconds,
         source), less what the run's finished steps already `used`."""
         if "Timeout" in mp.headers:
@@ -70,14 +70,14 @@ class Budget:
         with self._lock:
             self.used += seconds
 
-    def shared(self) -> Budget:
+    def shared(self) -> TimeBudget:
         """A view of this budget that reads it and charges nothing: for work that runs
         beside other work (parallel agent tasks), whose owner charges the wall time."""
         return _SharedView(self)
 
 
-class _SharedView(Budget):
-    def __init__(self, of: Budget):
+class _SharedView(TimeBudget):
+    def __init__(self, of: TimeBudget):
         super().__init__(of.total, of.source)
         self._of = of
 
@@ -119,7 +119,7 @@ class StepContext:
     events: EventLog
     stop: threading.Event  # finish the current step, then stop
     stop_now: threading.Event  # stop the current step now
-    budget: Budget
+    budget: TimeBudget
     cancelled: threading.Event = field(default_factory=threading.Event)  # set with stop_now by a cancel
     sandbox: Sandbox | None = None  # an agent MP's checks: run inside it (sandbox.py)
 
@@ -288,6 +288,9 @@ def _write_script(path: Path, text: str) -> None:
 
 
 def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -> BlockRun:
+    """Run one command block as a ledger step: started, its process, its verdict, finished.
+    Long because it is one step's whole life in order, each stage a few lines that read the
+    ones before; split, the order that makes it crash-safe would be spread over helpers."""
     out_path, err_path = _paths(ctx, block)
     _rotate_outputs((out_path, err_path), step.attempts)
     script = ctx.run.steps_dir / f"{block.script_name}.{block.lang}"

@@ -28,13 +28,20 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, TerminatedError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from mp_engine.agent.call.invoke import Call
-from mp_engine.agent.judge.checks import CheckRun, iter_check
-from mp_engine.agent.run.attempt import Attempt, Outcome, judge
-from mp_engine.agent.run.parts import WorkspaceParts
-from mp_engine.agent.run.steps import AgentSteps
-from mp_engine.agent.run.worktrees import TaskWorktrees
-from mp_engine.config import Config, FleetConfig
+from mp_engine.agent.api import (
+    AgentSteps,
+    Attempt,
+    AttemptOutcome,
+    Call,
+    CallKind,
+    CheckRun,
+    TaskWorktrees,
+    WorkspaceParts,
+    iter_check,
+    judge,
+)
+from mp_engine.config.fleet import FleetConfig
+from mp_engine.config.load import Config
 from mp_engine.core import secretenv
 from mp_engine.core.atomic import atomic_write, atomic_write_json
 from mp_engine.core.errors import ConfigError, RemoteUnreachable
@@ -129,19 +136,20 @@ class FleetRunner:
 
     # -- one attempt -------------------------------------------------------------------
 
-    def __call__(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
+    def __call__(self, parts: WorkspaceParts, a: Attempt) -> AttemptOutcome:
+        steps = parts.run.steps
         # The step's runs the engine gave back (a stop, a usage limit) each had an id of
         # their own; a crash gave nothing back, so a restart finds its attempt again.
         done = int(getattr(a.step, "fleet_runs", 0) or 0)
         try:
-            out = self._attempt(parts, steps, a, nonce, done)
+            out = self._attempt(parts, steps, a, done)
         finally:
             self._where.pop(a.mt_id, None)
         if not out.answered:
             self._gave_back(steps, a, int(getattr(a.step, "fleet_runs", 0) or 0))  # runs again under a new id
         return out
 
-    def _attempt(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str, done: int) -> Outcome:
+    def _attempt(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, done: int) -> AttemptOutcome:
         while True:
             wid = attempt_id(self.ctx.run.run_id, a.mt_id, a.iteration, done + 1)
             got = self._wait(self._spec(parts, a, wid), parts.caller.stop_now, parts)
@@ -149,11 +157,11 @@ class FleetRunner:
                 break
             done = self._gave_back(steps, a, done)
         if isinstance(got, AttemptResult) and self._fetched(a, got, parts.caller.stop_now):
-            return self._home(parts, a, got, nonce, wid)
+            return self._home(parts, a, got, wid)
         if isinstance(got, Call):  # the fleet failed it
-            return Outcome(got)
+            return AttemptOutcome(got)
         assert got is None or isinstance(got, AttemptResult), got  # stopped
-        return Outcome(Call("interrupted", detail="stopped on the fleet"))
+        return AttemptOutcome(Call(CallKind.INTERRUPTED, detail="stopped on the fleet"))
 
     @staticmethod
     def _gave_back(steps: AgentSteps, a: Attempt, done: int) -> int:
@@ -224,9 +232,15 @@ class FleetRunner:
                     if isinstance(e, RemoteUnreachable)
                     else f"waiting for Temporal at {self.cfg.temporal}"
                 )
-                self.ctx.events.emit("fleet_waiting", mp=spec.mp_id, mt=mt, attempt=spec.attempt_id,
-                                     waiting_for=self._where[mt], error=str(e)[:300] or type(e).__name__,
-                                     retry_in=backoff)  # fmt: skip
+                self.ctx.events.emit(
+                    "fleet_waiting",
+                    mp=spec.mp_id,
+                    mt=mt,
+                    attempt=spec.attempt_id,
+                    waiting_for=self._where[mt],
+                    error=str(e)[:300] or type(e).__name__,
+                    retry_in=backoff,
+                )
                 if stop.wait(backoff):
                     return None
                 backoff = min(BACKOFF_MAX, backoff * 2)
@@ -263,8 +277,9 @@ class FleetRunner:
             )
         except WorkflowAlreadyStartedError:
             handle = client.get_workflow_handle(spec.attempt_id, result_type=AttemptResult)
-        self.ctx.events.emit("fleet_started", mp=spec.mp_id, mt=spec.mt_id, attempt=spec.attempt_id,
-                             queue=spec.queue, commit=spec.commit)  # fmt: skip
+        self.ctx.events.emit(
+            "fleet_started", mp=spec.mp_id, mt=spec.mt_id, attempt=spec.attempt_id, queue=spec.queue, commit=spec.commit
+        )
         return handle
 
     def _describe(self, handle: WorkflowHandle[Any, Any], queue: str) -> str:
@@ -304,19 +319,30 @@ class FleetRunner:
         backoff = 1.0
         while got.commit:
             try:
-                snapshot.fetch(self.trees.path(a.mt_id), self.remote, self.trees.branch(a.mt_id), got.commit,
-                               f"refs/mp-engine/{a.mt_id}")  # fmt: skip
+                snapshot.fetch(
+                    self.trees.path(a.mt_id),
+                    self.remote,
+                    self.trees.branch(a.mt_id),
+                    got.commit,
+                    f"refs/mp-engine/{a.mt_id}",
+                )
                 return True
             except RemoteUnreachable as e:
                 self._where[a.mt_id] = f"waiting for the work remote {self.remote}"
-                self.ctx.events.emit("fleet_waiting", mp=self.ctx.mp.mp_id, mt=a.mt_id,
-                                     waiting_for=self._where[a.mt_id], error=str(e)[:300], retry_in=backoff)  # fmt: skip
+                self.ctx.events.emit(
+                    "fleet_waiting",
+                    mp=self.ctx.mp.mp_id,
+                    mt=a.mt_id,
+                    waiting_for=self._where[a.mt_id],
+                    error=str(e)[:300],
+                    retry_in=backoff,
+                )
                 if stop.wait(backoff):
                     return False
                 backoff = min(BACKOFF_MAX, backoff * 2)
         return True
 
-    def _home(self, parts: WorkspaceParts, a: Attempt, got: AttemptResult, nonce: str, wid: str) -> Outcome:
+    def _home(self, parts: WorkspaceParts, a: Attempt, got: AttemptResult, wid: str) -> AttemptOutcome:
         """The worker's outcome as if the attempt had run here (its commit fetched)."""
         if got.commit:
             snapshot.adopt(parts.caller.workdir, got.commit)
@@ -326,16 +352,27 @@ class FleetRunner:
         atomic_write(ev.path("stderr.txt"), got.stderr, durable=False)
         call = Call.from_dict(got.call)
         if not call.pauses:
-            atomic_write_json(ev.path("call.json"), {"idempotency_key": a.step.idempotency_key,
-                                                     "call": got.call, "worker": got.worker}, durable=False)  # fmt: skip
-        self.ctx.events.emit("fleet_finished", mp=self.ctx.mp.mp_id, mt=a.mt_id, attempt=wid, worker=got.worker,
-                             tries=got.tries, call=call.kind, commit=got.commit)  # fmt: skip
+            atomic_write_json(
+                ev.path("call.json"),
+                {"idempotency_key": a.step.idempotency_key, "call": got.call, "worker": got.worker},
+                durable=False,
+            )
+        self.ctx.events.emit(
+            "fleet_finished",
+            mp=self.ctx.mp.mp_id,
+            mt=a.mt_id,
+            attempt=wid,
+            worker=got.worker,
+            tries=got.tries,
+            call=call.kind,
+            commit=got.commit,
+        )
         if call.pauses or call.ends_run:
-            return Outcome(call)
+            return AttemptOutcome(call)
         if got.checks_interrupted:
-            return Outcome(call, checks_interrupted=True)
+            return AttemptOutcome(call, checks_interrupted=True)
         checks = [self._check(parts, a, c) for c in got.checks]
-        out = judge(parts, a, call, checks, nonce)
+        out = judge(parts, a, call, checks)
         assert out.evidence is not None
         out.evidence.update(worker=got.worker, attempt=wid, tries=got.tries)
         return out
@@ -352,6 +389,14 @@ class FleetRunner:
         ref = write_artifact(steps_dir, step, c.artifact, durable=False)
         summary = (c.artifact.get("diagnosis") or {}).get("summary")
         ctx.ledger.finish(step, ok=c.ok, output_ref=ref, error=None if c.ok else summary or f"exit code {c.exit_code}")
-        ctx.events.emit("step_finished", mp=ctx.mp.mp_id, run=ctx.run.run_id, step=chk.step_id, ok=c.ok,
-                        exit_code=c.exit_code, duration=c.artifact.get("duration"), worker=c.artifact.get("worker"))  # fmt: skip
+        ctx.events.emit(
+            "step_finished",
+            mp=ctx.mp.mp_id,
+            run=ctx.run.run_id,
+            step=chk.step_id,
+            ok=c.ok,
+            exit_code=c.exit_code,
+            duration=c.artifact.get("duration"),
+            worker=c.artifact.get("worker"),
+        )
         return chk, c.ok, c.exit_code

@@ -15,18 +15,25 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mp_engine.agent.call.invoke import Call
-from mp_engine.agent.call.limiter import CallLimiter
-from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
-from mp_engine.agent.run.attempt import Attempt, call
-from mp_engine.agent.run.parts import workspace_parts
-from mp_engine.agent.run.steps import AgentSteps
-from mp_engine.config import AgentLevel, Config
+from mp_engine.agent.api import (
+    AgentSteps,
+    Attempt,
+    Call,
+    CallLimiter,
+    IterationEvidence,
+    RunScope,
+    Snapshot,
+    WorkspaceScope,
+    call,
+    workspace_parts,
+)
+from mp_engine.config.agent import AgentLevel
+from mp_engine.config.load import Config
 from mp_engine.core.atomic import read_tail
 from mp_engine.core.clock import now_iso
 from mp_engine.core.gitcmd import git
 from mp_engine.core.workspace import Workspace
-from mp_engine.execute.steps import Budget, StepContext
+from mp_engine.execute.steps import StepContext, TimeBudget
 from mp_engine.fleet import snapshot
 from mp_engine.fleet.spec import CHECK_CAP, OUTPUT_CAP, AttemptResult, AttemptSpec, CheckOutcome, slug
 from mp_engine.inbox.mpfile import parse
@@ -149,11 +156,14 @@ class WorkerHost:
     def _attempt(
         self, spec: AttemptSpec, level: AgentLevel, path: Path, run_dir: Path, cancel: threading.Event, tries: int
     ) -> AttemptResult:
+        """The call and the checks in a scratch run of this host. Long because the scratch
+        run, the parts and what goes back are one sequence over the same run archive."""
         mp = parse(spec.mp_text.encode("utf-8"), max_bytes=max(len(spec.mp_text.encode("utf-8")), 1))
         run = RunArchive(run_dir)
         run.steps_dir.mkdir(parents=True, exist_ok=True)
-        ledger = Ledger.create(run.ledger_path, run_id=spec.run_id, mp_id=spec.mp_id, mp_sha256=mp.sha256,
-                               executor="agent")  # fmt: skip
+        ledger = Ledger.create(
+            run.ledger_path, run_id=spec.run_id, mp_id=spec.mp_id, mp_sha256=mp.sha256, executor="agent"
+        )
         ledger.durable = False
         ctx = StepContext(
             ws=Workspace(path),
@@ -164,28 +174,18 @@ class WorkerHost:
             events=EventLog(run_dir / "events.jsonl", redact=self.redact),
             stop=threading.Event(),
             stop_now=cancel,
-            budget=Budget(spec.budget, "wall_budget"),
+            budget=TimeBudget(spec.budget, "wall_budget"),
             cancelled=cancel,
         )
         steps = AgentSteps(ledger, run.steps_dir)
-        parts = workspace_parts(
-            ctx,
-            workdir=path,
-            map_cache=run_dir / "repomap.json",
-            worktree=Worktree(path),
-            base=Snapshot(spec.commit, {}),
-            nonce="",
-            limiter=self.limiter,
-            steps=steps,
-            learnings_path=run_dir / "learnings.md",
-            emit=lambda *a, **k: None,
-            check_slots=self.check_slots,
-        )
+        scope = RunScope(ctx, self.config.agent, "", steps, self.limiter, run_dir / "learnings.md")
+        place = WorkspaceScope.at(path, run_dir / "repomap.json", Snapshot(spec.commit, {}))
+        parts = workspace_parts(scope, place, self.check_slots)
         ev = IterationEvidence(run_dir, spec.mt_id, spec.iteration)
         ev.write("prompt.md", spec.prompt)
         step = steps.start(spec.step_id, "agent", spec.idempotency_key)
         a = Attempt(spec.mt_id, spec.mt_index, spec.iteration, level, spec.level_index, step, ev, spec.accepting)
-        answer = call(parts, steps, a)
+        answer = call(parts, a)
         out, omitted = self._tail(ev.path("stdout.txt"), OUTPUT_CAP)
         result = AttemptResult(
             answer.to_dict(),

@@ -23,7 +23,7 @@ from temporalio.converter import DataConverter, PayloadCodec
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
-from mp_engine.config import FleetConfig
+from mp_engine.config.fleet import FleetConfig
 from mp_engine.core.errors import ConfigError, FleetUnreachable
 
 ENCRYPTED = b"binary/encrypted"

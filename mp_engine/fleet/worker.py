@@ -17,7 +17,7 @@ from temporalio import activity
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
-from mp_engine.config import FleetConfig
+from mp_engine.config.fleet import FleetConfig
 from mp_engine.core import secretenv
 from mp_engine.fleet.host import WorkerHost
 from mp_engine.fleet.spec import ACTIVITY, AttemptResult, AttemptSpec

@@ -299,8 +299,9 @@ class _Body:
         try:
             goal = parse_metric(info)
         except ValueError as e:
-            raise InvalidMPError(str(e), f"Correct the fence at line {i + 1}: {METRIC_SYNTAX}.", line=i + 1,
-                                 mp_id=self.mp_id) from e  # fmt: skip
+            raise InvalidMPError(
+                str(e), f"Correct the fence at line {i + 1}: {METRIC_SYNTAX}.", line=i + 1, mp_id=self.mp_id
+            ) from e
         if goal is not None and not in_validate:
             raise InvalidMPError(
                 f"the block at line {i + 1} has a metric but is a step, not a check",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from mp_engine.agent.run import answers
+from mp_engine.agent.api import add_answer
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox import answer as answer_file
 from mp_engine.inbox.mpfile import MicroProject
@@ -46,10 +46,16 @@ def waiting(ctx: EngineContext, state: SessionState, mp_id: str, mt: str | None)
 
 def reopen(ctx: EngineContext, mp_id: str, run: RunArchive, asked: dict, text: str, source: str) -> None:
     """Give the run the answer and open it again; the next tick resumes it."""
-    answers.add(run.dir, mt=asked["mt"], question=asked["question"], answer=text, source=source)
+    add_answer(run.dir, mt=asked["mt"], question=asked["question"], answer=text, source=source)
     run.ledger().reopen(f"answered via {source}")
-    ctx.state.update(halt=None, status=Status.RUNNING, current=mp_id, run_id=run.run_id, waiting=None,
-                     reason=f"{mp_id} answered via {source}")  # fmt: skip
+    ctx.state.update(
+        halt=None,
+        status=Status.RUNNING,
+        current=mp_id,
+        run_id=run.run_id,
+        waiting=None,
+        reason=f"{mp_id} answered via {source}",
+    )
     ctx.events.emit("mp_answered", mp=mp_id, run=run.run_id, mt=asked["mt"], source=source)
 
 
@@ -90,10 +96,18 @@ def take_mp(ctx: EngineContext, state: SessionState, mp: MicroProject, data: byt
             f"{mp.mp_id} answers {mp.answers} but says nothing", "Write the answer below the headers.", mp_id=mp.mp_id
         )
     run, asked = found
-    own, ledger = ended_run(ctx.ws, ctx.events, status=COMPLETED, mp_id=mp.mp_id, title=mp.title, data=data,
-                            sha256=mp.sha256, inbox_entry="delete",
-                            note=f"The answer to {mp.answers} ({asked['mt']} asked); its run {run.run_id} goes on "
-                                 "and ends with its own result.")  # fmt: skip
+    own, ledger = ended_run(
+        ctx.ws,
+        ctx.events,
+        status=COMPLETED,
+        mp_id=mp.mp_id,
+        title=mp.title,
+        data=data,
+        sha256=mp.sha256,
+        inbox_entry="delete",
+        note=f"The answer to {mp.answers} ({asked['mt']} asked); its run {run.run_id} goes on "
+        "and ends with its own result.",
+    )
     result = finalize(ctx, own, ledger)
     reopen(ctx, mp.answers, run, asked, text, f"mp:{mp.mp_id}")
     return TickResult(Action.COMPLETED, mp_id=mp.mp_id, run_id=own.run_id, detail=result.detail, sync=result.sync)

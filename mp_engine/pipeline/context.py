@@ -6,10 +6,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core.disk import Reserve
 from mp_engine.core.workspace import Workspace
+from mp_engine.execute.steps import StepContext
+from mp_engine.record.diagnosis import Diagnosis
+
+if TYPE_CHECKING:
+    from mp_engine.agent.api import Suggestion
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore
@@ -60,3 +66,5 @@ class EngineContext:
     stop: threading.Event = field(default_factory=threading.Event)
     stop_now: threading.Event = field(default_factory=threading.Event)
     finalized: int = 0  # runs finalized by this process (the size of the archives is checked every 10th)
+    # `[diagnose] level`'s opinion on a failed MP: the agent executor's `advise`, when it is on.
+    advise: Callable[[StepContext, Diagnosis, str], Suggestion | None] | None = None

@@ -11,11 +11,11 @@ import time
 
 import structlog
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core import disk
 from mp_engine.core.clock import now_iso, parse_iso, seconds_until
 from mp_engine.execute.base import ExecResult, Executor
-from mp_engine.execute.steps import Budget, StepContext
+from mp_engine.execute.steps import StepContext, TimeBudget
 from mp_engine.inbox.cancel_request import CancelRequest, CancelWatch, consume, consumed
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.pipeline.context import Action, EngineContext, TickResult
@@ -28,11 +28,11 @@ from mp_engine.record.outcome import CANCELLED, COMPLETED, ERROR, Outcome
 log = structlog.get_logger("mp_engine.pipeline.drive")
 
 
-def budget(config: Config, mp: MicroProject, run: RunArchive, ledger: Ledger, executor: Executor) -> Budget:
+def budget(config: Config, mp: MicroProject, run: RunArchive, ledger: Ledger, executor: Executor) -> TimeBudget:
     """The MP's time budget (`Timeout:`, or the executor's default), less what its
     finished steps already used (a resumed run does not start from zero)."""
     used = sum((read_artifact(run.steps_dir, s) or {}).get("duration") or 0.0 for s in ledger.model.steps)
-    return Budget.of(mp, executor.time_budget(config), used)
+    return TimeBudget.of(mp, executor.time_budget(config), used)
 
 
 def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject, executor: Executor) -> TickResult:
@@ -88,8 +88,8 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
     )
     if outcome.status == ERROR:
         outcome.halt_token = mp.mp_id
-        if config.diagnose.level and res.diagnosis is not None and not res.extra.get("answerable"):
-            suggest(ctx, config, run, mp, outcome)  # (a run that asks a person, or paused, waits for them)
+        if ctx.advise is not None and res.diagnosis is not None and not res.extra.get("answerable"):
+            suggest(ctx, step_ctx, outcome)  # (a run that asks a person, or paused, waits for them)
     if watch.request is not None:  # it came as the MP ended: the result stands
         outcome.notes.insert(0, f"A cancel request ({watch.request.who}) came as the MP ended; it had no effect.")
         consume(watch.request)
@@ -97,14 +97,14 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
     return finalize(ctx, run, ledger)
 
 
-def suggest(ctx: EngineContext, config: Config, run: RunArchive, mp: MicroProject, outcome: Outcome) -> None:
-    """`[diagnose] level`'s opinion on the failure, beside the engine's (agent/consult.py)."""
-    from mp_engine.agent.consult import consult  # only when asked: the agent package is large
-
-    assert outcome.diagnosis is not None
-    found = consult(ctx.ws, config, run.dir, mp, outcome.diagnosis, outcome.error_output)
+def suggest(ctx: EngineContext, step_ctx: StepContext, outcome: Outcome) -> None:
+    """`[diagnose] level`'s opinion on the failure, beside the engine's (the agent executor's
+    `advise`, which the engine gives the context when `[diagnose]` is on)."""
+    assert outcome.diagnosis is not None and ctx.advise is not None
+    found = ctx.advise(step_ctx, outcome.diagnosis, outcome.error_output)
     if found is None:
         return
+    run, mp = step_ctx.run, step_ctx.mp
     outcome.extra = {**outcome.extra, "suggestion": found.to_dict()}
     outcome.extra["sections"] = [*outcome.extra.get("sections", []), found.section()]
     ctx.events.emit("mp_diagnosed", mp=mp.mp_id, run=run.run_id, level=found.level, answered=bool(found.root_cause))

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 import structlog
 
 from mp_engine import __version__
-from mp_engine.agent.executor import AgentExecutor
-from mp_engine.config import Config
+from mp_engine.agent.api import AgentExecutor
+from mp_engine.config.load import Config
 from mp_engine.core import secretenv
 from mp_engine.core.atomic import sweep_temp_files
 from mp_engine.core.clock import now_iso, seconds_until
@@ -95,14 +95,21 @@ class Engine:
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
         self.fleet = fleet
         dispatch = fleet.runner if fleet else None
-        self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": AgentExecutor(dispatch)}
+        agent = AgentExecutor(dispatch)
+        self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": agent}
         self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
         self.alerts = None  # [notify]: alerts from the events, delivered by a thread of their own
         if config.notify.enabled:
             from mp_engine.alerts.deliver import Alerter
 
-            self.alerts = Alerter(config.notify, ws.local_dir / "alerts.jsonl", str(ws.root), emit=self.events.emit,
-                                  redact=self.redact, environ=secretenv.environ())  # fmt: skip
+            self.alerts = Alerter(
+                config.notify,
+                ws.local_dir / "alerts.jsonl",
+                str(ws.root),
+                emit=self.events.emit,
+                redact=self.redact,
+                environ=secretenv.environ(),
+            )
             self.events.listeners.append(self.alerts.on_event)
         self.mode = "daemon"
         self.ctx = EngineContext(
@@ -116,6 +123,7 @@ class Engine:
             self.reserve,
             self.stop,
             self.stop_now,
+            advise=agent.advise if config.diagnose.level else None,
         )
         self._recovery_scan_done = False
         self._held_notice: tuple | None = None

@@ -46,6 +46,8 @@ def _render_report(r: StepReport, run_rel: str) -> list[str]:
 
 
 def render_markdown(o: Outcome, ws: Workspace) -> str:
+    """RESULT_last.md from an outcome. Long because it is the document's layout, section after
+    section, read top to bottom like the file it writes."""
     run_rel = ws.rel(ws.runs_dir / o.run_id)
     lines = [
         f"# Result of {o.mp_id}" + (f": {o.title}" if o.title else ""),

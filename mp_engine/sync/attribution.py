@@ -15,9 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mp_engine.config import CONFIG_FILE
 from mp_engine.core.clock import parse_iso
-from mp_engine.core.workspace import EVENTS_FILE, LOCAL_DIR, RESULT_FILE, RUNS_DIR, STATE_FILE, SYSTEM_DIR, Workspace
+from mp_engine.core.workspace import (
+    CONFIG_FILE,
+    EVENTS_FILE,
+    LOCAL_DIR,
+    RESULT_FILE,
+    RUNS_DIR,
+    STATE_FILE,
+    SYSTEM_DIR,
+    Workspace,
+)
 from mp_engine.inbox.cancel_request import CANCEL_PATH
 from mp_engine.record.archive import RunArchive
 from mp_engine.sync.session import GitSession

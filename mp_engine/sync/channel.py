@@ -23,7 +23,7 @@ import mp_engine.sync.locks as locks
 import mp_engine.sync.pull as pull
 import mp_engine.sync.push as push
 import mp_engine.sync.recovery as recovery
-from mp_engine.config import GitConfig
+from mp_engine.config.sections import GitConfig
 from mp_engine.core.errors import GitConfigChanged, InvalidMPError, RemoteUnreachable, SyncError
 from mp_engine.core.gitcmd import config_problem, protect_config
 from mp_engine.core.workspace import GIT_CONFIG_COPY, STATE_FILE, Workspace

@@ -3,7 +3,7 @@ remote's name and tracking ref, the store, and whether the remote was last reach
 
 from __future__ import annotations
 
-from mp_engine.config import GitConfig
+from mp_engine.config.sections import GitConfig
 from mp_engine.core.workspace import Workspace
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.events import EventLog

@@ -2,7 +2,10 @@
 `packed-refs.lock`, `config.lock`, ...): while one exists, every git command that needs
 that file fails. A lock is stale when no process has it open: git holds a lock file open
 from the moment it creates it until it renames or removes it (lockfile.c), so a lock
-nobody holds open belongs to a process that is gone. Issue #19.
+nobody holds open belongs to a process that is gone (issue #19); and git may also keep a lock
+it has closed until it commits it (`git commit -a` with its editor open), so while any git
+works in the repository, no lock is stale. Which processes hold what, and where gits work,
+is psutil's to say, on every platform it covers (issue #40).
 """
 
 from __future__ import annotations
@@ -24,38 +27,71 @@ def is_lock_error(message: str) -> bool:
     return bool(LOCK_ERROR_RE.search(message))
 
 
-def open_paths() -> set[str]:
-    """Every path some process on this host has open (one pass over /proc)."""
+def held_paths() -> set[str]:
+    """Every regular file some process on this host has open, through psutil (Linux, macOS,
+    the BSDs: the hand-written /proc reader found nothing on macOS, so every lock looked
+    stale, issue #40). A process whose files the OS does not let us read (another user's, a
+    sandbox's init) is passed over: the engine's and its operator's gits run as its user."""
+    import psutil  # where it is used: `status` must not pay for it (bench figure 8)
+
     found: set[str] = set()
-    if not os.path.isdir("/proc"):
-        return found
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        fd_dir = f"/proc/{pid}/fd"
+    for proc in psutil.process_iter():
         try:
-            for fd in os.listdir(fd_dir):
-                try:
-                    found.add(os.readlink(f"{fd_dir}/{fd}"))
-                except OSError:
-                    continue
-        except OSError:
-            continue
+            found.update(f.path for f in proc.open_files())
+        except (psutil.Error, OSError):
+            continue  # gone meanwhile, or not ours to read
     return found
 
 
+def working_gits(roots: Iterable[Path]) -> bool:
+    """Whether a live git process works in one of `roots` (its directory is in one): such a
+    git may hold a lock it has closed but not yet committed (lockfile.c's
+    `close_lock_file_gently`: `git commit -a` keeps `index.lock` so, with no file open, while
+    its editor runs)."""
+    import psutil
+
+    places = [r.resolve() for r in roots]
+    for proc in psutil.process_iter(["name"]):
+        name = proc.info.get("name") or ""
+        if name != "git" and not name.startswith("git-"):
+            continue
+        try:
+            cwd = Path(proc.cwd()).resolve()
+        except (psutil.Error, OSError):
+            continue
+        if any(cwd == r or r in cwd.parents for r in places):
+            return True
+    return False
+
+
+def _roots(git_dir: Path) -> set[Path]:
+    """Where a git working on `git_dir` runs: the directory itself, its work tree, and each
+    linked worktree's."""
+    roots = {git_dir, git_dir.parent if git_dir.name == ".git" else git_dir}
+    for link in git_dir.glob("worktrees/*/gitdir"):
+        try:
+            roots.add(Path(link.read_text(encoding="utf-8").strip()).parent)
+        except OSError:
+            continue
+    return roots
+
+
 def stale_locks(git_dirs: Iterable[Path]) -> list[Path]:
-    """`*.lock` files under the git directories that no process holds open."""
+    """`*.lock` files under the git directories that no process holds open, where no git is
+    at work."""
     candidates: list[Path] = []
-    for git_dir in {Path(d) for d in git_dirs}:
+    dirs = {Path(d) for d in git_dirs}
+    if working_gits(set().union(*(_roots(d) for d in dirs))):
+        return []  # one of them may hold a lock it has closed: nothing is stale now
+    for git_dir in dirs:
         for dirpath, dirnames, filenames in os.walk(git_dir):
             if Path(dirpath) == git_dir:
                 dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
             candidates += [Path(dirpath) / f for f in filenames if f.endswith(".lock")]
     if not candidates:
         return []
-    held = open_paths()
-    return sorted(p for p in candidates if str(p) not in held)
+    held = held_paths()
+    return sorted(p for p in candidates if str(p) not in held and str(p.resolve()) not in held)
 
 
 def remove_stale_locks(sync: SyncContext, git_dirs: Iterable[Path]) -> list[str]:

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.config import GitConfig
+from mp_engine.config.sections import GitConfig
 from mp_engine.core.errors import ConfigError
 from mp_engine.core.gitcmd import git
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from urllib.parse import quote, quote_plus
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core import secretenv
 from mp_engine.core.atomic import atomic_write
 

@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import mp_engine.sync.push as push
-from mp_engine.config import CONFIG_FILE, load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.atomic import atomic_write
 from mp_engine.core.errors import SyncError
 from mp_engine.core.gitcmd import git
-from mp_engine.core.workspace import STATE_FILE, SYSTEM_DIR, init_workspace
+from mp_engine.core.workspace import CONFIG_FILE, STATE_FILE, SYSTEM_DIR, init_workspace
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.pull import SyncOutcome
 from mp_engine.sync.session import GitSession

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mp_engine.config import GitConfig
+from mp_engine.config.sections import GitConfig
 from mp_engine.core.errors import ConfigError
 from mp_engine.core.workspace import INBOX_DIR, INBOX_FILE
 from mp_engine.sync.platform import PlatformSigners, host_file

@@ -19,7 +19,6 @@ def read_result(run_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-
 def history(
     ws: Workspace, limit: int | None = None, read: Callable[[Path], dict[str, Any] | None] = read_result
 ) -> list[dict[str, Any]]:

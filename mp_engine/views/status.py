@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.agent.run.progress import load_report
+from mp_engine.agent.progress import load_report
 from mp_engine.core.atomic import read_tail, sha256_file
 from mp_engine.core.clock import parse_iso
 from mp_engine.core.errors import InvalidMPError
@@ -22,7 +22,7 @@ from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.record.stateview import StateView, read_view
 
 if TYPE_CHECKING:
-    from mp_engine.config import Config
+    from mp_engine.config.load import Config
 
 # Events whose newest one is "the last error" in `status`.
 ERROR_EVENTS = {
@@ -37,17 +37,13 @@ ERROR_EVENTS = {
 }
 
 
-
 TAIL_BYTES = 256 * 1024  # how much of the event log `status` reads for the last error
-
 
 
 OUTPUT_TAIL_BYTES = 2048  # of a running step's output, per stream
 
 
-
 OUTPUT_TAIL_LINES = 5
-
 
 
 def run_result(ws: Workspace, run_id: str | None) -> dict[str, Any] | None:
@@ -58,7 +54,6 @@ def run_result(ws: Workspace, run_id: str | None) -> dict[str, Any] | None:
         return json.loads((ws.runs_dir / run_id / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
 
 
 def last_error(events_file: Path) -> dict[str, Any] | None:
@@ -84,10 +79,11 @@ def last_error(events_file: Path) -> dict[str, Any] | None:
     return None
 
 
-
 def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, Any]:
     """State, the pending MP, the halt and how to lift it, and who holds the lock.
-    `config` as `Config`, or as its JSON (config_cache.py: what `status` reads)."""
+    `config` as `Config`, or as its JSON (config_cache.py: what `status` reads).
+    Long because it is the report's fields, each read from one file, in the order `status`
+    prints them."""
     cfg = config if isinstance(config, dict) else config.model_dump(mode="json")
     state = read_view(ws.state_file)
     report: dict[str, Any] = {"root": str(ws.root), "state": state.to_json()}
@@ -122,7 +118,7 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
         report["lock_holder"] = owner
     if cfg["git"]["enabled"]:
         # Lazy: pydantic, GitPython and the channel only when [git] is on (`status` starts fast).
-        from mp_engine.config import GitConfig
+        from mp_engine.config.sections import GitConfig
         from mp_engine.sync.channel import GitChannel
 
         report["git"] = GitChannel(ws, GitConfig.model_validate(cfg["git"])).report()
@@ -155,7 +151,6 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     return report
 
 
-
 def running_step(ws: Workspace, execution: dict[str, Any], run_id: str, step: dict[str, Any]) -> dict[str, Any]:
     """The step a run is on, with (while it runs) how long it has run, the time left
     before its timeout (the step's, or the MP's when that comes first), and its last
@@ -174,7 +169,6 @@ def running_step(ws: Workspace, execution: dict[str, Any], run_id: str, step: di
         text = read_tail(path, OUTPUT_TAIL_BYTES).rstrip("\n")
         tail += [f"{stream}: {line}" for line in text.splitlines()[-OUTPUT_TAIL_LINES:]]
     return {**step, "elapsed": round(elapsed, 1), "time_left": round(max(0.0, left), 1), "output_tail": tail}
-
 
 
 def liveness(ws: Workspace, state: StateView, step: dict[str, Any] | None) -> dict[str, Any]:
@@ -216,7 +210,6 @@ def liveness(ws: Workspace, state: StateView, step: dict[str, Any] | None) -> di
     return out
 
 
-
 def seconds(value: float | None) -> str:
     """A duration for a person: "4.2 s", "3 min 5 s", "2 h 10 min" ("?" when unknown)."""
     if value is None:
@@ -228,11 +221,10 @@ def seconds(value: float | None) -> str:
     return f"{minutes} min {sec} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
-
 def fleet_survey(fleet: dict[str, Any]) -> dict[str, Any]:
     """Temporal and the workers polling each queue (`[fleet]`, docs/FLEET.md); temporalio
     is imported only here."""
-    from mp_engine.config import FleetConfig
+    from mp_engine.config.fleet import FleetConfig
     from mp_engine.core import secretenv
     from mp_engine.core.errors import ConfigError
     from mp_engine.fleet import require

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mp_engine.agent.run.progress import Progress
+from mp_engine.agent.progress import Progress
 from mp_engine.core.atomic import read_tail
 from mp_engine.core.clock import now_iso, parse_iso
 from mp_engine.core.workspace import RUN_LEDGER, Workspace
@@ -99,8 +99,13 @@ class Documents:
         res = self.results.get(self.ws.runs_dir / run_id) or {}
         d = res.get("diagnosis") or {}
         asked = (res.get("extra") or {}).get("answerable")
-        return {"title": res.get("title"), "summary": d.get("summary"), "diagnosis": d.get("diagnosis"),
-                "fix": d.get("fix"), "question": asked}  # fmt: skip
+        return {
+            "title": res.get("title"),
+            "summary": d.get("summary"),
+            "diagnosis": d.get("diagnosis"),
+            "fix": d.get("fix"),
+            "question": asked,
+        }
 
     def heartbeat(self, state: dict[str, Any]) -> dict[str, Any]:
         """How fresh the engine's signs of life are: its last pushed heartbeat (git on) and
@@ -117,7 +122,7 @@ class Documents:
     def git(self) -> dict[str, Any] | None:
         at, report = self._git
         if report is None or time.monotonic() - at > GIT_TTL:
-            from mp_engine.config import GitConfig
+            from mp_engine.config.sections import GitConfig
             from mp_engine.sync.channel import GitChannel
 
             report = GitChannel(self.ws, GitConfig.model_validate(self.cfg["git"])).report()
@@ -177,8 +182,11 @@ class Documents:
         for t in agent.get("tasks") or []:
             live = running.get(t["mt_id"])
             if live is None and current.get("active_mt") == t["mt_id"] and t["status"] == "active":
-                live = {"iteration": current.get("iteration"), "level": current.get("level"),
-                        "level_name": current.get("level_name")}  # fmt: skip
+                live = {
+                    "iteration": current.get("iteration"),
+                    "level": current.get("level"),
+                    "level_name": current.get("level_name"),
+                }
             residuals = t.get("residuals") or []
             tasks.append(
                 {
@@ -264,7 +272,7 @@ class Documents:
                 "tasks": [
                     {**t, "after": after.get(t["mt_id"], []), "evidence_last": self.evidence(run_dir, t)}
                     for t in r.get("micro_tasks") or d.get("micro_tasks") or []
-                ],  # fmt: skip
+                ],
                 "usage": r.get("usage") or d.get("usage"),
                 "certificate": r.get("certificate"),
             }

@@ -17,7 +17,7 @@ from mp_engine.core.errors import ConfigError
 from mp_engine.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
-    from mp_engine.config import Config
+    from mp_engine.config.load import Config
     from mp_engine.core.workspace import Workspace
 
 
@@ -72,8 +72,15 @@ def quiet_server() -> type:
 class Served:
     """A dashboard served by uvicorn in a thread; `close()` stops it (its event streams end)."""
 
-    def __init__(self, ws: Workspace, config: Config, host: str, port: int, token: str | None,
-                 on_refused: Callable[..., None] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        ws: Workspace,
+        config: Config,
+        host: str,
+        port: int,
+        token: str | None,
+        on_refused: Callable[..., None] | None = None,
+    ):
         from mp_engine.web import require
 
         require()
@@ -102,8 +109,9 @@ class Served:
         self.sock.listen(64)
         self.host, self.port = host, self.sock.getsockname()[1]
         self.url = url(host, self.port)
-        cfg = uvicorn.Config(self.dashboard.app, log_level="warning", access_log=False, lifespan="off",
-                             timeout_graceful_shutdown=2)  # fmt: skip
+        cfg = uvicorn.Config(
+            self.dashboard.app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+        )
         self.server = quiet_server()(cfg)
         self.thread: threading.Thread | None = None
 
@@ -126,9 +134,8 @@ class Served:
 def dashboard(root: Path, listen: str | None, token: str | None, echo: Callable[[str], Any]) -> ExitCode:
     """`mp-engine dashboard`: serve the workspace's dashboard in the foreground until ^C.
     Read-only: it runs beside a daemon, or with none (then it shows the archive)."""
-    from mp_engine.config import DashboardConfig
     from mp_engine.config.cache import load_for_reading
-    from mp_engine.config.dashboard import DEFAULT_LISTEN
+    from mp_engine.config.dashboard import DEFAULT_LISTEN, DashboardConfig
 
     ws, config, warning = load_for_reading(root)
     if warning:

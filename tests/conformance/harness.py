@@ -7,7 +7,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.context import TickResult
 from mp_engine.pipeline.engine import Engine

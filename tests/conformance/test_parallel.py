@@ -90,8 +90,9 @@ def check_two_at_once(ws, model: BothFirst, result) -> None:
 
 
 def test_claude_runs_two_tasks_at_once(claude, ws):  # noqa: F811
-    model = BothFirst(lambda req, content, path: fm.tool("Write", file_path=f"{fm.workdir_of(req)}/{path}",
-                                                        content=content + "\n"))  # fmt: skip
+    model = BothFirst(
+        lambda req, content, path: fm.tool("Write", file_path=f"{fm.workdir_of(req)}/{path}", content=content + "\n")
+    )
     result, _api = claude(model, TWO, max_parallel=2)
     check_two_at_once(ws, model, result)
 

@@ -54,8 +54,11 @@ def test_alerts_wait_for_a_receiver_that_is_down_and_the_engine_does_not(ws, dae
         wait_for(lambda: read_state(ws)["status"] == "ONLINE", what=d.output)
         for n in (2, 3, 4):
             drop(ws, OK.format(n=n))
-            wait_for(lambda n=n: (read_state(ws).get("last_result") or {}).get("mp_id") == f"MP-5.{n}", timeout=30,
-                     what=d.output)  # fmt: skip
+            wait_for(
+                lambda n=n: (read_state(ws).get("last_result") or {}).get("mp_id") == f"MP-5.{n}",
+                timeout=30,
+                what=d.output,
+            )
         assert not receiver.got  # the MPs ran while no alert could be delivered
         receiver.start()
         wait_for(lambda: len(receiver.got) == 3, timeout=60, what=d.output)
@@ -70,12 +73,20 @@ def test_notify_test_sends_one_alert_and_says_where_it_arrived(ws):
     receiver = Receiver().start()
     notify(ws, urls=[receiver.url])
     try:
-        run = subprocess.run([sys.executable, "-m", "mp_engine", "notify", "test", "--root", str(ws.root)],
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-m", "mp_engine", "notify", "test", "--root", str(ws.root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         receiver.stop()
     assert run.returncode == 0 and f"json://127.0.0.1:{receiver.port}: sent" in run.stdout, run.stdout + run.stderr
     assert receiver.got[0]["title"] == "mp-engine: a test alert"
-    down = subprocess.run([sys.executable, "-m", "mp_engine", "notify", "test", "--root", str(ws.root)],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    down = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "notify", "test", "--root", str(ws.root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert down.returncode == 1 and "FAILED" in down.stdout

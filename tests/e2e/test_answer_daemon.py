@@ -54,24 +54,76 @@ def test_each_route_resumes_the_same_run_and_a_stray_answer_is_refused(tmp_path,
                 assert code == 0 and "Status: COMPLETED" in out, out + err
             elif route == "send":
                 (tmp_path / "answer.txt").write_text("PostgreSQL 16.\n")
-                p = subprocess.run([sys.executable, "-m", "mp_engine", "send", "--answer", mp_id,
-                                    str(tmp_path / "answer.txt"), "--repo", url, "--wait", "--poll", "0.1",
-                                    "--timeout", "60"], capture_output=True, text=True, timeout=90, env=env)  # fmt: skip
+                p = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "mp_engine",
+                        "send",
+                        "--answer",
+                        mp_id,
+                        str(tmp_path / "answer.txt"),
+                        "--repo",
+                        url,
+                        "--wait",
+                        "--poll",
+                        "0.1",
+                        "--timeout",
+                        "60",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=90,
+                    env=env,
+                )
                 assert p.returncode == 0 and "Certificate: EXACT" in p.stdout, p.stdout + p.stderr
             else:
-                p = subprocess.run([sys.executable, "-m", "mp_engine", "answer", mp_id, "PostgreSQL 16.", "--root",
-                                    str(ws.root), "--timeout", "30"], capture_output=True, text=True, timeout=60)  # fmt: skip
+                p = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "mp_engine",
+                        "answer",
+                        mp_id,
+                        "PostgreSQL 16.",
+                        "--root",
+                        str(ws.root),
+                        "--timeout",
+                        "30",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
                 assert p.returncode == 0 and f"answered {mp_id}: its run {run_id} goes on" in p.stdout, p.stderr
-            wait_for(lambda mp_id=mp_id, run_id=run_id: ended_again(bare, mp_id, run_id), timeout=60,
-                     what=lambda: d.output()[-3000:])  # fmt: skip
+            wait_for(
+                lambda mp_id=mp_id, run_id=run_id: ended_again(bare, mp_id, run_id),
+                timeout=60,
+                what=lambda: d.output()[-3000:],
+            )
             result = json.loads(remote_file(bare, "SYSTEM/RESULT_last.json"))
             assert result["certificate"]["type"] == "EXACT" and result["run_id"] == run_id
             subjects = git(bare, "log", "--format=%s", f"mp/{mp_id}").splitlines()
             assert [s.split(":")[0] for s in subjects if s.startswith(f"{mp_id} MT-")] == [f"{mp_id} MT-001"]
             assert not any("work not yet committed" in s for s in subjects)
         (tmp_path / "stray.txt").write_text("an answer to nothing\n")
-        p = subprocess.run([sys.executable, "-m", "mp_engine", "send", "--answer", "MP-3.6", str(tmp_path / "stray.txt"),
-                            "--repo", url], capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mp_engine",
+                "send",
+                "--answer",
+                "MP-3.6",
+                str(tmp_path / "stray.txt"),
+                "--repo",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
         assert p.returncode == 6 and "MP-3.6 waits for no answer" in p.stderr, p.stdout + p.stderr
     finally:
         d.signal(signal.SIGTERM)

@@ -22,8 +22,17 @@ pytestmark = pytest.mark.daemon
 ENV = {"MP_ENGINE_DASHBOARD__LISTEN": "127.0.0.1:0", "MP_ENGINE_ENGINE__SETTLE_SECONDS": "0"}
 
 # docs/PROTOCOL.md §9: the keys each document always has, and their types.
-STATE_KEYS = {"schema": str, "generated_at": str, "root": str, "state": dict, "summary": str, "daemon": dict,
-              "queue": list, "heartbeat": dict, "actions": list}  # fmt: skip
+STATE_KEYS = {
+    "schema": str,
+    "generated_at": str,
+    "root": str,
+    "state": dict,
+    "summary": str,
+    "daemon": dict,
+    "queue": list,
+    "heartbeat": dict,
+    "actions": list,
+}
 STATE_STATE_KEYS = {"status": str, "current": str, "last_updated": str}
 RUNNING_KEYS = {"run_id": str, "mp_id": str, "started_at": str}
 RUNS_KEYS = {"schema": str, "generated_at": str, "runs": list, "stats": dict}
@@ -67,8 +76,10 @@ def test_the_api_before_during_and_after_an_mp(ws, daemon_factory):
         conforms(during["running"], RUNNING_KEYS, "state.running")
         assert during["state"]["status"] == "RUNNING" and during["running"]["mp_id"] == "MP-8.1"
         assert any(a["command"].startswith("mp-engine cancel") for a in during["actions"])
-        tail = wait_for(lambda: "first-line" in " ".join(get(base, "/api/v1/state").get("step", {}).get("output_tail", [])),
-                        what="the live tail of step 1")  # fmt: skip
+        tail = wait_for(
+            lambda: "first-line" in " ".join(get(base, "/api/v1/state").get("step", {}).get("output_tail", [])),
+            what="the live tail of step 1",
+        )
         assert tail
         wait_for(lambda: read_state(ws)["status"] == "ONLINE" and read_state(ws)["last_result"], what="the result")
         after = get(base, "/api/v1/runs?limit=5")
@@ -126,10 +137,16 @@ def text_of(driver, selector: str) -> str:
 def test_a_browser_watches_tasks_move_sees_a_halt_and_its_fix_and_html_as_text(ws, tmp_path, daemon_factory):
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    plan = {"tasks": [task("a", ("a", "out/a.txt")), task("b", ("b", "out/b.txt"), checks=("check-002",)),
-                      task("c", ("c", "out/c.txt"), checks=("check-003",), after=("a", "b"))]}  # fmt: skip
-    configure(ws, [level("worker", "good.py", "--sleep", "1.5")], max_parallel=2,
-              planner=planner(tmp_path / "plans", plan))  # fmt: skip
+    plan = {
+        "tasks": [
+            task("a", ("a", "out/a.txt")),
+            task("b", ("b", "out/b.txt"), checks=("check-002",)),
+            task("c", ("c", "out/c.txt"), checks=("check-003",), after=("a", "b")),
+        ]
+    }
+    configure(
+        ws, [level("worker", "good.py", "--sleep", "1.5")], max_parallel=2, planner=planner(tmp_path / "plans", plan)
+    )
     d, base = serve(ws, daemon_factory)
     driver = chromium(shots.parent / "chromium-profile")
     try:

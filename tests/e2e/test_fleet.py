@@ -206,8 +206,12 @@ def test_temporal_killed_mid_task_and_restarted_on_its_database_the_mp_completes
         )
 
         def status() -> str:
-            return subprocess.run([sys.executable, "-m", "mp_engine", "status", "--root", str(fleet.ws.root)],
-                                  capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+            return subprocess.run(
+                [sys.executable, "-m", "mp_engine", "status", "--root", str(fleet.ws.root)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
 
         shown = wait_for(lambda: "waiting for Temporal" in (out := status()) and out, timeout=30, what=status)
         assert "MT-001: iteration 1, level 0 (fast)" in shown and f"waiting for Temporal at {server.address}" in shown
@@ -262,8 +266,12 @@ def test_cancel_stops_every_attempt_on_the_workers(tmp_path, temporal, daemon_fa
         waiting = send(fleet.tmp, TWO, fleet.url, "--timeout", "120")
         running = wait_for(lambda: started(fleet.log, 2), timeout=60, what=lambda: d.output()[-3000:] + fleet.logs())
         t0 = time.monotonic()
-        cancel = subprocess.run([sys.executable, "-m", "mp_engine", "cancel", "MP-30.3", "--root", str(fleet.ws.root),
-                                 "--timeout", "60"], capture_output=True, text=True, timeout=90)  # fmt: skip
+        cancel = subprocess.run(
+            [sys.executable, "-m", "mp_engine", "cancel", "MP-30.3", "--root", str(fleet.ws.root), "--timeout", "60"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
         assert cancel.returncode == 0, cancel.stdout + cancel.stderr + d.output()[-3000:]
         code, out, err = finish(waiting, timeout=90)
         assert "CANCELLED" in out, out + err + d.output()[-3000:]
@@ -286,8 +294,12 @@ def test_with_no_worker_status_and_doctor_say_so_and_the_mp_waits_for_one(tmp_pa
         wait_for(lambda: events(fleet.ws, "fleet_started"), timeout=60, what=lambda: d.output()[-3000:])
 
         def cli(*args: str) -> subprocess.CompletedProcess:
-            return subprocess.run([sys.executable, "-m", "mp_engine", *args, "--root", str(fleet.ws.root)],
-                                  capture_output=True, text=True, timeout=60)  # fmt: skip
+            return subprocess.run(
+                [sys.executable, "-m", "mp_engine", *args, "--root", str(fleet.ws.root)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
 
         status = wait_for(lambda: "queued on" in (out := cli("status").stdout) and out, timeout=30)
         assert f"queue {fleet.queue}: no worker polling" in status
@@ -313,8 +325,13 @@ def test_temporal_unreachable_at_start_exits_2_with_the_fix(tmp_path):
     configure(ws, [level("fast", "good.py")])
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
     add_fleet(ws, address, "q", connect_timeout=1)
-    run = subprocess.run([sys.executable, "-m", "mp_engine", "run", "--root", str(ws.root)], capture_output=True,
-                         text=True, timeout=60, env={**os.environ, **GIT_ENV})  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "run", "--root", str(ws.root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **GIT_ENV},
+    )
     assert run.returncode == 2, run.stderr
     assert f"Temporal at {address} is unreachable" in run.stderr
     assert "temporal server start-dev" in run.stderr and "[fleet] temporal" in run.stderr
@@ -375,8 +392,20 @@ def test_a_level_routed_to_its_own_queue_runs_only_on_the_workers_that_serve_it(
 
 def test_a_usage_limit_on_one_worker_holds_the_level_fleet_wide_until_its_reset(tmp_path, temporal, daemon_factory):
     fleet = Fleet(tmp_path, temporal, max_parallel=2)
-    limited = level("fast", "limited.py", "--kind", "usage", "--count", str(tmp_path / "n"), "--times", "1",
-                    "--reset", "4", "--log", str(fleet.log))  # fmt: skip
+    limited = level(
+        "fast",
+        "limited.py",
+        "--kind",
+        "usage",
+        "--count",
+        str(tmp_path / "n"),
+        "--times",
+        "1",
+        "--reset",
+        "4",
+        "--log",
+        str(fleet.log),
+    )
     fleet.level = limited
     try:
         fleet.worker("w1", max_parallel=1)

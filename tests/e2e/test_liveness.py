@@ -27,8 +27,11 @@ def test_the_remote_says_online_from_the_start_and_offline_from_a_clean_stop(tmp
     bare = make_remote(tmp_path)
     ws = engine_workspace(tmp_path, f"file://{bare}")
     d = daemon_factory(ws.root, env=GIT_ENV).start()
-    up = wait_for(lambda: remote_state(bare).get("status") == "ONLINE" and remote_state(bare), timeout=30,
-                  what=lambda: "ONLINE on the remote\n" + d.output()[-3000:])  # fmt: skip
+    up = wait_for(
+        lambda: remote_state(bare).get("status") == "ONLINE" and remote_state(bare),
+        timeout=30,
+        what=lambda: "ONLINE on the remote\n" + d.output()[-3000:],
+    )
     assert up["daemon"]["pid"] == d.pid and up["current"] == "IDLE"
     d.signal(signal.SIGTERM)
     assert d.wait() == 0
@@ -46,8 +49,13 @@ def test_once_beside_a_running_daemon_exits_4_and_writes_nothing(tmp_path, daemo
     wait_for(lambda: beat in git(bare, "for-each-ref", "--format=%(refname)"), timeout=30, what=d.output)
     before = ws.state_file.read_bytes()
     heads = git(bare, "for-each-ref", "--format=%(refname) %(objectname)")
-    run = subprocess.run([sys.executable, "-m", "mp_engine", "once", "--root", str(ws.root)], capture_output=True,
-                         text=True, timeout=60, env={**os.environ, **GIT_ENV})  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "mp_engine", "once", "--root", str(ws.root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **GIT_ENV},
+    )
     assert run.returncode == 4, run.stdout + run.stderr
     assert f"pid {d.pid}" in run.stderr and "`once` is for a workspace no daemon serves" in run.stderr
     assert ws.state_file.read_bytes() == before  # not OFFLINE, not its pid

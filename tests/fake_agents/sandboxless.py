@@ -28,7 +28,7 @@ events = [
             },
         }
         for k, cmd in enumerate(("ls", "cat out/a.txt"))
-    ),  # fmt: skip
+    ),
     {"type": "item.completed", "item": {"id": "i9", "type": "agent_message", "text": fakelib.status(n, "IN_PROGRESS")}},
     {"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5}},
 ]

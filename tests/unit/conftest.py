@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.pipeline.engine import Engine
 
 

@@ -10,58 +10,60 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.call import echo, structured
 from mp_engine.agent.call.chain import render_argv
-from mp_engine.agent.call.invoke import Call, argv_problem, classify, run_agent
-from mp_engine.agent.call.limiter import CallLimiter
+from mp_engine.agent.call.classify import classify
+from mp_engine.agent.call.invoke import Call, CallKind, argv_problem, run_agent
 from mp_engine.agent.evidence import IterationEvidence
-from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.agent.scope import RunScope
+from mp_engine.config.agent import AgentLevel
 from mp_engine.core.atomic import atomic_write, atomic_write_json, read_tail
 from mp_engine.core.workspace import NOT_WORK
 from mp_engine.execute import sandbox
 from mp_engine.execute.process import scrub_env
-from mp_engine.execute.steps import Budget
 from mp_engine.record.outcome import read_capped
 
 OUTPUT_READ_CAP = 1024 * 1024
 
 
+@dataclass(frozen=True)
+class CallSite:
+    """What one call is: its level, its evidence (the prompt in it), whose iteration it is, and
+    what to do once its process exists (record its group for recovery)."""
+
+    level: AgentLevel
+    ev: IterationEvidence
+    mt_id: str
+    iteration: int
+    level_index: int
+    on_spawn: Callable[[int], None]
+
+
 class Caller:
-    def __init__(
-        self,
-        cfg: AgentConfig,
-        *,
-        mp_id: str,
-        run_dir: Path,
-        workdir: Path,
-        limiter: CallLimiter,
-        budget: Budget,
-        stop: threading.Event,
-        stop_now: threading.Event,
-        kill_grace: float,
-        emit: Callable[..., Any],
-        engine_root: Path,
-        read_only: bool = False,
-    ):
-        self.cfg = cfg
-        self.read_only = read_only  # every call sandboxed, the workdir read-only ([diagnose])
-        self.engine_root = engine_root  # what the sandbox hides but the worktree
-        self.mp_id = mp_id
-        self.run_dir = run_dir
+    def __init__(self, run: RunScope, workdir: Path, *, read_only: bool = False):
+        """Calls in `workdir`, for the run `run` (its policy, limiter, budget, stops and
+        events); `read_only`: every call sandboxed with the workdir read-only ([diagnose])."""
+        self.run = run
+        self.cfg = run.cfg
+        self.read_only = read_only
+        # What the sandbox hides but the worktree: the workspace (a read-only call sees it,
+        # and never the engine's own files).
+        self.engine_root = run.ws.local_dir if read_only else run.ws.root
+        self.mp_id = run.mp.mp_id
+        self.run_dir = run.run_dir
         self.workdir = workdir
-        self.limiter = limiter
-        self.budget = budget
-        self.stop = stop
-        self.stop_now = stop_now
-        self.kill_grace = kill_grace
-        self.emit = emit  # a plain event (name, **fields)
+        self.limiter = run.limiter
+        self.budget = run.budget
+        self.stop = run.ctx.stop
+        self.stop_now = run.ctx.stop_now
+        self.kill_grace = run.ctx.config.execution.kill_grace
 
     def call(
         self,
@@ -84,81 +86,94 @@ class Caller:
                 return Call.from_dict(done["call"])
         except (FileNotFoundError, ValueError):
             pass
-        prompt_file = ev.path("prompt.md")
+        site = CallSite(level, ev, mt_id, iteration, level_index, on_spawn)
+        argv, env = self._command(site)
+        too_long = argv_problem(argv, env)
+        if too_long is not None:  # a configuration error, not "not installed" (issue #16)
+            return Call(CallKind.CONFIG, detail=f"the prompt does not fit on the command line: {too_long}")
+        call = self._with_retries(site, argv, env)
+        if not call.pauses:
+            atomic_write_json(call_file, {"idempotency_key": key, "call": call.to_dict()}, durable=False)
+        return call
+
+    def _command(self, site: CallSite) -> tuple[list[str], dict[str, str]]:
+        """The level's argv with the call's values, and the scrubbed environment it runs with."""
+        prompt_file = site.ev.path("prompt.md")
         values = {
             "prompt": prompt_file.read_text(encoding="utf-8"),
             "prompt_file": str(prompt_file),
             "workspace": str(self.workdir),
-            "mt_id": mt_id,
-            "evidence_dir": str(ev.dir),
+            "mt_id": site.mt_id,
+            "evidence_dir": str(site.ev.dir),
             "ignore_file": str(self.ignore_file()),
         }
-        argv = render_argv(level, values)
         env = scrub_env(
-            level.env_allow,
+            site.level.env_allow,
             extra={
                 "MP_ID": self.mp_id,
-                "MP_MT": mt_id,
-                "MP_ITERATION": str(iteration),
-                "MP_LEVEL": str(level_index),
+                "MP_MT": site.mt_id,
+                "MP_ITERATION": str(site.iteration),
+                "MP_LEVEL": str(site.level_index),
                 "MP_WORKSPACE": str(self.workdir),
                 "MP_RUN_DIR": str(self.run_dir),
                 "MP_PROMPT_FILE": str(prompt_file),
             },
         )
-        too_long = argv_problem(argv, env)
-        if too_long is not None:  # a configuration error, not "not installed" (issue #16)
-            return Call("config", detail=f"the prompt does not fit on the command line: {too_long}")
+        return render_argv(site.level, values), env
+
+    def _with_retries(self, site: CallSite, argv: list[str], env: dict[str, str]) -> Call:
+        """The call, in the sandbox when it is on; a transient outage is retried with backoff."""
         box = sandbox.for_call(
             self.cfg,
-            level,
+            site.level,
             workdir=self.workdir,
             engine_root=self.engine_root,
-            evidence_dir=ev.dir,
-            readable=[Path(values["ignore_file"])],
+            evidence_dir=site.ev.dir,
+            readable=[self.ignore_file()],
             read_only=self.read_only,
         )
         if box is not None:  # the evidence says the call was sandboxed, and how
-            atomic_write_json(ev.path("sandbox.json"), box.record(), durable=False)
+            atomic_write_json(site.ev.path("sandbox.json"), box.record(), durable=False)
         retries = 0
         while True:
-            _rotate(ev.path("stdout.txt"), ev.path("stderr.txt"))
-            self.limiter.record(time.time())
-            with sandbox.confined(box, argv) as run_argv:
-                res = run_agent(
-                    run_argv,
-                    cwd=self.workdir,
-                    env=env,
-                    timeout=max(0.1, min(level.timeout, self.budget.remaining())),
-                    idle_timeout=level.idle_timeout,
-                    stdout_path=ev.path("stdout.txt"),
-                    stderr_path=ev.path("stderr.txt"),
-                    stdin_path=prompt_file if level.stdin else None,
-                    stop_now=self.stop_now,
-                    kill_grace=self.kill_grace,
-                    on_spawn=on_spawn,
-                    markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={mt_id}", f"MP_ITERATION={iteration}"),
-                )
-            call = self._classify(res, ev, values["prompt"])
-            if call.kind != "transient" or retries >= self.cfg.transient_retries:
-                break
+            call = self._once(site, box, argv, env)
+            if call.kind is not CallKind.TRANSIENT or retries >= self.cfg.transient_retries:
+                return call
             delay = self.cfg.transient_backoff * (2**retries)
             retries += 1
-            self.emit(
+            self.run.ctx.events.emit(
                 "agent_call_retry",
                 mp=self.mp_id,
-                mt=mt_id,
-                iteration=iteration,
-                level=level_index,
+                mt=site.mt_id,
+                iteration=site.iteration,
+                level=site.level_index,
                 detail=call.detail,
                 retry=retries,
                 delay=delay,
             )
             if self.stop.wait(delay) or self.stop_now.is_set():
-                return Call("interrupted", detail="stopped while waiting to retry")
-        if not call.pauses:
-            atomic_write_json(call_file, {"idempotency_key": key, "call": call.to_dict()}, durable=False)
-        return call
+                return Call(CallKind.INTERRUPTED, detail="stopped while waiting to retry")
+
+    def _once(self, site: CallSite, box: sandbox.Sandbox | None, argv: list[str], env: dict[str, str]) -> Call:
+        ev, level = site.ev, site.level
+        _rotate(ev.path("stdout.txt"), ev.path("stderr.txt"))
+        self.limiter.record(time.time())
+        with sandbox.confined(box, argv) as run_argv:
+            res = run_agent(
+                run_argv,
+                cwd=self.workdir,
+                env=env,
+                timeout=max(0.1, min(level.timeout, self.budget.remaining())),
+                idle_timeout=level.idle_timeout,
+                stdout_path=ev.path("stdout.txt"),
+                stderr_path=ev.path("stderr.txt"),
+                stdin_path=ev.path("prompt.md") if level.stdin else None,
+                stop_now=self.stop_now,
+                kill_grace=self.kill_grace,
+                on_spawn=site.on_spawn,
+                markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={site.mt_id}", f"MP_ITERATION={site.iteration}"),
+            )
+        return self._classify(res, ev, ev.path("prompt.md").read_text(encoding="utf-8"))
 
     def _classify(self, res: Any, ev: IterationEvidence, prompt: str) -> Call:
         out = read_tail(ev.path("stdout.txt"), 256 * 1024)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.config.agent import AgentConfig, AgentLevel
 
 PLACEHOLDERS = ("prompt", "prompt_file", "workspace", "mt_id", "evidence_dir", "ignore_file")
 

@@ -11,7 +11,6 @@ from mp_engine.core.atomic import append_durable, atomic_write
 WINDOW = 3600.0
 
 
-
 class CallLimiter:
     """At most `per_hour` agent calls in any rolling hour, persisted (machine-local) so a
     restart does not reset it.

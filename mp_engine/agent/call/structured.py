@@ -17,7 +17,7 @@ or `turn.failed` with `error.message`, the CLI's own error ("unexpected status 4
 Unauthorized: ...", "You've hit your usage limit ... try again at 6:06 PM."). The prompt
 is not echoed in this mode.
 
-Output that is neither shape is not structured: the text rules apply (invoke.classify,
+Output that is neither shape is not structured: the text rules apply (classify.py,
 echo.py).
 
 What a call cost (issue #32) comes from the same fields: claude's result has `usage`

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from mp_engine.config import AgentConfig
+from mp_engine.config.agent import AgentConfig
 
 
 @dataclass
@@ -56,5 +56,3 @@ class Breakers:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.call.chain import model_id
-from mp_engine.agent.state.model import Emit, TaskState
-from mp_engine.config import AgentLevel
+from mp_engine.agent.scope import RunScope
+from mp_engine.agent.state.model import TaskState
+from mp_engine.config.agent import AgentLevel
 from mp_engine.core.atomic import atomic_write_json
 from mp_engine.core.clock import now_iso
 from mp_engine.core.workspace import Workspace
@@ -90,18 +91,10 @@ def write_candidate(
     return True
 
 
-def distill(
-    ws: Workspace,
-    *,
-    mp_id: str,
-    run_id: str,
-    run_rel: str,
-    task: TaskState,
-    chain: tuple[AgentLevel, ...],
-    emit: Emit | None,
-) -> None:
+def distill(run: RunScope, *, task: TaskState, chain: tuple[AgentLevel, ...], announce: bool) -> None:
     """The distillation candidate of a micro-task a higher level solved after a lower one
-    failed, announced with `emit` when written now (FR-EVT-MT-015)."""
+    failed (`chain`: its own), announced when written now (FR-EVT-MT-015)."""
+    ws, mp_id, run_id, run_rel = run.ws, run.mp.mp_id, run.run_id, run.run_rel
     teacher = task.records[-1]
     failed = [r for r in task.records if not r["gate"]]
     if not failed:
@@ -135,16 +128,15 @@ def distill(
         ],
         checks_ran=len(teacher.get("checks", [])),
     )
-    if written and emit is not None:
-        emit(
+    if written and announce:
+        run.emit(
             "micro_task_distillation_candidate",
-            "FR-EVT-MT-015",
+            id="FR-EVT-MT-015",
             mt=task.mt_id,
             iteration=teacher["iteration"],
             level=teacher["level"],
             path=ws.rel(path),
         )
-
 
 
 def distilled(ws: Workspace, run_id: str, tasks: list[TaskState]) -> list[str]:

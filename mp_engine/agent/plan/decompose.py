@@ -159,7 +159,9 @@ def _strip(lines: list[str]) -> str:
 
 def decompose(mp: MicroProject) -> Plan:
     """The MP's micro-tasks and the checks that accept each; raises `InvalidMPError`
-    when a check names a micro-task that does not exist."""
+    when a check names a micro-task that does not exist.
+    Long because the list items, their `(after ...)`, routes, pause marks and the checks'
+    `# MT-` lines are read in one pass over the MP's lines."""
     items: list[tuple[int, list[str]]] = []
     context: list[str] = []
     current: list[str] | None = None

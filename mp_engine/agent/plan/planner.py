@@ -160,10 +160,6 @@ def task_text(rec: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-
-
-
-
 def micro_tasks(records: list[dict[str, Any]], line: int = 0) -> list[MicroTask]:
     """The validated plan's records as micro-tasks."""
     return [

@@ -30,7 +30,7 @@ from mp_engine.record.outcome import fenced
 
 
 @dataclass
-class Budget:
+class Remaining:
     iterations_left: int
     max_iterations: int
     seconds_left: float
@@ -66,33 +66,37 @@ Blocks without this exact nonce are ignored.
 """
 
 
-def build(
-    *,
-    mp: MicroProject,
-    plan: Plan,
-    task: MicroTask,
-    iteration: int,
-    level: int,
-    level_name: str,
-    nonce: str,
-    workspace: str,
-    checks: list[Block],
-    previous: dict[str, Any] | None,
-    tails: dict[str, str],
-    learnings: str,
-    budget: Budget,
-    context: str = "",
-    statuses: dict[str, str] | None = None,
-    answers: list[dict[str, str]] | None = None,
-    memory: str = "",
-) -> str:
+@dataclass(frozen=True)
+class WorkerPrompt:
+    """What one iteration's prompt says: the MP and its plan, the task and its checks, the
+    iteration, its level, where it works, how the last iteration ended, what is left."""
+
+    mp: MicroProject
+    plan: Plan
+    task: MicroTask
+    iteration: int
+    level: int
+    level_name: str
+    nonce: str
+    workspace: str
+    checks: list[Block]
+    previous: dict[str, Any] | None
+    tails: dict[str, str]
+    learnings: str
+    remaining: Remaining
+    statuses: dict[str, str] | None = None
+    answers: list[dict[str, str]] | None = None
+    memory: str = ""
+
+
+def build(p: WorkerPrompt, context: str = "") -> str:
     """The prompt: `shared()` (the same for every task of the MP), then what this task
     adds (`task_part`), then what this iteration adds (`iteration_part`)."""
-    earlier, this_mt = split_learnings(learnings, task.mt_id)
-    out = shared(mp=mp, plan=plan, nonce=nonce, memory=memory, context=context)
+    earlier, this_mt = split_learnings(p.learnings, p.task.mt_id)
+    out = shared(mp=p.mp, plan=p.plan, nonce=p.nonce, memory=p.memory, context=context)
     out += ["## Learnings so far", "", without_title(earlier) or "(none yet)", ""]
-    out += task_part(plan, task, workspace, checks, statuses, answers)
-    out += iteration_part(task, iteration, level, level_name, previous, tails, this_mt, budget)
+    out += task_part(p.plan, p.task, p.workspace, p.checks, p.statuses, p.answers)
+    out += iteration_part(p.task, p.iteration, p.level, p.level_name, p.previous, p.tails, this_mt, p.remaining)
     return "\n".join(out)
 
 
@@ -152,8 +156,16 @@ def task_part(
         "",
     ]
     for qa in answers or []:  # the run ended on this task's question; a person answered (issue #32)
-        out += ["## You asked; a person answered", "", "Your question:", fenced(qa["question"], "text"), "",
-                "The answer:", fenced(qa["answer"], "text"), ""]  # fmt: skip
+        out += [
+            "## You asked; a person answered",
+            "",
+            "Your question:",
+            fenced(qa["question"], "text"),
+            "",
+            "The answer:",
+            fenced(qa["answer"], "text"),
+            "",
+        ]
     others = [t for t in plan.tasks if t.mt_id != task.mt_id]
     if others:
         out += ["## Other micro-tasks of this MP (context only: done before or after this one)", ""]
@@ -180,10 +192,11 @@ def iteration_part(
     previous: dict[str, Any] | None,
     tails: dict[str, str],
     this_mt: str,
-    budget: Budget,
+    budget: Remaining,
 ) -> list[str]:
     """What one iteration adds: how the previous one ended (its failing checks' output
-    first: an iteration often fails as the one before it did), the number, the budget."""
+    first: an iteration often fails as the one before it did), the number, the budget.
+    Long because it is the part's text, block by block, in the order the agent reads it."""
     out = ["## The previous iteration", ""]
     if previous is None:
         out += ["This is the first iteration of this micro-task.", ""]
@@ -228,7 +241,7 @@ def iteration_part(
         else ""
     )
     out += [
-        "## Budget",
+        "## Remaining",
         "",
         f"{budget.iterations_left} of {budget.max_iterations} iterations left for the MP{esc}; "
         f"about {int(budget.seconds_left)} of {int(budget.seconds_total)} seconds left.",

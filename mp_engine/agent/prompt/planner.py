@@ -33,7 +33,6 @@ are ignored.
 """
 
 
-
 def prompt(
     *,
     mp: MicroProject,

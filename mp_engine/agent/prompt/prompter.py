@@ -8,118 +8,96 @@ One `Prompter` per workspace (a task's worktree, whose map and diff it reads).
 
 from __future__ import annotations
 
-from functools import partial
-from pathlib import Path
 from typing import Any
 
-from mp_engine.agent.evidence import Snapshot, Worktree
 from mp_engine.agent.prompt import context as workcontext
-from mp_engine.agent.prompt import layout as prompt
-from mp_engine.agent.prompt import learnings
+from mp_engine.agent.prompt import layout, learnings
 from mp_engine.agent.prompt import planner as planning
 from mp_engine.agent.prompt.repomap import RepoMap
-from mp_engine.agent.state.loopstate import LoopState
-from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.agent.scope import RunScope, WorkspaceScope
+from mp_engine.agent.state.kinds import TaskStatus
+from mp_engine.agent.state.model import RunState
+from mp_engine.config.agent import AgentLevel
 from mp_engine.core.atomic import read_tail
-from mp_engine.execute.steps import Budget
-from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.outcome import fenced
 
 
 class Prompter:
-    def __init__(
-        self,
-        cfg: AgentConfig,
-        *,
-        mp: MicroProject,
-        nonce: str,
-        workdir: Path,
-        map_cache: Path,
-        worktree: Worktree,
-        base: Snapshot,
-        learnings_path: Path,
-        steps_dir: Path,
-        budget: Budget,
-        memory: str = "",
-    ):
-        self.cfg = cfg
-        self.mp = mp
-        self.nonce = nonce
-        self.workdir = workdir
-        self.map_cache = map_cache
-        self.worktree = worktree
-        self.base = base
-        self.learnings_path = learnings_path
-        self.steps_dir = steps_dir
-        self.budget = budget
-        self.memory = memory  # the run's snapshot of SYSTEM/memory.md (lessons.py)
-        self._map: RepoMap | None = None  # built at the first prompt that has room for it
-        self._frozen: dict[int, str] = {}  # the map's text per budget, as the run found it (workcontext.py)
+    """The prompts of one workspace: `run` is what the run shares (policy, MP, nonce,
+    learnings, memory, budget), `place` where this workspace is (its directory, map cache,
+    fingerprint and base)."""
 
-    def worker(self, state: LoopState, mt_index: int, iteration: int, level: AgentLevel) -> str:
+    def __init__(self, run: RunScope, place: WorkspaceScope):
+        self.run = run
+        self.place = place
+        self.cfg = run.cfg
+        self.mp = run.mp
+        self.nonce = run.nonce
+        self._map: RepoMap | None = None  # built at the first prompt that has room for it
+        self._frozen: dict[int, str] = {}  # the map's text per budget, as the run found it (context.py)
+
+    def worker(self, state: RunState, mt_index: int, iteration: int, level: AgentLevel) -> str:
         """The prompt of iteration `iteration` of micro-task `mt_index` at `level`."""
-        plan = state.plan
-        task = plan.tasks[mt_index]
+        plan, cursor = state.plan, state.cursors[mt_index]
         ts = state.tasks[mt_index]
         previous = ts.records[-1] if ts.records else None
-        last = state.level + 1 >= len(state.levels)  # nowhere to escalate to
-        build = partial(
-            prompt.build,
+        last = cursor.level + 1 >= len(state.chains[mt_index])  # nowhere to escalate to
+        facts = layout.WorkerPrompt(
             mp=self.mp,
             plan=plan,
-            task=task,
+            task=plan.tasks[mt_index],
             iteration=iteration,
-            level=state.level,
+            level=cursor.level,
             level_name=level.name,
             nonce=self.nonce,
-            workspace=str(self.workdir),
+            workspace=str(self.place.workdir),
             checks=[self.mp.checks[k] for k in state.checks_of(mt_index)],
             previous=previous,
             tails=self.failing_tails(previous) if previous is not None else {},
-            learnings=learnings.read(self.learnings_path),
+            learnings=learnings.read(self.run.learnings),
             statuses={t.mt_id: t.status for t in state.tasks},
             answers=ts.answers,
-            memory=self.memory,
-            budget=prompt.Budget(
+            memory=self.run.memory,
+            remaining=layout.Remaining(
                 iterations_left=self.cfg.max_iterations - state.total,
                 max_iterations=self.cfg.max_iterations,
-                seconds_left=self.budget.remaining(),
-                seconds_total=self.budget.total,
-                fails_before_escalation=None if last else self.cfg.fail_threshold - state.fails_at_level,
+                seconds_left=self.run.budget.remaining(),
+                seconds_total=self.run.budget.total,
+                fails_before_escalation=None if last else self.cfg.fail_threshold - cursor.fails_at_level,
             ),
         )
         # The files of the whole plan, not of this task: every task's prompt carries the same
         # context, so a prefix cache serves it from one task to the next (issue #34).
         named = "\n".join([plan.goal, *(t.text for t in plan.tasks)])
         return workcontext.fill(
-            self.cfg.token_budget, lambda context: build(context=context), named, self.repomap, self._frozen
+            self.cfg.token_budget, lambda context: layout.build(facts, context), named, self.repomap, self._frozen
         )
 
-    def planner(self, state: LoopState) -> str:
+    def planner(self, state: RunState) -> str:
         """The planner's prompt: the goal, the checks, the map, and on a re-plan why."""
         done = [
             {"mt_id": t.mt_id, "ref": state.plan.tasks[i].ref or t.mt_id, "title": t.title}
             for i, t in enumerate(state.tasks)
-            if t.status == "completed"
+            if t.status is TaskStatus.COMPLETED
         ]
         parts = {
             "mp": self.mp,
             "goal": state.plan.goal,
             "nonce": self.nonce,
-            "round_": state.plan_round,
+            "round_": state.campaign.plan_round,
             "done": done,
             "failure": self._replan_failure(state),
-            "previous_error": state.plan_error,
-            "memory": self.memory,
+            "previous_error": state.campaign.plan_error,
+            "memory": self.run.memory,
         }
         return workcontext.fill(
             self.cfg.token_budget, lambda context: planning.prompt(repo_map=context, **parts), "", self.repomap
         )
 
-    def _replan_failure(self, state: LoopState) -> str:
+    def _replan_failure(self, state: RunState) -> str:
         """Why a re-plan: the cause, the failed task's failing checks' output tails, the
         diff so far and the end of the learnings."""
-        cause = state.replan_cause
+        cause = state.campaign.replan_cause
         if cause is None:
             return ""
         out = [f"{cause['mt'] or 'The plan'}: {cause['detail']}"]
@@ -128,14 +106,14 @@ class Prompter:
             for check_id, tail in self.failing_tails(failed.records[-1]).items():
                 out += ["", f"{check_id} failed; the end of its output:", fenced(tail or "(no output)")]
         out += ["", "The diff so far:", fenced(self.diff())]
-        notes = learnings.read(self.learnings_path).strip()
+        notes = learnings.read(self.run.learnings).strip()
         if notes:
             out += ["", "The learnings so far (the end):", "", notes[-4 * self.cfg.output_tail_bytes :]]
         return "\n".join(out)
 
-    def reflection(self, state: LoopState, at: int, regressed: list[str]) -> str:
+    def reflection(self, state: RunState, at: int, regressed: list[str]) -> str:
         """The reflector's question at a drift check: does the work serve the goal?"""
-        done = [f"- {t.mt_id}: {t.title}" for t in state.tasks if t.status == "completed"]
+        done = [f"- {t.mt_id}: {t.title}" for t in state.tasks if t.status is TaskStatus.COMPLETED]
         nonce = self.nonce
         return "\n".join(
             [
@@ -170,7 +148,7 @@ class Prompter:
 
     def diff(self) -> str:
         """The workspace's diffstat since the run started."""
-        return self.worktree.diffstat(self.base, self.worktree.snapshot()).rstrip()
+        return self.place.worktree.diffstat(self.place.base, self.place.worktree.snapshot()).rstrip()
 
     def failing_tails(self, record: dict[str, Any]) -> dict[str, str]:
         """{check id: the end of its stdout and stderr} for each check an iteration failed,
@@ -179,12 +157,15 @@ class Prompter:
         tails = {}
         for c in record["checks"]:
             if not c["ok"]:
-                parts = [read_tail(self.steps_dir / f"{c['step']}.{suffix}", cap) for suffix in ("stdout", "stderr")]
+                parts = [
+                    read_tail(self.run.ctx.run.steps_dir / f"{c['step']}.{suffix}", cap)
+                    for suffix in ("stdout", "stderr")
+                ]
                 tails[c["id"]] = "\n".join(p for p in parts if p)[-cap:]
         return tails
 
     def repomap(self) -> RepoMap:
         """The workspace's repository map, cached for the run (refreshed at each use)."""
         if self._map is None:
-            self._map = RepoMap(self.workdir, self.map_cache)
+            self._map = RepoMap(self.place.workdir, self.place.map_cache)
         return self._map

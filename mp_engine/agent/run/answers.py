@@ -1,7 +1,7 @@
 """Answers a run received (issue #32; inbox/answer.py): the engine adds each one to the run
 (`agent/answers.jsonl` in its archive) before it reopens it; the run, on its way back in,
 makes each new one a ledger step (`ANSWER-<n>`, kind `answer`), applied to the loop's
-state in order (`LoopState.apply_answer`) and replayed after any restart."""
+state in order (state/answer.py) and replayed after any restart."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.run.steps import AgentSteps
-from mp_engine.agent.state.loopstate import LoopState
-from mp_engine.agent.state.model import Effect
+from mp_engine.agent.state.apply import apply
+from mp_engine.agent.state.kinds import Effect, RecordKind
+from mp_engine.agent.state.model import RunState
 from mp_engine.core.atomic import append_durable
 from mp_engine.core.clock import now_iso
 
@@ -33,7 +34,7 @@ def received(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def take(state: LoopState, steps: AgentSteps, run_dir: Path) -> list[Effect]:
+def take(state: RunState, steps: AgentSteps, run_dir: Path) -> list[Effect]:
     """Each answer the ledger has no step for yet: its `ANSWER-<n>` step, applied."""
     effects: list[Effect] = []
     for n, entry in enumerate(received(run_dir), 1):
@@ -44,5 +45,5 @@ def take(state: LoopState, steps: AgentSteps, run_dir: Path) -> list[Effect]:
         step = steps.start(step_id, "answer", entry["mt"], entry["answer"])
         rec = {**entry, "ok": True, "seq": state.applied + 1}
         steps.finish(step, rec, ok=True)
-        effects += state.apply_answer(rec)
+        effects += apply(state, RecordKind.ANSWER, rec)
     return effects

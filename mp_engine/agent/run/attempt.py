@@ -18,8 +18,7 @@ from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.judge.checks import CheckRun
 from mp_engine.agent.judge.claims import parse_claims
 from mp_engine.agent.run.parts import WorkspaceParts
-from mp_engine.agent.run.steps import AgentSteps
-from mp_engine.config import AgentLevel
+from mp_engine.config.agent import AgentLevel
 from mp_engine.record.ledger import LedgerStep
 
 
@@ -40,7 +39,7 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class AttemptOutcome:
     call: Call
     evidence: dict[str, Any] | None = None  # the call answered and the checks ran: the record, unplaced
     checks_interrupted: bool = False  # a second stop signal or a cancel cut the checks short
@@ -50,7 +49,7 @@ class Outcome:
         return self.evidence is not None
 
 
-def call(parts: WorkspaceParts, steps: AgentSteps, a: Attempt) -> Call:
+def call(parts: WorkspaceParts, a: Attempt) -> Call:
     """The attempt's agent call (a worker's, or a planner's or reflector's)."""
     return parts.caller.call(
         a.level,
@@ -59,47 +58,37 @@ def call(parts: WorkspaceParts, steps: AgentSteps, a: Attempt) -> Call:
         mt_id=a.mt_id,
         iteration=a.iteration,
         level_index=a.level_index,
-        on_spawn=steps.on_spawn(a.step),
+        on_spawn=parts.run.steps.on_spawn(a.step),
     )
 
 
-def work(parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
+def work(parts: WorkspaceParts, a: Attempt) -> AttemptOutcome:
     """Call, run the checks, judge. Safe to run beside other attempts, each in its own
     workspace."""
-    answer = call(parts, steps, a)
+    answer = call(parts, a)
     if answer.pauses or answer.ends_run:
-        return Outcome(answer)
+        return AttemptOutcome(answer)
     checks = parts.checker.run(a.accepting, a.step.step_id)
     if checks is None:
-        return Outcome(answer, checks_interrupted=True)
-    return judge(parts, a, answer, checks, nonce)
+        return AttemptOutcome(answer, checks_interrupted=True)
+    return judge(parts, a, answer, checks)
 
 
-def judge(parts: WorkspaceParts, a: Attempt, answer: Call, checks: list[CheckRun], nonce: str) -> Outcome:
+def judge(parts: WorkspaceParts, a: Attempt, answer: Call, checks: list[CheckRun]) -> AttemptOutcome:
     """The dual gate of an answered call whose checks ran (here, or on a worker of the
     fleet): the agent's claims (marked with the run's `nonce`) AND the checks, and the
     evidence of the workspace as the call left it."""
-    claims = parse_claims(parts.caller.read_output(a.ev), nonce)
+    claims = parse_claims(parts.caller.read_output(a.ev), parts.run.nonce)
     assert a.mt_index is not None
-    evidence = parts.recorder.evidence(
-        mt_id=a.mt_id,
-        mt_index=a.mt_index,
-        iteration=a.iteration,
-        level_index=a.level_index,
-        level=a.level,
-        ev=a.ev,
-        call=answer,
-        claims=claims,
-        checks=checks,
-    )
-    return Outcome(answer, evidence)
+    evidence = parts.recorder.evidence(a, answer, claims, checks)
+    return AttemptOutcome(answer, evidence)
 
 
 class Runner(Protocol):
     """Where attempts run: in this engine's threads (`Local`), or on a fleet of workers
     (mp_engine/fleet/dispatch.py). Called from the scheduler's worker threads."""
 
-    def __call__(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome: ...
+    def __call__(self, parts: WorkspaceParts, a: Attempt) -> AttemptOutcome: ...
 
     def where(self, mt_id: str) -> str | None:
         """Where the task's running attempt is, for `status` (None: here)."""
@@ -111,8 +100,8 @@ class Runner(Protocol):
 
 
 class Local:
-    def __call__(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, nonce: str) -> Outcome:
-        return work(parts, steps, a, nonce)
+    def __call__(self, parts: WorkspaceParts, a: Attempt) -> AttemptOutcome:
+        return work(parts, a)
 
     def where(self, mt_id: str) -> str | None:
         return None
@@ -121,7 +110,7 @@ class Local:
         pass
 
 
-def record(parts: WorkspaceParts, a: Attempt, out: Outcome, seq: int) -> dict[str, Any]:
+def record(parts: WorkspaceParts, a: Attempt, out: AttemptOutcome, seq: int) -> dict[str, Any]:
     """The iteration's record placed in the run; `seq`: the order the run applies it in."""
     assert out.evidence is not None
     return parts.recorder.iteration(out.evidence, a.step, seq=seq)

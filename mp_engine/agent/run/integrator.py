@@ -43,7 +43,7 @@ class Integration:
     def record(
         self, ev: IterationEvidence, task: TaskState, mt_index: int, task_commit: str, *, level: int, seq: int
     ) -> dict[str, Any]:
-        """The integration's record (`LoopState.apply_integration` takes it) with its
+        """The integration's record (state/tasks.py takes it) with its
         evidence in `ev`. A failed one reads like a failed iteration of the task: its next
         prompt shows the conflict or the checks that broke."""
         ok = self.outcome == "integrated"
@@ -108,9 +108,15 @@ class Integrator:
         self._git("clean", "-q", "-fd")  # what earlier checks left (ignored files stay)
         base = self.tip()
         picked = self._git(
-            *self.work.identity(), "-c", "gc.auto=0", "cherry-pick", "--allow-empty", "--keep-redundant-commits",
-            task_commit, check=False,
-        )  # fmt: skip
+            *self.work.identity(),
+            "-c",
+            "gc.auto=0",
+            "cherry-pick",
+            "--allow-empty",
+            "--keep-redundant-commits",
+            task_commit,
+            check=False,
+        )
         if not picked.ok:
             files = self._git("diff", "--name-only", "--diff-filter=U", check=False).out.split()
             diff = self._git("diff", check=False).out[:DIFF_CAP]

@@ -6,29 +6,29 @@ of its work branch and the result's sections.
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.call.chain import chain_for, runnable
-from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.judge import certificate as cert
 from mp_engine.agent.judge.checks import iter_check
 from mp_engine.agent.memory import lessons
 from mp_engine.agent.plan.decompose import Plan
-from mp_engine.agent.run.progress import Progress
+from mp_engine.agent.progress import Progress
 from mp_engine.agent.run.report import sections
-from mp_engine.agent.run.workbranch import WorkBranch
-from mp_engine.agent.state.loopstate import LoopState
-from mp_engine.agent.state.model import Emit
-from mp_engine.config import AgentConfig
+from mp_engine.agent.run.workbranch import Landing, WorkBranch
+from mp_engine.agent.scope import RunScope
+from mp_engine.agent.state import ending
+from mp_engine.agent.state.kinds import Emit
+from mp_engine.agent.state.model import RunState
+from mp_engine.config.agent import AgentConfig
 from mp_engine.core.atomic import atomic_write_json, read_tail
 from mp_engine.core.clock import parse_iso
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.sandbox import summary as sandbox_summary
-from mp_engine.execute.steps import Budget, StepContext, error_output, report_for
+from mp_engine.execute.steps import StepContext, error_output, report_for
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.ledger import StepStatus
 from mp_engine.record.outcome import read_capped
@@ -46,7 +46,7 @@ def iso_utc(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def where(state: LoopState) -> dict[str, Any]:
+def where(state: RunState) -> dict[str, Any]:
     """The fields that place an event in the loop: the task, its next iteration, its level."""
     task = state.task
     return {"mt": task.mt_id if task else None, "iteration": state.next_iteration, "level": state.level}
@@ -107,7 +107,7 @@ def need_info(
     c = cert.Certificate(cert.NEED_INFO, reason, detail, mt=None)
     (run_dir / "agent").mkdir(exist_ok=True)
     atomic_write_json(run_dir / "agent" / "certificate.json", c.to_dict())
-    emit("micro_task_loop_failed", "FR-EVT-MT-010", certificate=c.type, reason=reason)
+    emit("micro_task_loop_failed", id="FR-EVT-MT-010", certificate=c.type, reason=reason)
     return ExecResult(
         status="failed",
         diagnosis=cert.diagnosis(c, mp.mp_id),
@@ -116,44 +116,31 @@ def need_info(
 
 
 class Publisher:
-    def __init__(
-        self,
-        cfg: AgentConfig,
-        *,
-        mp: MicroProject,
-        run_dir: Path,
-        run_rel: str,
-        progress: Progress,
-        budget: Budget,
-        limiter: CallLimiter,
-        work: WorkBranch,
-        cancelled: threading.Event,
-        emit: Emit,
-    ):
-        self.cfg = cfg
-        self.mp = mp
-        self.run_dir = run_dir
-        self.run_rel = run_rel
+    def __init__(self, run: RunScope, progress: Progress, work: WorkBranch):
+        self.run = run
+        self.cfg = run.cfg
+        self.mp = run.mp
+        self.run_dir = run.run_dir
+        self.run_rel = run.run_rel
         self.progress = progress
-        self.budget = budget
-        self.limiter = limiter
+        self.budget = run.budget
+        self.limiter = run.limiter
         self.work = work
-        self.cancel_requested = cancelled
-        self.emit = emit
+        self.cancel_requested = run.ctx.cancelled
 
     # -- the snapshot ------------------------------------------------------------------
 
-    def publish(self, state: LoopState, *, live: bool = False, running: list[dict[str, Any]] | None = None) -> None:
+    def publish(self, state: RunState, *, live: bool = False, running: list[dict[str, Any]] | None = None) -> None:
         """Write the progress snapshot (what `mp-engine status` shows); `running`: the
         tasks running at once (parallel tasks), each with its level, iteration, elapsed
         seconds and last output line."""
         task = state.task
         data = self.progress.data
-        if state.parallel:
+        if state.isolated:
             data["running"] = running or []
         data["current_state"] = {
             "active_mt": task.mt_id if task else None,
-            "mt_number": state.mt_index + 1 if task else None,
+            "mt_number": state.focus + 1 if task else None,
             "micro_tasks": len(state.tasks),
             "iteration": (task.iterations + (1 if live else 0)) if task else None,
             "level": state.level,
@@ -168,7 +155,7 @@ class Publisher:
             "total_drop_backs": state.drop_backs,
             "calls_last_hour": self.limiter.used(time.time()),
             "calls_per_hour": self.cfg.calls_per_hour,
-            "breakers": state.breakers.to_dict(),
+            "breakers": state.cur.breakers.to_dict(),
             "last_summary": state.last_summary,
             # Loopr's circuit: open when a breaker (or divergence) ended the run; the last trip
             # that escalated instead is kept to show why the level changed.
@@ -176,15 +163,15 @@ class Publisher:
             if state.final is not None and state.final.reason.startswith(("breaker:", "residual_"))
             else "closed",
             "last_trip": state.last_trip,
-            "done_signals": {"streak": state.done_streak, "needed": self.cfg.done_signals},
+            "done_signals": {"streak": state.cur.done_streak, "needed": self.cfg.done_signals},
         }
         data["micro_tasks"] = [{**t.to_dict(), "commit": data.get("commits", {}).get(t.mt_id)} for t in state.tasks]
         data["plan"] = state.plan.summary(self.mp)
         data["campaign"] = {
-            "planned": state.planned,
-            "pending": state.pending,
-            "replans": state.replans,
-            "drift_checks": state.drift_checks,
+            "planned": state.campaign.planned,
+            "pending": state.campaign.pending,
+            "replans": state.campaign.replans,
+            "drift_checks": state.campaign.drift_checks,
         }
         data["residual_history"] = state.history
         data["usage"] = state.usage.to_dict()
@@ -196,20 +183,20 @@ class Publisher:
 
     # -- stops -------------------------------------------------------------------------
 
-    def pause(self, state: LoopState, kind: str, reason: str) -> ExecResult:
+    def pause(self, state: RunState, kind: str, reason: str) -> ExecResult:
         if self.cancel_requested.is_set():  # not a pause: the MP was cancelled (inbox/cancel_request.py)
             return self.cancelled(state)
         self.progress.pause(kind, reason)
-        self.emit("micro_task_pause_requested", "FR-EVT-MT-007", **where(state), kind=kind, reason=reason)
+        self.run.emit("micro_task_pause_requested", id="FR-EVT-MT-007", **where(state), kind=kind, reason=reason)
         self.publish(state)
         return ExecResult(status="interrupted")
 
-    def wait(self, state: LoopState, kind: str, reason: str, resume_at: str) -> ExecResult:
+    def wait(self, state: RunState, kind: str, reason: str, resume_at: str) -> ExecResult:
         """BACKPRESSURE that pauses: persist `resume_at`; the engine re-enters after it."""
         self.progress.pause(kind, reason, resume_at)
-        self.emit(
+        self.run.emit(
             "micro_task_pause_requested",
-            "FR-EVT-MT-007",
+            id="FR-EVT-MT-007",
             **where(state),
             kind=kind,
             reason=reason,
@@ -218,7 +205,7 @@ class Publisher:
         self.publish(state)
         return ExecResult(status="waiting", extra={"waiting": {"kind": kind, "reason": reason, "resume_at": resume_at}})
 
-    def cancelled(self, state: LoopState) -> ExecResult:
+    def cancelled(self, state: RunState) -> ExecResult:
         """Stopped by a cancel request, between or during iterations: the partial work
         stays on the work branch (never landed), named in the result."""
         self.progress.data["status"] = "cancelled"
@@ -226,12 +213,12 @@ class Publisher:
         self.progress.save(durable=True)
         landing = self.work.land(self.cfg.land, exact=False)
         self.work.remove()
-        self.emit("micro_task_loop_cancelled", "FR-EVT-MT-011", **where(state), reason="cancel request")
+        self.run.emit("micro_task_loop_cancelled", id="FR-EVT-MT-011", **where(state), reason="cancel request")
         return ExecResult(status="cancelled", extra={"work": landing.to_dict()})
 
     # -- the end -----------------------------------------------------------------------
 
-    def finish(self, state: LoopState, ctx: StepContext, distilled: list[str]) -> ExecResult:
+    def finish(self, state: RunState, ctx: StepContext, distilled: list[str]) -> ExecResult:
         """The run's end: its certificate, its work landed (or not), the result's parts."""
         c = state.final
         assert c is not None
@@ -239,23 +226,23 @@ class Publisher:
         p.data["certificate"] = c.to_dict()
         p.data["status"] = COMPLETED_BY.get(c.type, "failed")
         p.data["completed_at"] = p.data["updated_at"]
-        if state.parallel:
-            state.overlaps()
+        if state.isolated:
+            ending.overlaps(state)
         self.publish(state)
         p.save(durable=True)
         atomic_write_json(self.run_dir / "agent" / "certificate.json", c.to_dict())
         commits = self.work.task_commits()
         landing = self.work.land(self.cfg.land, exact=c.type == cert.EXACT)
         self.work.remove()
-        self.emit(
-            "micro_task_work_landed", "MPE-MT-WORK", branch=landing.branch, how=landing.how, commit=landing.commit
+        self.run.emit(
+            "micro_task_work_landed", id="MPE-MT-WORK", branch=landing.branch, how=landing.how, commit=landing.commit
         )
         name, event_id = ENDED_EVENT.get(c.type, ("micro_task_loop_failed", "FR-EVT-MT-010"))
-        self.emit(
+        self.run.emit(
             name,
-            event_id,
+            id=event_id,
             mt=c.mt,
-            iteration=state.tasks[state.mt_index].iterations if state.task else None,
+            iteration=state.task.iterations if state.task else None,
             level=state.level,
             certificate=c.type,
             reason=c.reason,
@@ -263,46 +250,13 @@ class Publisher:
         )
         last_checks = self._last_checks(state, ctx)
         checks = [report_for(ctx, chk, step) for chk, step in last_checks]
-        carried = lessons.carried(self.run_dir, self.run_rel)
-        extra = {
-            "work": landing.to_dict(),
-            "certificate": c.to_dict(),
-            "usage": state.usage.to_dict(),
-            "agent": {
-                "iterations": state.total,
-                "escalations": state.escalations,
-                "drop_backs": state.drop_backs,
-                "micro_tasks": [{**t.to_dict(), "commit": commits.get(t.mt_id)} for t in state.tasks],
-                "planned": state.planned,
-                "replans": state.replans,
-                "drift_checks": state.drift_checks,
-                "progress": f"{self.run_rel}/agent/progress.json",
-                "learnings": f"{self.run_rel}/agent/learnings.md",
-                "memory": carried,
-            },
-            "lessons": lessons.of_run(state.tasks, self.mp, ctx.run.steps_dir) if self.cfg.memory else [],
-            "sections": [
-                {"title": "Work branch", "body": landing.note},
-                *sections(c, state, state.plan, self.run_rel, p.data["pauses"], distilled, commits, carried),
-            ],
-        }
-        if extra["lessons"]:  # finalize adds them to SYSTEM/memory.md
-            body = "\n".join(f"- {ln}" for ln in extra["lessons"])
-            extra["sections"].append({"title": "Lessons for SYSTEM/memory.md", "body": body})
-        confined = sandbox_summary(ctx.config.agent)
-        if confined is not None:  # what ran in the sandbox; each call's rules are in its evidence
-            extra["sandbox"] = confined
-            extra["sections"].append({"title": "Sandbox", "body": confined["said"]})
+        extra = self._extra(state, ctx, landing, commits, distilled)
         if c.type in (cert.EXACT, cert.UNVERIFIED):
             return ExecResult(status="completed", checks=checks, extra=extra)
         if c.type == cert.BLOCKED and c.reason in ANSWERABLE and c.mt:  # a person can answer: the run goes on
             extra["answerable"] = {"mt": c.mt, "question": c.detail}
-        res = ExecResult(
-            status="failed",
-            checks=checks,
-            diagnosis=cert.diagnosis(c, self.mp.mp_id, fix=state.fatal_fix),
-            extra=extra,
-        )
+        diagnosis = cert.diagnosis(c, self.mp.mp_id, fix=state.fatal_fix)
+        res = ExecResult(status="failed", checks=checks, diagnosis=diagnosis, extra=extra)
         failing = [(chk, step) for chk, step in last_checks if step is None or step.status != StepStatus.COMPLETED]
         if failing:
             res.error_output, res.error_output_ref = error_output(ctx, failing[0][0])
@@ -313,7 +267,47 @@ class Publisher:
             res.error_output_ref = f"{rec['evidence']}/stderr.txt" if res.error_output else None
         return res
 
-    def _last_checks(self, state: LoopState, ctx: StepContext) -> list[tuple[Any, Any]]:
+    def _extra(
+        self, state: RunState, ctx: StepContext, landing: Landing, commits: dict[str, str], distilled: list[str]
+    ) -> dict[str, Any]:
+        """What the result carries of the run: its work, certificate, usage, tasks, lessons
+        and sections."""
+        c = state.final
+        assert c is not None
+        carried = lessons.carried(self.run_dir, self.run_rel)
+        pauses = self.progress.data["pauses"]
+        extra: dict[str, Any] = {
+            "work": landing.to_dict(),
+            "certificate": c.to_dict(),
+            "usage": state.usage.to_dict(),
+            "agent": {
+                "iterations": state.total,
+                "escalations": state.escalations,
+                "drop_backs": state.drop_backs,
+                "micro_tasks": [{**t.to_dict(), "commit": commits.get(t.mt_id)} for t in state.tasks],
+                "planned": state.campaign.planned,
+                "replans": state.campaign.replans,
+                "drift_checks": state.campaign.drift_checks,
+                "progress": f"{self.run_rel}/agent/progress.json",
+                "learnings": f"{self.run_rel}/agent/learnings.md",
+                "memory": carried,
+            },
+            "lessons": lessons.of_run(state.tasks, self.mp, ctx.run.steps_dir) if self.cfg.memory else [],
+            "sections": [
+                {"title": "Work branch", "body": landing.note},
+                *sections(c, state, state.plan, self.run_rel, pauses, distilled, commits, carried),
+            ],
+        }
+        if extra["lessons"]:  # finalize adds them to SYSTEM/memory.md
+            body = "\n".join(f"- {ln}" for ln in extra["lessons"])
+            extra["sections"].append({"title": "Lessons for SYSTEM/memory.md", "body": body})
+        confined = sandbox_summary(ctx.config.agent)
+        if confined is not None:  # what ran in the sandbox; each call's rules are in its evidence
+            extra["sandbox"] = confined
+            extra["sections"].append({"title": "Sandbox", "body": confined["said"]})
+        return extra
+
+    def _last_checks(self, state: RunState, ctx: StepContext) -> list[tuple[Any, Any]]:
         """The checks of the last iteration that ran, with their ledger steps: the result's."""
         rec = state.last_record
         if rec is None:

@@ -9,70 +9,58 @@ learnings file, the ledger steps and the budget are the run's.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mp_engine.agent.call.invoke import Call
-from mp_engine.agent.evidence import IterationEvidence, Snapshot, Worktree
+from mp_engine.agent.evidence import IterationEvidence, Snapshot
 from mp_engine.agent.judge.checks import CheckRun
 from mp_engine.agent.judge.claims import Claims
 from mp_engine.agent.prompt import learnings
-from mp_engine.agent.run.steps import AgentSteps
-from mp_engine.agent.state.model import Emit
-from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.agent.scope import RunScope, WorkspaceScope
 from mp_engine.core.clock import now_iso
-from mp_engine.execute.steps import Budget
 from mp_engine.inbox.metric import measure, read_value
 from mp_engine.record.ledger import LedgerStep
 
+if TYPE_CHECKING:
+    from mp_engine.agent.run.attempt import Attempt
+
 
 class Recorder:
-    def __init__(
-        self,
-        cfg: AgentConfig,
-        *,
-        mp_id: str,
-        run_dir: Path,
-        steps: AgentSteps,
-        budget: Budget,
-        worktree: Worktree,
-        base: Snapshot,
-        learnings_path: Path,
-        emit: Emit,
-    ):
-        self.cfg = cfg
-        self.mp_id = mp_id
-        self.run_dir = run_dir
-        self.steps = steps
-        self.budget = budget
-        self.worktree = worktree
-        self.base = base
-        self.learnings_path = learnings_path
-        self.emit = emit
+    def __init__(self, run: RunScope, place: WorkspaceScope):
+        self.run = run
+        self.cfg = run.cfg
+        self.steps = run.steps
+        self.place = place
 
     # -- an iteration ------------------------------------------------------------------
 
-    def evidence(
-        self,
-        *,
-        mt_id: str,
-        mt_index: int,
-        iteration: int,
-        level_index: int,
-        level: AgentLevel,
-        ev: IterationEvidence,
-        call: Call,
-        claims: Claims,
-        checks: list[CheckRun],
-    ) -> dict[str, Any]:
+    def evidence(self, a: Attempt, call: Call, claims: Claims, checks: list[CheckRun]) -> dict[str, Any]:
         """The iteration's record (the dual gate: the claim AND every check) and its
         evidence, hashed in a manifest: everything of it that is this workspace's, so it
         may run beside other tasks' (in their worker threads). `iteration` places it in
         the run."""
+        snap = self.place.worktree.snapshot()
+        record = self._verdict(a, call, claims, checks, snap)
+        ev = a.ev
+        ev.add(ev.path("stdout.txt"))
+        ev.add(ev.path("stderr.txt"))
+        if ev.path("call.json").exists():
+            ev.add(ev.path("call.json"))
+        ev.write_json("verdict.json", {"claims": claims.to_dict(), "checks": record["checks"], "gate": record["gate"]})
+        for chk, _ok, _code in checks:
+            for suffix in ("stdout", "stderr", "exit.json"):
+                ev.add(self.run.ctx.run.steps_dir / f"{chk.step_id}.{suffix}")
+        ev.write("diff.txt", self.place.worktree.diffstat(self.place.base, snap))
+        ev.write_manifest()
+        return record
+
+    def _verdict(
+        self, a: Attempt, call: Call, claims: Claims, checks: list[CheckRun], snap: Snapshot
+    ) -> dict[str, Any]:
         passed = [c.check_id for c, ok, _ in checks if ok]
         failing = [c.check_id for c, ok, _ in checks if not ok]
         metrics = [
-            {"id": c.check_id, **measure(c.metric, read_value(self.steps.steps_dir / f"{c.step_id}.stdout"))}
+            {"id": c.check_id, **measure(c.metric, read_value(self.run.ctx.run.steps_dir / f"{c.step_id}.stdout"))}
             for c, _ok, _code in checks
             if c.metric is not None
         ]
@@ -81,16 +69,15 @@ class Recorder:
         distance = {m["id"]: m["distance"] for m in metrics}
         residual = round(sum(distance.get(k, 1) for k in failing), 6)
         gate = claims.claimed_complete and not failing and not claims.blocked
-        snap = self.worktree.snapshot()
-        record = {
+        return {
             "ok": True,  # the iteration ran to its end; `gate` says whether the MT is done
             "gate": gate,
             "duration": call.duration,
-            "mt": mt_id,
-            "mt_index": mt_index,
-            "iteration": iteration,
-            "level": level_index,
-            "level_name": level.name,
+            "mt": a.mt_id,
+            "mt_index": a.mt_index,
+            "iteration": a.iteration,
+            "level": a.level_index,
+            "level_name": a.level.name,
             "call": call.to_dict(),
             "claimed": claims.claimed_complete,
             "blocked": claims.blocked and not gate,
@@ -109,28 +96,17 @@ class Recorder:
             "error": error_signature(call, checks),
             "digest": snap.digest,
             "head": snap.head,
-            "evidence": ev.rel,
+            "evidence": a.ev.rel,
         }
-        ev.add(ev.path("stdout.txt"))
-        ev.add(ev.path("stderr.txt"))
-        if ev.path("call.json").exists():
-            ev.add(ev.path("call.json"))
-        ev.write_json("verdict.json", {"claims": claims.to_dict(), "checks": record["checks"], "gate": gate})
-        for chk, _ok, _code in checks:
-            for suffix in ("stdout", "stderr", "exit.json"):
-                ev.add(self.steps.steps_dir / f"{chk.step_id}.{suffix}")
-        ev.write("diff.txt", self.worktree.diffstat(self.base, snap))
-        ev.write_manifest()
-        return record
 
     def iteration(self, record: dict[str, Any], step: LedgerStep, *, seq: int) -> dict[str, Any]:
         """The record placed in the run, in the order the run applies it (`seq`): its
         learnings entry, its ledger step finished durably, its events (FR-EVT-MT-012,
         FR-EVT-MT-003)."""
         where = {"mt": record["mt"], "iteration": record["iteration"], "level": record["level"]}
-        self.emit(
+        self.run.emit(
             "micro_task_validation",
-            "FR-EVT-MT-012",
+            id="FR-EVT-MT-012",
             **where,
             claimed=record["claimed"],
             passed=record["passed"],
@@ -140,10 +116,9 @@ class Recorder:
         record = {**record, "seq": seq, "at": now_iso()}
         self._learnings(record)
         self.steps.finish(step, record, ok=True)
-        self.budget.charge(record["duration"])
-        self.emit(
+        self.run.emit(
             "micro_task_iteration_complete",
-            "FR-EVT-MT-003",
+            id="FR-EVT-MT-003",
             **where,
             gate=record["gate"],
             residual=record["residual"],
@@ -172,53 +147,41 @@ class Recorder:
             ]
         )
         learnings.append(
-            self.learnings_path,
+            self.run.learnings,
             f"{record['mt']}_iter-{record['iteration']:03d}",
             entry,
-            title=f"# Learnings of {self.mp_id}\n\nOne entry per iteration, written by mp-engine from the evidence.",
+            title=f"# Learnings of {self.run.mp.mp_id}\n\nOne entry per iteration, written by mp-engine from the evidence.",
             max_bytes=self.cfg.learnings_max_bytes,
         )
 
     # -- a call that cannot work, a planning round, a drift check ----------------------
 
     def fatal(
-        self,
-        step: LedgerStep,
-        ev: IterationEvidence,
-        call: Call,
-        why: tuple[str, str, str],
-        *,
-        mt_id: str | None,
-        mt_index: int | None,
-        iteration: int,
-        level_index: int,
-        seq: int,
+        self, a: Attempt, call: Call, why: tuple[str, str, str], *, mt_id: str | None, iteration: int, seq: int
     ) -> dict[str, Any]:
-        """The record of a call that ends the run (`why`: reason, detail, fix)."""
+        """The record of a call that ends the run (`why`: reason, detail, fix); `mt_id` and
+        `iteration` place it (a planning round's: the task in focus)."""
         reason, detail, fix = why
         record = {
             "ok": False,
             "gate": False,
             "duration": call.duration,
             "mt": mt_id,
-            "mt_index": mt_index,
+            "mt_index": a.mt_index,
             "seq": seq,
             "iteration": iteration,
-            "level": level_index,
+            "level": a.level_index,
             "call": call.to_dict(),
-            "evidence": ev.rel,
+            "evidence": a.ev.rel,
             "fatal": {"reason": reason, "detail": detail, "fix": fix},
         }
-        ev.add(ev.path("stdout.txt"))
-        ev.add(ev.path("stderr.txt"))
-        ev.write_manifest()
-        self.steps.finish(step, record, ok=False, error=detail)
-        self.budget.charge(call.duration)
+        a.ev.add(a.ev.path("stdout.txt"))
+        a.ev.add(a.ev.path("stderr.txt"))
+        a.ev.write_manifest()
+        self.steps.finish(a.step, record, ok=False, error=detail)
         return record
 
-    def side(
-        self, step: LedgerStep, ev: IterationEvidence, rec: dict[str, Any], call: Call | None, *, ok: bool
-    ) -> None:
+    def side(self, step: LedgerStep, ev: IterationEvidence, rec: dict[str, Any], *, ok: bool) -> None:
         """A planning round's or drift check's record, its evidence and manifest."""
         for out in ("stdout.txt", "stderr.txt", "call.json"):
             if ev.path(out).exists():
@@ -226,8 +189,6 @@ class Recorder:
         ev.write_json("record.json", rec)
         ev.write_manifest()
         self.steps.finish(step, rec, ok=ok, error=rec.get("invalid"))
-        if call is not None:
-            self.budget.charge(call.duration)
 
 
 def error_signature(call: Call, checks: list[CheckRun]) -> str | None:
@@ -236,7 +197,3 @@ def error_signature(call: Call, checks: list[CheckRun]) -> str | None:
         return f"call:{call.kind}"
     failing = [f"{c.check_id}:exit {code}" for c, ok, code in checks if not ok]
     return "|".join(failing) or None
-
-
-
-

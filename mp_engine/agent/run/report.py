@@ -10,28 +10,28 @@ from typing import Any
 
 from mp_engine.agent.judge.certificate import Certificate, describe_metric
 from mp_engine.agent.plan.decompose import Plan
-from mp_engine.agent.state.loopstate import LoopState
+from mp_engine.agent.state.model import RunState
 
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def plan_lines(state: LoopState) -> list[str]:
+def plan_lines(state: RunState) -> list[str]:
     """The plan's story: who planned, each task's needs, re-plans and drift checks."""
     lines = []
-    if state.planned:
+    if state.campaign.planned:
         lines.append("- Planned by `[agent.planner]` (its answers: `agent/PLAN-<n>/`)")
         for t, ts in zip(state.plan.tasks, state.tasks, strict=True):
             after = ", ".join(state.tasks[i].mt_id for i in sorted(state.plan.needs(t.index))) or "none"
             files = f"; files: {', '.join(t.files)}" if t.files else ""
             route = f"; domain: {t.domain}" if t.domain else ""
             lines.append(f"  - {ts.mt_id} ({_cell(t.ref)}): after {after}{route}{files}")
-    for r in state.replans:
+    for r in state.campaign.replans:
         made = ", ".join(r.get("tasks") or []) or "(no plan yet)"
         on = f" on {r['mt']}" if r["mt"] else ""
         lines.append(f"- Re-plan {r['round']} ({r['cause']}{on}): {_cell(r['detail'])} New tasks: {made}")
-    for d in state.drift_checks:
+    for d in state.campaign.drift_checks:
         verdict = f"; reflector: {d['reflector']} ({_cell(d['why'])})" if d["reflector"] else ""
         checks = f"{len(d['checks'])} check(s) re-run" + (
             f", regressed: {', '.join(d['regressed'])}" if d["regressed"] else ""
@@ -42,7 +42,7 @@ def plan_lines(state: LoopState) -> list[str]:
 
 def sections(
     c: Certificate,
-    state: LoopState | None,
+    state: RunState | None,
     plan: Plan,
     run_rel: str,
     pauses: list[dict[str, Any]],
@@ -50,6 +50,8 @@ def sections(
     commits: dict[str, str] | None = None,
     memory: dict[str, Any] | None = None,
 ) -> list[dict[str, str]]:
+    """The result's agent sections: the certificate, the plan, the tasks, the residuals. Long
+    because it lays out the sections in the order the result shows them."""
     lines = [f"- Certificate: **{c.type}** ({c.reason})", f"- Why: {c.detail}"]
     if c.mt:
         lines.append(f"- Ended on: {c.mt}, residual {c.residual if c.residual is not None else '-'}")
@@ -74,7 +76,7 @@ def sections(
     if state is None:
         return out
     # Tasks that ran at once (parallel.py): when each ran, and beside which.
-    timed = ["Started", "Ended", "Ran with"] if state.parallel else []
+    timed = ["Started", "Ended", "Ran with"] if state.isolated else []
     fleet = ["Ran on"] if any(t.workers for t in state.tasks) else []  # the fleet's workers (docs/FLEET.md)
     head = ["MT", "Instruction", "Status", "Iterations", "Levels", "Commit", "Last evidence", *timed, *fleet]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -89,7 +91,7 @@ def sections(
             + "".join(f" {w} |" for w in when)
         )
     out.append({"title": "Micro-tasks", "body": "\n".join(rows)})
-    if state.planned or state.replans or state.drift_checks:
+    if state.campaign.planned or state.campaign.replans or state.campaign.drift_checks:
         out.append({"title": "Plan", "body": "\n".join(plan_lines(state))})
     if state.history:
         hist = ["| MT | Iteration | Level | Residual |", "|---|---|---|---|"]

@@ -213,6 +213,12 @@ class WorkBranch:
             prefix = f"refs/heads/mp-task/{self.branch.removeprefix('mp/')}/"
             refs = self._git("for-each-ref", "--format=%(refname)", prefix, check=False).out.split()
             if refs:
-                git(self.ws.root, "update-ref", "--stdin", check=False, timeout=TIMEOUT,
-                    input="".join(f"delete {r}\n" for r in refs))  # fmt: skip
+                git(
+                    self.ws.root,
+                    "update-ref",
+                    "--stdin",
+                    check=False,
+                    timeout=TIMEOUT,
+                    input="".join(f"delete {r}\n" for r in refs),
+                )
         self.map_cache.unlink(missing_ok=True)

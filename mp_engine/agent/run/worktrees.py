@@ -46,8 +46,17 @@ class TaskWorktrees:
             if not self._pruned:  # once per run: what a crash left of removed worktrees
                 self._git(self.work.ws.root, "worktree", "prune")
                 self._pruned = True
-            self._git(self.work.ws.root, "worktree", "add", "--quiet", "--force", "-B", self.branch(mt_id), str(path),
-                      self.work.branch)  # fmt: skip
+            self._git(
+                self.work.ws.root,
+                "worktree",
+                "add",
+                "--quiet",
+                "--force",
+                "-B",
+                self.branch(mt_id),
+                str(path),
+                self.work.branch,
+            )
         return self.head(mt_id)
 
     def refresh(self, mt_id: str) -> str:
@@ -75,6 +84,7 @@ class TaskWorktrees:
         if not staged and subject == message:
             return self.head(mt_id)
         full = f"{message}\n\n{trailer}"
-        self._git(path, *self.work.identity(), "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty",
-                  "-m", full)  # fmt: skip
+        self._git(
+            path, *self.work.identity(), "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty", "-m", full
+        )
         return self.head(mt_id)

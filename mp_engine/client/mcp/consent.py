@@ -113,8 +113,13 @@ class Consent:
         if form.get("decision") == "deny":
             self.store.drop_pending(request_id)
             log.info("mcp_consent", client_id=client_id, outcome="denied", address=address)
-            return _onward(params, name, "You denied the request.", error="access_denied",
-                           error_description="the owner denied the request")  # fmt: skip
+            return _onward(
+                params,
+                name,
+                "You denied the request.",
+                error="access_denied",
+                error_description="the owner denied the request",
+            )
         refused = self._passphrase(request, str(form.get("passphrase", "")), address, request_id, client_id)
         if refused is not None:
             return refused

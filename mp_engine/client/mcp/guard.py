@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mp_engine.config import is_loopback
+from mp_engine.config.section import is_loopback
 
 PUBLIC_URL_ENV = "MP_ENGINE_MCP_PUBLIC_URL"
 REFUSED = (401, 403, 421, 429)

@@ -52,7 +52,8 @@ FAILURES = {
 
 
 def document(ops: dict[str, Operation], public_url: str, oauth: bool) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the operations, served at the public URL."""
+    """The OpenAPI 3.1 document of the operations, served at the public URL.
+    Long because it is the document itself, path by path."""
     paths: dict[str, dict[str, Any]] = {}
     for name, (method, path) in PATHS.items():
         op = ops[name]

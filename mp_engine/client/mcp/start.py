@@ -11,7 +11,7 @@ from pathlib import Path
 from mp_engine.client.mcp.guard import PUBLIC_URL_ENV, resolve
 from mp_engine.client.mcp.server import HttpAuth, serve_http, serve_stdio
 from mp_engine.client.orchestrate import Orchestrator
-from mp_engine.config import is_loopback
+from mp_engine.config.section import is_loopback
 from mp_engine.core.exitcodes import ExitCode
 
 TOKEN_ENV = "MP_ENGINE_MCP_TOKEN"

@@ -46,7 +46,8 @@ class Operation:
 
 
 def operations(orch: Orchestrator) -> dict[str, Operation]:
-    """The operations bound to one orchestrator, by name."""
+    """The operations bound to one orchestrator, by name.
+    Long because it is the table of operations, one short closure each."""
 
     def send_mp(
         text: Annotated[str, Field(description=MP_TEXT)],

@@ -4,7 +4,7 @@ the engine sends attempts to."""
 from __future__ import annotations
 
 from mp_engine.commands.doctor.check import FAIL, OK, Check
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core import secretenv
 from mp_engine.core.errors import ConfigError
 from mp_engine.core.workspace import Workspace

@@ -7,7 +7,7 @@ import socket
 import stat
 
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core.errors import ConfigError
 from mp_engine.core.gitcmd import TIMED_OUT, GitResult, config_problem, git, protect_config
 from mp_engine.core.workspace import GIT_CONFIG_COPY, Workspace

@@ -6,9 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
-from mp_engine.agent.call.presets import CONFORMANCE, cli_of, installed_version
+from mp_engine.agent.api import CONFORMANCE, cli_of, installed_version
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core import pids
 from mp_engine.core.disk import mount_of
 from mp_engine.core.workspace import Workspace

@@ -8,7 +8,7 @@ from pathlib import Path
 from mp_engine.commands.doctor import fleet, host, sandbox, workspace
 from mp_engine.commands.doctor import git as git_checks
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
-from mp_engine.config import Config, load_config
+from mp_engine.config.load import Config, load_config
 from mp_engine.core.errors import ConfigError, WorkspaceError
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.workspace import Workspace

@@ -10,9 +10,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from mp_engine.agent.call.presets import cli_of, codex_temp
+from mp_engine.agent.api import cli_of, codex_temp
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core.workspace import Workspace
 from mp_engine.execute.sandbox import Sandbox, confined, problem
 

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core.errors import StateError
 from mp_engine.core.lock import WorkspaceLock, daemon_alive, daemon_owner
 from mp_engine.core.pids import gone_here

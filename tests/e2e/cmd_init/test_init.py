@@ -33,7 +33,7 @@ def test_init_with_an_unreachable_remote_says_what_failed(tmp_path):
 
 
 def test_init_with_agents_writes_the_documented_chain_once(tmp_path):
-    from mp_engine.config import load_config
+    from mp_engine.config.load import load_config
 
     ws = tmp_path / "ws"
     r = mpe("init", "--agent", "aider", "--agent", "claude", str(ws))

@@ -60,8 +60,12 @@ def test_in_a_terminal_it_draws_the_live_table(ws):
     env = {**os.environ, "TERM": "xterm", "COLUMNS": "100", "LINES": "30"}
     proc = subprocess.Popen(
         [MP_ENGINE, "loop", GOAL, "--check", CHECK, "--root", str(ws.root)],
-        stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
-    )  # fmt: skip
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        close_fds=True,
+    )
     os.close(slave)
     out = b""
     deadline = time.monotonic() + 60

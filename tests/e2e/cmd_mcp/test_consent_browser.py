@@ -162,8 +162,14 @@ def test_chromium_allows_and_lands_on_the_clients_redirect_uri_on_another_origin
             status = anyio.run(main)
             # Deny, too, goes back to the client (it was blocked the same way).
             info = storage.client_info
-            ask = {"response_type": "code", "client_id": info.client_id, "redirect_uri": callback.url,
-                   "code_challenge": "x" * 43, "code_challenge_method": "S256", "state": "denied-state"}  # fmt: skip
+            ask = {
+                "response_type": "code",
+                "client_id": info.client_id,
+                "redirect_uri": callback.url,
+                "code_challenge": "x" * 43,
+                "code_challenge_method": "S256",
+                "state": "denied-state",
+            }
             denied = owner.deny(f"{tunnel.url}/authorize?{urlencode(ask)}")
         finally:
             with contextlib.suppress(Exception):

@@ -202,14 +202,26 @@ class GitDaemon:
     def start(self) -> GitDaemon:
         self.proc = subprocess.Popen(
             [
-                "git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--informative-errors",
-                "--listen=127.0.0.1", f"--port={self.port}", f"--base-path={self.base}", str(self.base),
+                "git",
+                "daemon",
+                "--reuseaddr",
+                "--export-all",
+                "--enable=receive-pack",
+                "--informative-errors",
+                "--listen=127.0.0.1",
+                f"--port={self.port}",
+                f"--base-path={self.base}",
+                str(self.base),
             ],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         url = f"git://127.0.0.1:{self.port}/remote.git"
-        wait_for(lambda: subprocess.run(["git", "ls-remote", url], capture_output=True).returncode == 0,
-                 what="git daemon serving")  # fmt: skip
+        wait_for(
+            lambda: subprocess.run(["git", "ls-remote", url], capture_output=True).returncode == 0,
+            what="git daemon serving",
+        )
         return self
 
     def stop(self) -> None:

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from mp_engine.agent.consult import parse
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import ConfigError
 from mp_engine.execute.sandbox import problem
 from mp_engine.pipeline.engine import Engine

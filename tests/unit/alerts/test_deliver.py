@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mp_engine.alerts.deliver import Alerter
-from mp_engine.config import NotifyConfig
+from mp_engine.config.notify import NotifyConfig
 from mp_engine.core.errors import ConfigError
 from tests.alertutil import Receiver
 from tests.conftest import wait_for
@@ -22,9 +22,14 @@ HALTED = [
 
 
 def alerter(tmp_path, events: list, **cfg) -> Alerter:
-    return Alerter(NotifyConfig(**cfg), tmp_path / "alerts.jsonl", str(tmp_path), environ={"SECRET_URLS": ""},
-                   emit=lambda name, **f: events.append({"event": name, **f}),
-                   redact=lambda t: t.replace("hunter2", "********"))  # fmt: skip
+    return Alerter(
+        NotifyConfig(**cfg),
+        tmp_path / "alerts.jsonl",
+        str(tmp_path),
+        environ={"SECRET_URLS": ""},
+        emit=lambda name, **f: events.append({"event": name, **f}),
+        redact=lambda t: t.replace("hunter2", "********"),
+    )
 
 
 def test_an_alert_reaches_an_apprise_json_url_and_a_command(tmp_path):
@@ -44,8 +49,10 @@ def test_an_alert_reaches_an_apprise_json_url_and_a_command(tmp_path):
     assert posted["title"] == "mp-engine halted on MP-1.4" and "Approves: MP-1.4" in posted["message"]
     (sent,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert sent["kind"] == "halt" and sent["mp"] == "MP-1.4" and "mp-engine approve" in sent["act"]
-    assert [e["to"] for e in events if e["event"] == "alert_sent"] == ["json://127.0.0.1:" + str(receiver.port),
-                                                                        f"command {sys.executable}"]  # fmt: skip
+    assert [e["to"] for e in events if e["event"] == "alert_sent"] == [
+        "json://127.0.0.1:" + str(receiver.port),
+        f"command {sys.executable}",
+    ]
     assert not (tmp_path / "alerts.jsonl").exists()  # nothing pending
 
 

@@ -189,7 +189,7 @@ def test_network_filesystems_are_found_in_the_mount_table(tmp_path, ws):
 
 def test_the_process_guards_say_what_is_lost_without_prctl(ws, monkeypatch):
     from mp_engine.commands.doctor.host import process_guards
-    from mp_engine.config import load_config
+    from mp_engine.config.load import load_config
     from mp_engine.core import pids
 
     config = load_config(ws.root)

@@ -26,7 +26,7 @@ def test_init_with_a_remote_pushes_the_layout(tmp_path):
 
 def test_init_agent_turns_the_sandbox_on_where_it_works(tmp_path, monkeypatch):
     import mp_engine.commands.init as init_module
-    from mp_engine.config import load_config
+    from mp_engine.config.load import load_config
 
     said: list[str] = []
     monkeypatch.setattr(init_module, "sandbox_problem", lambda: None)

@@ -64,7 +64,7 @@ def test_system_unit_has_real_paths_and_timeouts_from_the_config(ws, capsys, mon
 
 def test_watchdog_outlasts_git_retries_when_git_is_on(ws, capsys, monkeypatch):
     from mp_engine.commands.service import liveness_bound
-    from mp_engine.config import load_config
+    from mp_engine.config.load import load_config
 
     off = liveness_bound(load_config(ws.root))
     monkeypatch.setenv("MP_ENGINE_GIT__ENABLED", "true")

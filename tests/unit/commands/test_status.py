@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mp_engine.agent.run.progress import Progress
+from mp_engine.agent.progress import Progress
 from mp_engine.cli.main import main
 from mp_engine.commands.status import render_status
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.daemon.health import ago, status_line
 from mp_engine.record.archive import create_run
 from mp_engine.record.state import SessionState

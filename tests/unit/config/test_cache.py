@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from mp_engine.config import cache as config_cache
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 
 
 def test_the_first_read_validates_and_later_reads_use_the_cache(ws):

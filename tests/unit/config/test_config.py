@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.config import Config, load_config
+from mp_engine.config.load import Config, load_config
 from mp_engine.core.errors import ConfigError
 from mp_engine.core.workspace import config_template
 
@@ -119,7 +119,7 @@ def test_the_planner_and_the_reflector_are_levels_that_call_an_agent(tmp_path):
 
 
 def test_the_dashboard_is_off_by_default_and_its_address_is_checked(ws, monkeypatch):
-    from mp_engine.config import DashboardConfig
+    from mp_engine.config.dashboard import DashboardConfig
 
     assert load_config(ws.root).dashboard.listen == ""
     monkeypatch.setenv("MP_ENGINE_DASHBOARD__LISTEN", "127.0.0.1:0")

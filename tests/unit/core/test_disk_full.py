@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.workspace import init_workspace
 from mp_engine.pipeline.engine import Engine
 from mp_engine.views.status import status_report

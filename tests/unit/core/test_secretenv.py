@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.core import secretenv
 from mp_engine.core.gitcmd import git
 from mp_engine.execute.process import scrub_env

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.daemon.loop import Daemon
 from mp_engine.pipeline.context import TickResult
 from mp_engine.pipeline.engine import Engine

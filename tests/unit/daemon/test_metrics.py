@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import ConfigError
 
 
@@ -34,6 +34,8 @@ def test_metrics_are_off_by_default_and_prometheus_is_not_imported_by_the_cli():
     import subprocess
     import sys
 
-    code = "import sys; from mp_engine.cli.main import main; main(['--help']); print('prometheus_client' in sys.modules)"
+    code = (
+        "import sys; from mp_engine.cli.main import main; main(['--help']); print('prometheus_client' in sys.modules)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip().endswith("False")

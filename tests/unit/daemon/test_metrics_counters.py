@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.daemon.metrics import Metrics
 from mp_engine.pipeline.engine import Engine
 from mp_engine.record.state import Halt

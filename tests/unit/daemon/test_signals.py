@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.daemon.signals import install_signal_handlers, join
 from mp_engine.pipeline.engine import Engine
 from tests.conftest import events, wait_for

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import ConfigError
 from mp_engine.daemon.health import read_last_sync_ok
 from mp_engine.daemon.loop import Daemon

@@ -62,7 +62,7 @@ def test_without_error_lines_the_last_lines_are_quoted():
 
 
 def test_a_shell_mp_running_a_failing_pytest_says_which_test_and_why(ws, monkeypatch):
-    from mp_engine.config import load_config
+    from mp_engine.config.load import load_config
     from mp_engine.pipeline.engine import Engine
 
     monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")

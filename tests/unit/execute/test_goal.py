@@ -21,8 +21,13 @@ def test_a_metric_meeting_its_target_passes_and_is_recorded(ws):
     res = run_block(ctx, ctx.mp.checks[0])
     assert res.ok and res.diagnosis is None
     assert artifact(ctx, "check-001")["metric"] == {
-        "name": "coverage", "op": ">=", "target": 0.9, "value": 0.93, "met": True, "distance": 0.0,
-    }  # fmt: skip
+        "name": "coverage",
+        "op": ">=",
+        "target": 0.9,
+        "value": 0.93,
+        "met": True,
+        "distance": 0.0,
+    }
 
 
 def test_a_metric_short_of_its_target_fails_with_the_value_and_the_target(ws):

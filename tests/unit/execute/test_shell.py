@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.execute.shell import ShellExecutor
-from mp_engine.execute.steps import Budget, StepContext
+from mp_engine.execute.steps import StepContext, TimeBudget
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import create_run
 from mp_engine.record.events import EventLog
@@ -28,7 +28,7 @@ def context(ws, text: str) -> StepContext:
         EventLog(ws.events_file),
         threading.Event(),
         threading.Event(),
-        Budget(60, "Timeout"),
+        TimeBudget(60, "Timeout"),
     )
 
 

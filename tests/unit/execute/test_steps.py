@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from mp_engine.config import load_config
-from mp_engine.execute.steps import Budget, StepContext, error_output, run_block
+from mp_engine.config.load import load_config
+from mp_engine.execute.steps import StepContext, TimeBudget, error_output, run_block
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import create_run
 from mp_engine.record.events import EventLog
@@ -26,7 +26,7 @@ def context(ws, text: str, *, budget: float = 60.0) -> StepContext:
         events=EventLog(ws.events_file),
         stop=threading.Event(),
         stop_now=threading.Event(),
-        budget=Budget(budget, "Timeout"),
+        budget=TimeBudget(budget, "Timeout"),
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.fleet.host import AttemptRefused, WorkerHost
 from mp_engine.fleet.spec import AttemptSpec
 from tests.agentutil import ONE, level
@@ -35,11 +35,26 @@ def remote_with_base(tmp_path: Path) -> tuple[str, str]:
 
 def spec(commit: str, **more) -> AttemptSpec:
     values = dict(
-        attempt_id="mp-engine/R-MP-3.2/MT-001/1", mp_id="MP-3.2", run_id="R-MP-3.2", mt_id="MT-001", mt_index=0,
-        iteration=1, level_name="fast", level_index=0, step_id="MT-001_iter-001", idempotency_key="k",
-        prompt=PROMPT, mp_text=ONE, accepting=[0],
-        branch=BRANCH, commit=commit, budget=60.0, queue="q", heartbeat_timeout=5, max_tries=2,
-    )  # fmt: skip
+        attempt_id="mp-engine/R-MP-3.2/MT-001/1",
+        mp_id="MP-3.2",
+        run_id="R-MP-3.2",
+        mt_id="MT-001",
+        mt_index=0,
+        iteration=1,
+        level_name="fast",
+        level_index=0,
+        step_id="MT-001_iter-001",
+        idempotency_key="k",
+        prompt=PROMPT,
+        mp_text=ONE,
+        accepting=[0],
+        branch=BRANCH,
+        commit=commit,
+        budget=60.0,
+        queue="q",
+        heartbeat_timeout=5,
+        max_tries=2,
+    )
     values.update(more)
     return AttemptSpec(**values)
 

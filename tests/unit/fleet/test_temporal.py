@@ -11,7 +11,7 @@ import os
 import pytest
 from temporalio.api.common.v1 import Payload
 
-from mp_engine.config import FleetConfig
+from mp_engine.config.fleet import FleetConfig
 from mp_engine.core.errors import ConfigError, FleetUnreachable
 from mp_engine.fleet.temporal import AesGcmCodec, connect, converter, survey, tls
 from tests.fleetutil import free_port

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.inbox import answer
 from mp_engine.pipeline.engine import Engine
 from tests.agentutil import GREET, ONE, configure, level, only_run, records
@@ -97,7 +97,11 @@ def test_an_answer_mp_answers_and_ends_completed_itself_and_the_answered_run_goe
     assert [s.split(":")[0] for s in subjects] == ["MP-3.1 MT-002", "MP-3.1 MT-001"]
     results = [json.loads(line) for line in (ws.system_dir / "results.jsonl").read_text().splitlines()]
     assert [(r["mp_id"], r["status"]) for r in results] == [
-        ("MP-3.1", "ERROR"), ("MP-3.9", "COMPLETED"), ("MP-3.1", "ERROR"), ("MP-3.1", "COMPLETED")]  # fmt: skip
+        ("MP-3.1", "ERROR"),
+        ("MP-3.9", "COMPLETED"),
+        ("MP-3.1", "ERROR"),
+        ("MP-3.1", "COMPLETED"),
+    ]
     assert [e["source"] for e in events(ws, "mp_answered")] == ["mp:MP-3.9", "host"]
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.intake import Entry, EntryKind, Signature
 from mp_engine.inbox.mpfile import parse

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.execute.base import ExecResult
 from mp_engine.inbox.mpfile import parse
 from mp_engine.pipeline.claim import claim

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from mp_engine.record.archive import RunArchive
@@ -486,7 +486,7 @@ def test_without_a_fleet_section_nothing_imports_temporal(tmp_path):
     init(tmp_path / "ws", None, "main", lambda _: None, ())
     code = (
         "import sys; from mp_engine.cli.main import main; from mp_engine.pipeline.engine import Engine;"
-        "from mp_engine.config import load_config; from mp_engine.core.workspace import Workspace;"
+        "from mp_engine.config.load import load_config; from mp_engine.core.workspace import Workspace;"
         f"ws = Workspace.at({str(tmp_path / 'ws')!r}); Engine.build(ws, load_config(ws.root));"
         f"main(['status', '--root', {str(tmp_path / 'ws')!r}]); main(['doctor', '--root', {str(tmp_path / 'ws')!r}]);"
         "print('temporalio' in sys.modules)"

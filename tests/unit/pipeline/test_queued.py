@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.inbox.queue import GIT, SEEN
 from mp_engine.pipeline.engine import Engine
 from tests.conftest import drop, events, read_state, result_field

@@ -3,7 +3,7 @@ as an ERROR result of its own, and the sync point a finalize ends with answered.
 
 from __future__ import annotations
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.pipeline.engine import Engine
 from mp_engine.pipeline.synced import after_sync, prune_runs
 from mp_engine.record.diagnosis import Diagnosis

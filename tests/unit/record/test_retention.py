@@ -40,7 +40,7 @@ def test_the_engine_prunes_but_keeps_the_run_of_the_halt(ws, monkeypatch):
     """Halted on MP-3.0, the engine records a SUPERSEDED result for each held MP that the
     next one replaces: the runs pile up and are pruned, the halt's run stays."""
     monkeypatch.setenv("MP_ENGINE_ARCHIVE__KEEP_RUNS", "3")
-    from mp_engine.config import load_config
+    from mp_engine.config.load import load_config
     from mp_engine.pipeline.engine import Engine
 
     engine = Engine(ws, load_config(ws.root))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.session import GitSession
 from tests.gitutil import clone, engine_workspace, make_remote

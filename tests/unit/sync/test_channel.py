@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from mp_engine.commands.status import render_status
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.sync.channel import GitChannel
 from mp_engine.views.status import status_report
 from tests.conftest import events, read_state

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.sync.channel import GitChannel
 from tests.gitutil import git
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import mp_engine.sync.commit as commit
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.redact import Redactor
 from mp_engine.sync.session import GitSession

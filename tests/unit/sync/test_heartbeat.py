@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.sync.channel import GitChannel
 from mp_engine.sync.heartbeat import HEARTBEAT_BRANCH, last_beat_at, parse, verdict
 from tests.gitutil import engine_workspace, git, make_remote, remote_log

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.sync.channel import GitChannel
 from tests.gitutil import clone, engine_workspace, git, make_remote, push_file
 from tests.unit.sync.test_signatures import keygen, sign_with

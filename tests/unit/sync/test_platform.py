@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from mp_engine.config import GitConfig
+from mp_engine.config.sections import GitConfig
 from mp_engine.core.errors import ConfigError
 from mp_engine.sync.platform import KNOWN, SHIPPED, key_fingerprints, platform_signers
 from tests.conftest import read_state

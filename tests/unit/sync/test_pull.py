@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import mp_engine.sync.pull as pull
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import SyncError
 from mp_engine.inbox.intake import Inbox
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
@@ -84,7 +84,7 @@ def test_a_force_pushed_branch_is_refused_and_nothing_is_pulled(parts):
 
 
 def test_a_fresh_repository_adopts_the_remote_as_it_is(tmp_path, channel):
-    from mp_engine.config import load_config
+    from mp_engine.config.load import load_config
     from mp_engine.core.workspace import init_workspace
     from mp_engine.sync.context import SyncContext
     from mp_engine.sync.session import GitSession

@@ -71,14 +71,14 @@ def test_a_url_remote_becomes_origin_and_a_conflicting_origin_is_refused(parts, 
         recovery.ensure_remote(c, s)
 
 
-def test_open_paths_sees_our_own_open_file(tmp_path):
-    from mp_engine.sync.locks import open_paths
+def test_held_paths_sees_our_own_open_file(tmp_path):
+    from mp_engine.sync.locks import held_paths
 
     f = tmp_path / "held"
     f.write_text("")
     with open(f):
-        assert str(f) in open_paths()
-    assert str(f) not in open_paths()
+        assert str(f) in held_paths()
+    assert str(f) not in held_paths()
 
 
 def test_a_pre_0_2_tracked_event_log_is_untracked_once(parts):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mp_engine.config import Config
+from mp_engine.config.load import Config
 from mp_engine.sync.redact import MASK, Redactor
 
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

@@ -12,7 +12,7 @@ import pytest
 import mp_engine.sync.pull as pull
 import mp_engine.sync.session as session
 from mp_engine.agent.run.workbranch import WorkBranch
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.atomic import atomic_write
 from mp_engine.pipeline.engine import Engine
 from mp_engine.sync.redact import Redactor

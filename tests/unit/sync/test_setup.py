@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import SyncError
 from mp_engine.sync.setup import connect_workspace, enable_git_config, setup_remote
 from tests.gitutil import git, make_remote, remote_log

@@ -201,7 +201,7 @@ def test_an_mp_signed_with_an_unlisted_gpg_key_is_refused(tmp_path, monkeypatch,
 
 def test_the_allowed_signers_file_is_found_by_one_rule(tmp_path, monkeypatch):
     """Relative to the workspace (not the daemon's working directory), outside it, existing."""
-    from mp_engine.config import GitConfig
+    from mp_engine.config.sections import GitConfig
     from mp_engine.core.errors import ConfigError
     from mp_engine.sync.signatures import checked_signers_file, signers_path
 

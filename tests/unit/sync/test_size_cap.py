@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mp_engine.commands.doctor.run import run_checks
 from mp_engine.commands.status import render_status
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.sync.size_cap import oversized
 from mp_engine.views.status import status_report
 from tests.conftest import events, read_state

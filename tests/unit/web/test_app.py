@@ -8,7 +8,7 @@ import json
 import pytest
 from starlette.testclient import TestClient
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.web.app import COOKIE, Dashboard
 from mp_engine.web.documents import Documents
 from tests.conftest import drop

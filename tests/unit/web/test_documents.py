@@ -4,7 +4,7 @@ fix and the commands that lift it, a question to answer, and the queue."""
 
 from __future__ import annotations
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.inbox.queue import MPQueue
 from mp_engine.web.documents import SCHEMA, Documents
 from tests.agentutil import GREET, ONE, level, only_run

@@ -6,8 +6,11 @@ from mp_engine.web.plots import durations, rates
 
 
 def test_duration_bars_are_oldest_first_and_scaled_to_the_longest():
-    runs = [{"mp_id": "MP-3", "status": "ERROR", "duration": 2.0}, {"mp_id": "MP-2", "status": "COMPLETED", "duration": 4.0},
-            {"mp_id": "MP-1", "status": "COMPLETED", "duration": None}]  # fmt: skip
+    runs = [
+        {"mp_id": "MP-3", "status": "ERROR", "duration": 2.0},
+        {"mp_id": "MP-2", "status": "COMPLETED", "duration": 4.0},
+        {"mp_id": "MP-1", "status": "COMPLETED", "duration": None},
+    ]
     p = durations(runs, width=100, height=114)
     assert [b["status"] for b in p["bars"]] == ["COMPLETED", "ERROR"]  # newest first in, oldest left out
     assert p["bars"][0]["h"] == 100 and p["bars"][1]["h"] == 50 and p["top"] == 4.0

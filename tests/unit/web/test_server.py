@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import ConfigError
 from mp_engine.web.server import Served, check_address, opening
 

@@ -5,30 +5,16 @@ call that cannot work says."""
 from __future__ import annotations
 
 import json
-import threading
 
 from mp_engine.agent.call.caller import Caller, why_fatal
 from mp_engine.agent.call.invoke import Call
-from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.evidence import IterationEvidence
-from mp_engine.config import AgentLevel
-from tests.agentutil import ONE, agent_context, calls, level
+from mp_engine.config.agent import AgentLevel
+from tests.agentutil import ONE, agent_context, calls, level, run_scope
 
 
 def caller_for(ctx, workdir, events: list):
-    return Caller(
-        ctx.config.agent,
-        mp_id=ctx.mp.mp_id,
-        run_dir=ctx.run.dir,
-        workdir=workdir,
-        limiter=CallLimiter(ctx.ws.local_dir / "calls.log", 100),
-        budget=ctx.budget,
-        stop=threading.Event(),
-        stop_now=threading.Event(),
-        kill_grace=1.0,
-        emit=lambda name, **fields: events.append((name, fields)),
-        engine_root=ctx.ws.root,
-    )
+    return Caller(run_scope(ctx, events), workdir)
 
 
 def prompt(ctx, text: str) -> IterationEvidence:

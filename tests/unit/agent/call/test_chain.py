@@ -8,7 +8,8 @@ import tomllib
 import pytest
 
 from mp_engine.agent.call.chain import render_argv
-from mp_engine.config import AgentLevel, Config, load_config
+from mp_engine.config.agent import AgentLevel
+from mp_engine.config.load import Config, load_config
 from mp_engine.core.errors import ConfigError
 from tests.conftest import REPO_ROOT
 
@@ -80,7 +81,7 @@ def test_every_toml_example_in_docs_agent_md_is_a_valid_configuration():
 
 def test_levels_are_described_and_recorded_by_name_or_model():
     from mp_engine.agent.call.chain import describe, model_id, runnable
-    from mp_engine.config import AgentLevel
+    from mp_engine.config.agent import AgentLevel
 
     small = AgentLevel(name="small", argv=("ollama", "run", "qwen", "{prompt}"), model="qwen2.5-coder:7b")
     big = AgentLevel(name="claude", argv=("claude", "-p", "{prompt}"))

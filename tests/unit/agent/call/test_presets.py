@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from mp_engine.agent.call.presets import CONFORMANCE, PRESETS, chain, cli_of, installed_version
-from mp_engine.config import AgentConfig
+from mp_engine.config.agent import AgentConfig
 from tests.conftest import REPO_ROOT
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from mp_engine.agent.call.invoke import classify
+from mp_engine.agent.call.classify import classify
 from mp_engine.agent.call.structured import parse
 from mp_engine.execute.process import ProcessResult
 
@@ -120,22 +120,42 @@ def test_what_a_call_cost_comes_from_the_clis_own_fields():
 
     from mp_engine.agent.call.structured import parse, text_usage
 
-    claude = {"type": "result", "result": "done", "total_cost_usd": 0.0123,
-              "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 7,
-                        "cache_creation_input_tokens": 3}}  # fmt: skip
+    claude = {
+        "type": "result",
+        "result": "done",
+        "total_cost_usd": 0.0123,
+        "usage": {
+            "input_tokens": 100,
+            "output_tokens": 20,
+            "cache_read_input_tokens": 7,
+            "cache_creation_input_tokens": 3,
+        },
+    }
     assert parse(json.dumps(claude)).usage == {
-        "input": 100, "output": 20, "cache_read": 7, "cache_write": 3, "cost_usd": 0.0123}  # fmt: skip
-    codex = [{"type": "thread.started"}, {"type": "turn.completed", "usage": {"input_tokens": 100,
-             "cached_input_tokens": 40, "output_tokens": 20}}, {"type": "turn.completed", "usage": {
-             "input_tokens": 10, "output_tokens": 2}}]  # fmt: skip
+        "input": 100,
+        "output": 20,
+        "cache_read": 7,
+        "cache_write": 3,
+        "cost_usd": 0.0123,
+    }
+    codex = [
+        {"type": "thread.started"},
+        {"type": "turn.completed", "usage": {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 20}},
+        {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 2}},
+    ]
     got = parse("\n".join(json.dumps(o) for o in codex)).usage
     assert got == {"input": 110, "output": 22, "cache_read": 40, "cache_write": 0, "cost_usd": None}
     aider = (
         "Tokens: 2.3k sent, 120 received. Cost: $0.01 message, $0.01 session.\n"
         "Tokens: 12k sent, 1.1k cache write, 500 cache hit, 80 received.\nCost: $0.0050 message, $0.02 session.\n"
     )
-    assert text_usage(aider) == {"input": 14300, "output": 200, "cache_read": 500, "cache_write": 1100,
-                                 "cost_usd": 0.015}  # fmt: skip
+    assert text_usage(aider) == {
+        "input": 14300,
+        "output": 200,
+        "cache_read": 500,
+        "cache_write": 1100,
+        "cost_usd": 0.015,
+    }
     assert text_usage("Tokens: 900 sent, 12 received.")["cost_usd"] is None  # a model without a price
     assert text_usage("no usage here") is None and parse(json.dumps({"type": "result", "result": "x"})).usage is None
 
@@ -144,8 +164,12 @@ def test_every_command_failing_outside_the_task_is_environmental():
     """Issue #34: codex's command items that all fail with the sandbox helper's error."""
 
     def item(out: str, code: int | None) -> str:
-        return json.dumps({"type": "item.completed", "item": {"type": "command_execution", "command": "ls",
-                                                              "aggregated_output": out, "exit_code": code}})  # fmt: skip
+        return json.dumps(
+            {
+                "type": "item.completed",
+                "item": {"type": "command_execution", "command": "ls", "aggregated_output": out, "exit_code": code},
+            }
+        )
 
     def environment(*items: str) -> str | None:
         return parse("\n".join([json.dumps({"type": "thread.started"}), *items])).environment

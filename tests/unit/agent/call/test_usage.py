@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from mp_engine.agent.call.usage import Usage
-from mp_engine.agent.run.progress import render_lines
+from mp_engine.agent.progress import render_lines
 from tests.agentutil import GREET, ONE, level, only_run, records
 from tests.conftest import drop, result_field
 

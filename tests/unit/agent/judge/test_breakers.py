@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mp_engine.agent.judge.breakers import Breakers
-from mp_engine.config import AgentConfig
+from mp_engine.config.agent import AgentConfig
 
 CFG = AgentConfig()
 
@@ -33,10 +33,6 @@ def test_same_error_missing_status_and_test_only():
     for _ in range(3):
         b.observe(progress=True, error=None, status_ok=True, work_type="tests")
     assert b.tripped(CFG)[0] == "test_only"
-
-
-
-
 
 
 def test_a_breaker_led_to_by_commands_that_could_not_run_names_their_error(engine_for, ws):

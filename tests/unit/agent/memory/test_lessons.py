@@ -9,7 +9,7 @@ import json
 
 from mp_engine.agent.memory.lessons import of_run
 from mp_engine.agent.state.model import TaskState
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.inbox.mpfile import parse
 from mp_engine.pipeline.engine import Engine
 from mp_engine.record import memory

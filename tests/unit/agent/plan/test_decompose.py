@@ -151,8 +151,10 @@ def test_after_follows_a_merge_of_unchecked_micro_tasks():
 
 
 def test_a_list_item_marked_pause_is_a_pause_point_without_the_mark():
-    mp = parse(b"# MP-1.9\nExecutor: agent\n\n1. Add the column.\n2. (Pause) Run the migration.\n\n## Validate\n\n"
-               b"```bash\ntrue\n```\n")  # fmt: skip
+    mp = parse(
+        b"# MP-1.9\nExecutor: agent\n\n1. Add the column.\n2. (Pause) Run the migration.\n\n## Validate\n\n"
+        b"```bash\ntrue\n```\n"
+    )
     plan = decompose(mp)
     assert [t.pause for t in plan.tasks] == [False, True]
     assert plan.tasks[1].text == "2. Run the migration." and plan.tasks[1].title == "Run the migration."

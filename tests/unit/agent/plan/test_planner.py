@@ -82,8 +82,6 @@ def test_a_planned_task_is_accepted_by_its_checks_and_those_of_what_it_needs():
     assert "`src/x.py`" in planning.task_text({**recs[0], "files": ["src/x.py"], "description": "d"})
 
 
-
-
 def test_a_real_model_s_habits_are_read_leniently():
     """Prose around the object inside the block, checks named `check-1`, `Check 02` or 2,
     and numbers as ids."""
@@ -105,7 +103,3 @@ def test_a_real_model_s_habits_are_read_leniently():
         1,
     )
     assert [(r["ref"], r["after"], r["checks"]) for r in numbered] == [("1", [], [1]), ("2", [0], [0])]
-
-
-
-

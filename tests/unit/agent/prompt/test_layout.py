@@ -47,20 +47,22 @@ def build(prev=None, tails=None, learnings="", *, mt=0, memory="", workspace="/w
     mp = parse(MP)
     plan = decompose(mp)
     return prompt.build(
-        mp=mp,
-        plan=plan,
-        task=plan.tasks[mt],
-        iteration=2 if prev else 1,
-        level=0,
-        level_name="small",
-        nonce="n0nce",
-        workspace=workspace,
-        checks=plan.checks_for(mp, mt),
-        previous=prev,
-        tails=tails or {},
-        learnings=learnings,
-        budget=prompt.Budget(7, 10, 100.0, 300.0, 2),
-        memory=memory,
+        prompt.WorkerPrompt(
+            mp=mp,
+            plan=plan,
+            task=plan.tasks[mt],
+            iteration=2 if prev else 1,
+            level=0,
+            level_name="small",
+            nonce="n0nce",
+            workspace=workspace,
+            checks=plan.checks_for(mp, mt),
+            previous=prev,
+            tails=tails or {},
+            learnings=learnings,
+            remaining=prompt.Remaining(7, 10, 100.0, 300.0, 2),
+            memory=memory,
+        )
     )
 
 
@@ -130,7 +132,7 @@ def test_the_stable_parts_come_first_for_prompt_caching():
     assert second.startswith(stable) and "NONCE: n0nce" in stable and "older work" in stable
     repeated = second[: second.index("tried x") + len("tried x")]
     assert "a.txt: No such file" in repeated and third.startswith(repeated)
-    for changing in ("## This iteration", "## Budget", "It claimed completion"):
+    for changing in ("## This iteration", "## Remaining", "It claimed completion"):
         assert second.index(changing) > len(repeated)
 
 
@@ -158,7 +160,20 @@ def test_a_metric_checks_goal_is_in_the_prompt():
     mp = parse(MP.replace(b"```bash\n# MT-002", b'```bash metric="coverage >= 0.9"\n# MT-002'))
     plan = decompose(mp)
     text = prompt.build(
-        mp=mp, plan=plan, task=plan.tasks[1], iteration=1, level=0, level_name="small", nonce="n", workspace="/ws",
-        checks=plan.checks_for(mp, 1), previous=None, tails={}, learnings="", budget=prompt.Budget(7, 10, 1.0, 3.0, 2),
-    )  # fmt: skip
+        prompt.WorkerPrompt(
+            mp=mp,
+            plan=plan,
+            task=plan.tasks[1],
+            iteration=1,
+            level=0,
+            level_name="small",
+            nonce="n",
+            workspace="/ws",
+            checks=plan.checks_for(mp, 1),
+            previous=None,
+            tails={},
+            learnings="",
+            remaining=prompt.Remaining(7, 10, 1.0, 3.0, 2),
+        )
+    )
     assert "check-002 (a goal: coverage >= 0.9, the number on the last line of its output):" in text

@@ -36,8 +36,9 @@ def test_a_planned_task_may_be_a_pause_point():
     recs = valid(t("schema"), t("migrate", "schema", pause=True))
     assert [bool(r.get("pause")) for r in recs] == [False, True]
     assert [m.pause for m in planning.micro_tasks(recs)] == [False, True]
-    assert '"pause": false' in planner.prompt(mp=MP, goal="g", nonce="N", round_=0, done=[], failure="",
-                                               previous_error=None, repo_map="")  # fmt: skip
+    assert '"pause": false' in planner.prompt(
+        mp=MP, goal="g", nonce="N", round_=0, done=[], failure="", previous_error=None, repo_map=""
+    )
 
 
 def test_the_planner_sees_the_repositorys_memory():

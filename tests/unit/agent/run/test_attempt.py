@@ -7,38 +7,28 @@ import hashlib
 
 from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.evidence import IterationEvidence, Worktree
+from mp_engine.agent.plan.decompose import decompose
 from mp_engine.agent.run.attempt import Attempt, record, work
 from mp_engine.agent.run.parts import workspace_parts
 from mp_engine.agent.run.steps import AgentSteps
+from mp_engine.agent.scope import RunScope, WorkspaceScope
 from tests.agentutil import ONE, agent_context, level
+from tests.unit.agent.state.states import begin
 
 NONCE = "n0nce"
 
 
 def setup(ctx):
     steps = AgentSteps(ctx.ledger, ctx.run.steps_dir)
-    tree = Worktree(ctx.ws.root)
-    parts = workspace_parts(
-        ctx,
-        workdir=ctx.ws.root,
-        map_cache=ctx.ws.local_dir / "map.json",
-        worktree=tree,
-        base=tree.snapshot(),
-        nonce=NONCE,
-        limiter=CallLimiter(ctx.ws.local_dir / "calls.log", 100),
-        steps=steps,
-        learnings_path=ctx.run.dir / "agent" / "learnings.md",
-        emit=lambda *a, **k: None,
-    )
-    return parts, steps
+    limiter = CallLimiter(ctx.ws.local_dir / "calls.log", 100)
+    run = RunScope(ctx, ctx.config.agent, NONCE, steps, limiter, ctx.run.dir / "agent" / "learnings.md")
+    place = WorkspaceScope.at(ctx.ws.root, ctx.ws.local_dir / "map.json", Worktree(ctx.ws.root).snapshot())
+    return workspace_parts(run, place), steps
 
 
 def one(ctx, parts, steps) -> Attempt:
     ev = IterationEvidence(ctx.run.dir, "MT-001", 1)
-    from mp_engine.agent.plan.decompose import decompose
-    from mp_engine.agent.state.loopstate import LoopState
-
-    state = LoopState(ctx.config.agent, decompose(ctx.mp), "base")
+    state = begin(ctx.config.agent, decompose(ctx.mp), "base")
     text = steps.prompt_once(
         ev, "MT-001_iter-001", lambda: parts.prompter.worker(state, 0, 1, ctx.config.agent.levels[0])
     )
@@ -50,7 +40,7 @@ def test_an_honest_agent_s_attempt_passes_the_gate_in_its_workspace(ws):
     ctx = agent_context(ws, ONE, [level("fast", "good.py")])
     parts, steps = setup(ctx)
     a = one(ctx, parts, steps)
-    out = work(parts, steps, a, parts.prompter.nonce)
+    out = work(parts, a)
     assert out.call.kind == "ok" and out.answered and not out.checks_interrupted
     rec = record(parts, a, out, seq=7)
     assert rec["gate"] and rec["passed"] == ["check-001"] and rec["seq"] == 7
@@ -61,12 +51,12 @@ def test_a_liar_s_claim_is_checked_and_fails(ws):
     ctx = agent_context(ws, ONE, [level("fast", "liar.py")])
     parts, steps = setup(ctx)
     a = one(ctx, parts, steps)
-    rec = record(parts, a, work(parts, steps, a, parts.prompter.nonce), seq=1)
+    rec = record(parts, a, work(parts, a), seq=1)
     assert rec["claimed"] and not rec["gate"] and rec["failing"] == ["check-001"]
 
 
 def test_a_call_that_cannot_work_leaves_no_record(ws):
     ctx = agent_context(ws, ONE, [{"name": "ghost", "argv": ["no-such-agent-cli", "{prompt_file}"]}])
     parts, steps = setup(ctx)
-    out = work(parts, steps, one(ctx, parts, steps), parts.prompter.nonce)
+    out = work(parts, one(ctx, parts, steps))
     assert out.call.kind == "not_found" and not out.answered

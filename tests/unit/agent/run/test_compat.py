@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from tests.agentutil import calls, configure, level, only_run, progress
@@ -57,8 +57,13 @@ def test_a_recorded_run_resumes_where_it_stopped(name, left, tasks, tmp_path, mo
     log = tmp_path / "calls.jsonl"
     # The same chain, every level now an agent that gets it right; the call limit lifted.
     good = [level(lv["name"], "good.py", "--log", str(log)) for lv in recorded["policy"]["levels"][:2]]
-    configure(ws, [*good, {"name": "gate", "hard_gate": True}], fail_threshold=recorded["policy"]["fail_threshold"],
-              max_parallel=recorded["policy"]["max_parallel"], calls_per_hour=1000)  # fmt: skip
+    configure(
+        ws,
+        [*good, {"name": "gate", "hard_gate": True}],
+        fail_threshold=recorded["policy"]["fail_threshold"],
+        max_parallel=recorded["policy"]["max_parallel"],
+        calls_per_hour=1000,
+    )
     state = json.loads(ws.state_file.read_text())
     state["waiting"]["resume_at"] = "2000-01-01T00:00:00Z"  # the hour it waited for has passed
     ws.state_file.write_text(json.dumps(state))

@@ -7,7 +7,7 @@ import json
 
 from mp_engine.agent.memory.distill import DISTILL_DIR
 from mp_engine.commands.status import render_status
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.pids import proc
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine

@@ -4,41 +4,31 @@ what the run lacks before it starts, pauses, waits and a cancel."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
-from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.plan.decompose import decompose
-from mp_engine.agent.run.progress import Progress
+from mp_engine.agent.progress import Progress
 from mp_engine.agent.run.publisher import Publisher, missing, need_info
 from mp_engine.agent.run.workbranch import WorkBranch
-from mp_engine.agent.state.loopstate import LoopState
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.inbox.mpfile import parse
-from tests.agentutil import GREET, ONE, agent_context, configure, level
+from tests.agentutil import GREET, ONE, agent_context, configure, level, run_scope
+from tests.unit.agent.state.states import begin
 
 
 def publisher_for(ctx, events: list, cancelled: threading.Event | None = None) -> tuple[Publisher, Progress]:
     progress = Progress.create(
         ctx.run.dir, mp_id=ctx.mp.mp_id, run_id=ctx.run.run_id, policy={}, tasks=[], base={"head": None, "digest": "d"}
     )
-    pub = Publisher(
-        ctx.config.agent,
-        mp=ctx.mp,
-        run_dir=ctx.run.dir,
-        run_rel=ctx.ws.rel(ctx.run.dir),
-        progress=progress,
-        budget=ctx.budget,
-        limiter=CallLimiter(ctx.ws.local_dir / "calls.log", 60),
-        work=WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id),
-        cancelled=cancelled or threading.Event(),
-        emit=lambda name, event_id, **f: events.append((name, f)),
-    )
+    ctx = replace(ctx, cancelled=cancelled or threading.Event())
+    pub = Publisher(run_scope(ctx, events, per_hour=60), progress, WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id))
     return pub, progress
 
 
 def test_the_snapshot_shows_the_task_iteration_level_and_budget(ws):
     ctx = agent_context(ws, GREET, [level("fast", "good.py")])
     pub, progress = publisher_for(ctx, [])
-    state = LoopState(ctx.config.agent, decompose(ctx.mp), "d")
+    state = begin(ctx.config.agent, decompose(ctx.mp), "d")
     pub.publish(state, live=True)
     pub.committed("MT-001", "abc123")
     current = Progress.load(ctx.run.dir).data["current_state"]
@@ -55,7 +45,7 @@ def test_a_pause_and_a_wait_are_recorded_a_cancel_is_not_a_pause(ws):
     events: list = []
     cancelled = threading.Event()
     pub, progress = publisher_for(ctx, events, cancelled)
-    state = LoopState(ctx.config.agent, decompose(ctx.mp), "d")
+    state = begin(ctx.config.agent, decompose(ctx.mp), "d")
     assert pub.pause(state, "stop", "SIGTERM").status == "interrupted" and progress.status == "paused"
     waited = pub.wait(state, "usage_limit", "limit", "2026-11-26T10:00:00Z")
     assert waited.status == "waiting" and waited.extra["waiting"]["resume_at"] == "2026-11-26T10:00:00Z"
@@ -89,7 +79,7 @@ def test_need_info_is_a_failed_result_with_its_certificate(ws):
         plan=decompose(ctx.mp),
         run_dir=ctx.run.dir,
         run_rel="r",
-        emit=lambda name, event_id, **f: events.append(name),
+        emit=lambda name, **f: events.append(name),
     )
     assert res.status == "failed" and res.extra["certificate"]["type"] == "NEED_INFO"
     assert res.diagnosis.kind == "agent_need_info" and events == ["micro_task_loop_failed"]

@@ -6,8 +6,10 @@ from mp_engine.agent.judge import certificate as cert
 from mp_engine.agent.judge.certificate import Certificate
 from mp_engine.agent.plan.decompose import MicroTask, Plan
 from mp_engine.agent.run.report import sections
-from mp_engine.agent.state.loopstate import LoopState
-from mp_engine.config import AgentConfig, AgentLevel
+from mp_engine.agent.state.apply import apply
+from mp_engine.agent.state.kinds import RecordKind
+from mp_engine.config.agent import AgentConfig, AgentLevel
+from tests.unit.agent.state.states import begin
 
 PLAN = Plan("goal", (MicroTask("MT-001", 0, 3, "Add | a pipe"),), ())
 
@@ -21,8 +23,10 @@ def test_need_info_has_only_the_certificate():
 
 def test_a_finished_loop_has_tasks_history_and_evidence_links():
     cfg = AgentConfig(levels=(AgentLevel(name="a", argv=("a", "{prompt_file}")),))
-    state = LoopState(cfg, PLAN, "base")
-    state.apply(
+    state = begin(cfg, PLAN, "base")
+    apply(
+        state,
+        RecordKind.ITERATION,
         {
             "mt": "MT-001",
             "iteration": 1,
@@ -38,7 +42,7 @@ def test_a_finished_loop_has_tasks_history_and_evidence_links():
             "status_ok": True,
             "work_type": "code",
             "evidence": "agent/MT-001/iter-001",
-        }
+        },
     )
     pauses = [{"at": "t0", "kind": "stop", "reason": "SIGTERM", "resume_at": None}]
     out = sections(state.final, state, PLAN, "SYSTEM/runs/r", pauses, ["SYSTEM/distill/r_MT-001.json"])

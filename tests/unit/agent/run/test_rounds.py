@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from mp_engine.agent.run.progress import load_report, render_lines
-from mp_engine.config import load_config
+from mp_engine.agent.progress import load_report, render_lines
+from mp_engine.config.load import load_config
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from tests.agentutil import (
@@ -315,7 +315,7 @@ def test_a_planner_that_cannot_run_ends_blocked_naming_the_planner(start, ws):
 
 def test_a_planner_that_hangs_is_cut_off_and_the_refusal_says_so(start, ws, tmp_path):
     hung = level("planner", "hang.py", "--flag", str(tmp_path / "flag"), "--pids", str(tmp_path / "pids"))
-    engine = start(planner={**hung, "idle_timeout": 0.5})
+    engine = start(planner={**hung, "idle_timeout": 2.0})  # cut off; a loaded host still starts the second in time
     assert run_mp(engine, ws, PLANNED).action == "error"
     first, second = names(ws, "campaign_plan_invalid", "error")
     assert first.startswith('no <plan nonce="') and "(the planner's call ended `" in first

@@ -5,7 +5,7 @@ one at a time; a conflict or a check that breaks on the combined work sends it b
 
 from __future__ import annotations
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from tests.agentutil import calls, configure, level, only_run, progress, records
@@ -149,10 +149,22 @@ def test_a_usage_limit_holds_the_tasks_of_its_level_and_the_mp_waits_for_one_res
     from tests.agentutil import add_route
 
     engine = engine_for(
-        [level("limited", "limited.py", "--kind", "usage", "--count", str(tmp_path / "n"), "--times", "2",
-               "--reset", "2")],
+        [
+            level(
+                "limited",
+                "limited.py",
+                "--kind",
+                "usage",
+                "--count",
+                str(tmp_path / "n"),
+                "--times",
+                "2",
+                "--reset",
+                "2",
+            )
+        ],
         max_parallel=3,
-    )  # fmt: skip
+    )
     add_route(ws, "docs", level("docs", "good.py", "--sleep", "0.3"))
     engine = Engine(ws, load_config(ws.root))
     engine.start(daemon=False)
@@ -261,7 +273,7 @@ def test_status_the_heartbeat_and_the_result_show_every_running_task(engine_for,
 
 
 def test_an_mp_may_lower_max_parallel_never_raise_it(ws):
-    from mp_engine.agent.run.scheduler import parallel_limit
+    from mp_engine.agent.run.loop import parallel_limit
     from mp_engine.inbox.mpfile import parse
 
     configure(ws, [level("fast", "good.py")], max_parallel=3)

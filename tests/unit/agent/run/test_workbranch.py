@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mp_engine.agent.run.workbranch import NoGit, WorkBranch, branch_name
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.pipeline.engine import Engine
 from tests.agentutil import GREET, ONE, configure, level, only_run
 from tests.conftest import drop, result_field

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from mp_engine.agent.judge import certificate as cert
 from mp_engine.agent.plan.decompose import decompose
-from mp_engine.agent.run.resume import replay
-from mp_engine.agent.state.loopstate import LoopState
-from mp_engine.config import load_config
+from mp_engine.agent.run.resume import records as ledger_records
+from mp_engine.agent.state import ending
+from mp_engine.agent.state.apply import apply, replay
+from mp_engine.agent.state.kinds import RecordKind
+from mp_engine.agent.state.model import RunState
+from mp_engine.config.load import load_config
 from mp_engine.inbox.mpfile import parse
 from tests.agentutil import configure, level, only_run
 from tests.unit.agent.run.test_scheduler import NOTES, listed
+from tests.unit.agent.state.states import begin
 
 MP = listed(
     'Write "a" to `out/a.txt`. (after none)',
@@ -21,30 +25,71 @@ MP = listed(
 )
 
 
-def state_for(ws, text: str = MP, **opts) -> LoopState:
+def state_for(ws, text: str = MP, **opts) -> RunState:
     configure(ws, [level("fast", "good.py")], max_parallel=3, **opts)
-    return LoopState(load_config(ws.root).agent, decompose(parse(text.encode())), "base", parallel=True)
+    return begin(load_config(ws.root).agent, decompose(parse(text.encode())), "base", isolated=True)
 
 
-def start(state: LoopState, i: int, seq: int | None = None) -> None:
-    rec = {"mt": state.tasks[i].mt_id, "mt_index": i, "base": "b0", "digest": "d0", "worktree": "w",
-           "at": f"2026-11-26T00:00:0{i}.000Z", "restart": False, "seq": seq}  # fmt: skip
-    state.apply_start(rec)
+def start(state: RunState, i: int, seq: int | None = None) -> None:
+    rec = {
+        "mt": state.tasks[i].mt_id,
+        "mt_index": i,
+        "base": "b0",
+        "digest": "d0",
+        "worktree": "w",
+        "at": f"2026-11-26T00:00:0{i}.000Z",
+        "restart": False,
+        "seq": seq,
+    }
+    apply(state, RecordKind.START, rec)
 
 
-def passed(state: LoopState, i: int, **more) -> dict:
-    return {"ok": True, "gate": True, "mt": state.tasks[i].mt_id, "mt_index": i, "iteration": state.tasks[i].iterations + 1,
-            "level": 0, "level_name": "fast", "call": {"kind": "ok"}, "claimed": True, "blocked": False,
-            "status_ok": True, "work_type": "code", "passed": ["check"], "failing": [], "residual": 0,
-            "error": None, "digest": f"d{i}", "evidence": "e", "at": "2026-11-26T00:00:09.000Z", **more}  # fmt: skip
+def passed(state: RunState, i: int, **more) -> dict:
+    return {
+        "ok": True,
+        "gate": True,
+        "mt": state.tasks[i].mt_id,
+        "mt_index": i,
+        "iteration": state.tasks[i].iterations + 1,
+        "level": 0,
+        "level_name": "fast",
+        "call": {"kind": "ok"},
+        "claimed": True,
+        "blocked": False,
+        "status_ok": True,
+        "work_type": "code",
+        "passed": ["check"],
+        "failing": [],
+        "residual": 0,
+        "error": None,
+        "digest": f"d{i}",
+        "evidence": "e",
+        "at": "2026-11-26T00:00:09.000Z",
+        **more,
+    }
 
 
-def integration(state: LoopState, i: int, outcome: str = "integrated") -> dict:
+def integration(state: RunState, i: int, outcome: str = "integrated") -> dict:
     ok = outcome == "integrated"
-    return {"mt": state.tasks[i].mt_id, "mt_index": i, "outcome": outcome, "attempt": state.tasks[i].integration_failures + 1,
-            "commit": "c1" if ok else None, "detail": "" if ok else "conflict in x", "failing": [], "passed": [],
-            "checks": [], "residual": 0 if ok else 1, "call": {"kind": "integration", "detail": ""}, "claimed": True,
-            "gate": False, "iteration": 1, "level": 0, "evidence": "i", "at": "2026-11-26T00:00:10.000Z"}  # fmt: skip
+    return {
+        "mt": state.tasks[i].mt_id,
+        "mt_index": i,
+        "outcome": outcome,
+        "attempt": state.tasks[i].integration_failures + 1,
+        "commit": "c1" if ok else None,
+        "detail": "" if ok else "conflict in x",
+        "failing": [],
+        "passed": [],
+        "checks": [],
+        "residual": 0 if ok else 1,
+        "call": {"kind": "integration", "detail": ""},
+        "claimed": True,
+        "gate": False,
+        "iteration": 1,
+        "level": 0,
+        "evidence": "i",
+        "at": "2026-11-26T00:00:10.000Z",
+    }
 
 
 def test_what_may_start_needs_passed_work_and_no_shared_files(ws):
@@ -53,18 +98,18 @@ def test_what_may_start_needs_passed_work_and_no_shared_files(ws):
     start(state, 0)
     start(state, 1)
     assert state.startable(set(state.live())) == []
-    state.apply(passed(state, 0))
+    apply(state, RecordKind.ITERATION, passed(state, 0))
     assert state.tasks[0].status == "accepted"
     assert state.startable(set(state.live())) == []  # accepted is not passed: not integrated yet
-    state.apply_integration(integration(state, 0))
+    apply(state, RecordKind.INTEGRATE, integration(state, 0))
     assert state.tasks[0].status == "completed" and state.startable(set(state.live())) == [2]
 
 
 def test_a_pending_planning_round_starts_nothing_and_a_solo_task_runs_alone(ws):
     state = state_for(ws)
-    state.pending = "plan"
+    state.campaign.pending = "plan"
     assert state.startable(set()) == []
-    state.pending = None
+    state.campaign.pending = None
     state.tasks[1].solo = True
     assert state.startable(set()) == [0]  # the solo task waits for an empty field...
     start(state, 0)
@@ -78,15 +123,15 @@ def test_a_failed_integration_sends_the_task_back_then_alone_then_fails_it(ws):
     state = state_for(ws, max_integration_retries=1)
     start(state, 0)
     for attempt in (1, 2):
-        state.apply(passed(state, 0))
-        effects = state.apply_integration(integration(state, 0, "conflict"))
+        apply(state, RecordKind.ITERATION, passed(state, 0))
+        effects = apply(state, RecordKind.INTEGRATE, integration(state, 0, "conflict"))
         assert [e.kind for e in effects][-1] == "refresh" and state.tasks[0].status == "active"
         assert state.tasks[0].refresh_due and state.tasks[0].integration_failures == attempt
         start(state, 0)
         assert state.tasks[0].records[-1]["outcome"] == "conflict"  # read like a failed iteration
     assert state.tasks[0].solo  # 2 failures > max_integration_retries (1)
-    state.apply(passed(state, 0))
-    state.apply_integration(integration(state, 0, "conflict"))
+    apply(state, RecordKind.ITERATION, passed(state, 0))
+    apply(state, RecordKind.INTEGRATE, integration(state, 0, "conflict"))
     assert state.tasks[0].status == "failed" and state.failures[0].reason == "integration"
     assert state.tasks[2].status == "skipped"  # it needs MT-001
 
@@ -95,7 +140,7 @@ def test_a_run_wide_end_stops_every_live_task(ws):
     state = state_for(ws)
     start(state, 0)
     start(state, 1)
-    state.end(cert.TIMEOUT, "wall_budget", "spent")
+    ending.end(state, cert.TIMEOUT, "wall_budget", "spent")
     assert state.final.type == cert.TIMEOUT and state.final.mt is None
     assert [t.status for t in state.tasks] == ["failed", "failed", "pending"]
 
@@ -104,19 +149,19 @@ def test_the_run_ends_when_nothing_is_pending_or_live(ws):
     state = state_for(ws)
     for i in (0, 1):
         start(state, i)
-        state.apply(passed(state, i))
-        state.apply_integration(integration(state, i))
+        apply(state, RecordKind.ITERATION, passed(state, i))
+        apply(state, RecordKind.INTEGRATE, integration(state, i))
     start(state, 2)
-    state.apply(passed(state, 2))
+    apply(state, RecordKind.ITERATION, passed(state, 2))
     assert state.final is None
-    state.apply_integration(integration(state, 2))
+    apply(state, RecordKind.INTEGRATE, integration(state, 2))
     assert state.final is not None and state.final.type == cert.EXACT
 
 
 def test_replaying_a_parallel_run_in_the_order_it_applied_its_records_gives_its_state(ws, tmp_path, monkeypatch):
     """A real run with a conflict (tests/unit/agent/test_parallel.py); its ledger replayed
     into a fresh state gives the state the run ended with."""
-    from mp_engine.agent.run.progress import Progress
+    from mp_engine.agent.progress import Progress
     from mp_engine.pipeline.engine import Engine
     from tests.conftest import drop
 
@@ -130,11 +175,11 @@ def test_replaying_a_parallel_run_in_the_order_it_applied_its_records_gives_its_
     assert engine.tick().action == "completed"
     run = only_run(ws)
     live = Progress.load(run.dir).data["micro_tasks"]
-    again = LoopState(load_config(ws.root).agent, decompose(parse(text.encode())), "base", parallel=True)
-    replay(again, run.ledger(), run.steps_dir)
+    again = begin(load_config(ws.root).agent, decompose(parse(text.encode())), "base", isolated=True)
+    replay(again, ledger_records(run.ledger(), run.steps_dir))
     assert again.final is not None and again.final.type == cert.EXACT
     replayed = [t.to_dict() for t in again.tasks]
-    again.overlaps()
+    ending.overlaps(again)
     for mine, theirs in zip(replayed, live, strict=True):
         assert {k: v for k, v in mine.items() if k != "overlapped_with"} == {
             k: v for k, v in theirs.items() if k not in ("commit", "overlapped_with")

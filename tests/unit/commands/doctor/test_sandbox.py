@@ -8,7 +8,7 @@ import pytest
 
 import mp_engine.commands.doctor.sandbox as checks
 from mp_engine.commands.doctor.check import FAIL, OK, WARN
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.execute.sandbox import problem
 from tests.agentutil import configure, level
 

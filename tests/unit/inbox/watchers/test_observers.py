@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mp_engine.config import load_config
+from mp_engine.config.load import load_config
 from mp_engine.daemon.loop import Daemon
 from mp_engine.inbox.watchers.auto import make_watcher
 from mp_engine.inbox.watchers.native import NativeWatcher

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mp_engine.agent.run.progress import Progress, load_report, render_lines
+from mp_engine.agent.progress import Progress, load_report, render_lines
 
 
 def made(tmp_path) -> Progress:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from mp_engine.agent.call.invoke import classify, parse_reset
+from mp_engine.agent.call.classify import classify, parse_reset
 from mp_engine.core.errors import ProcessError
 from mp_engine.execute.process import ProcessResult
 
