@@ -4,7 +4,7 @@ Everything is validated by pydantic before any thread starts; an invalid value o
 unknown key is a `ConfigError` whose message names the key and where it came from.
 
 The sections live beside this file (`sections.py`, `agent.py`, `fleet.py`, `notify.py`,
-`dashboard.py`, `diagnose.py`);
+`dashboard.py`, `diagnose.py`, `repos.py`);
 `load.py` holds `Config` and `load_config`. Everything is importable from here.
 """
 
@@ -16,6 +16,7 @@ from mp_engine.config.diagnose import DiagnoseConfig
 from mp_engine.config.fleet import FleetConfig
 from mp_engine.config.load import ENV_PREFIX, Config, load_config
 from mp_engine.config.notify import ALERT_KINDS, NotifyConfig
+from mp_engine.config.repos import RepoConfig
 from mp_engine.config.section import is_loopback
 from mp_engine.config.sections import (
     ArchiveConfig,
@@ -47,6 +48,7 @@ __all__ = [
     "MetricsConfig",
     "NotifyConfig",
     "RecoveryConfig",
+    "RepoConfig",
     "SecretsConfig",
     "WatchConfig",
     "is_loopback",
