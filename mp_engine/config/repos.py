@@ -72,6 +72,11 @@ class RepoConfig(Section):
 
     @model_validator(mode="after")
     def _coherent(self) -> RepoConfig:
+        if "://" in self.url and urlsplit(self.url).password is not None:
+            raise ValueError(
+                "url carries a password or token; never write one into this file: name the variable that holds "
+                "the token in token_env, and give the url without it"
+            )
         if self.api_url and not self.api_url.startswith(("https://", "http://")):
             raise ValueError(
                 f"api_url must be an http(s) URL such as https://ghe.example.com/api/v3, got {self.api_url!r}"

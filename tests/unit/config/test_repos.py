@@ -102,3 +102,8 @@ def test_no_step_and_no_agent_may_be_given_a_repository_s_token(tmp_path, where)
 def test_a_repository_from_the_environment(tmp_path):
     config = load(tmp_path, "", {"MP_ENGINE_REPOS__LAB": '{"url": "git@example.com:me/lab.git", "land": "branch"}'})
     assert config.repos["lab"] == RepoConfig(url="git@example.com:me/lab.git", land="branch")
+
+
+def test_a_url_with_a_token_in_it_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="url carries a password or token"):
+        load(tmp_path, '[repos.app]\nurl = "https://x-access-token:ghp_abc@github.com/me/app.git"\ntoken_env = "T"\n')
