@@ -51,7 +51,7 @@ class RepoConfig(Section):
     token_env: str = Field("", description="the environment variable holding the token (taken out at start)")
     reviewers: tuple[str, ...] = Field((), description="logins whose comments steer; empty: anyone with write access")
     ci_timeout: float = Field(1800.0, gt=0, description="seconds to wait for CI on one push")
-    ci_rounds: int = Field(2, ge=0, description="pushes that may answer red CI with a fix")
+    ci_rounds: int = Field(2, ge=1, description="pushes CI judges per cycle; red before the last is fixed")
     review_rounds: int = Field(3, ge=0, description="rounds of review comments acted on")
     merge: Literal["never", "when_green_and_approved"] = "never"
     issues_label: str = Field("", description="open issues with this label become agent MPs (empty: off)")

@@ -31,6 +31,7 @@ class GitHttp:
     def bare(self, name: str) -> Path:
         """A new bare repository `name`.git, with one commit on `main`."""
         path = self.root / f"{name}.git"
+        path.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["git", "init", "--bare", "-q", "-b", "main", str(path)], check=True)
         work = self.root / f"{name}-seed"
         subprocess.run(["git", "clone", "-q", str(path), str(work)], check=True, capture_output=True)

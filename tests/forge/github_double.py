@@ -73,6 +73,8 @@ class Fault:
     path_contains: str
     headers: dict[str, str]
     message: str
+    after: bool = False  # the request is carried out, and its answer lost (a 502 from a proxy)
+    method: str = ""  # only requests with this method ("" any)
 
 
 @dataclass
@@ -143,10 +145,12 @@ class GitHubDouble:
         with self.lock:
             return self.repos.setdefault(slug, model.Repo(slug, self.ids))
 
-    def inject(self, status: int, *, times: int = 1, path: str = "", headers=None, message: str = "") -> None:
-        """The next `times` requests whose path contains `path` are answered `status`."""
+    def inject(self, status: int, *, times=1, path="", headers=None, message="", after=False, method="") -> None:
+        """The next `times` requests whose path contains `path` are answered `status`;
+        `after`: carried out first, as a request whose answer was lost."""
         with self.lock:
-            self.faults.append(Fault(status, times, path, dict(headers or {}), message or f"injected {status}"))
+            message = message or f"injected {status}"
+            self.faults.append(Fault(status, times, path, dict(headers or {}), message, after, method))
 
     def exhaust_rate_limit(self, reset_in: int) -> None:
         """The primary limit is used up until `reset_in` seconds from now."""
@@ -185,15 +189,17 @@ class GitHubDouble:
             return self._send(req, path, Served(403, {"message": "Request forbidden: a User-Agent is required"}))
         if req.headers.get("Authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
             return self._send(req, path, Served(401, {"message": "Bad credentials", "documentation_url": DOCS}))
-        served = self._fault(path) or self._limited() or self._route(req, path)
+        served = self._fault(req.method, path, after=False) or self._limited() or self._route(req, path)
+        served = self._fault(req.method, path, after=True) or served
         if served.operation and 200 <= served.status < 300:
             answer = openapi.Response(served.status, json.dumps(served.body).encode(), {})
             self.violations.extend(openapi.problems(checked, answer))
         return self._send(req, path, served)
 
-    def _fault(self, path: str) -> Served | None:
+    def _fault(self, method: str, path: str, *, after: bool) -> Served | None:
         for fault in self.faults:
-            if fault.times > 0 and fault.path_contains in path:
+            if fault.times > 0 and fault.path_contains in path and fault.after == after and \
+                    fault.method in ("", method):  # fmt: skip
                 fault.times -= 1
                 body = {"message": fault.message, "documentation_url": DOCS, "status": str(fault.status)}
                 return Served(fault.status, body, fault.headers)

@@ -41,3 +41,29 @@ def forge(double, token):
     f = GitHubForge(SLUG, double.url, Token(token, "APP_PAT"), sleep=lambda s: None)
     yield f
     f.close()
+
+
+@pytest.fixture(params=["memory", "github"])
+def any_forge(request):
+    """Each forge: the simplest one, and GitHub's client against the double."""
+    if request.param == "memory":
+        from mp_engine.forge.memory import MemoryForge
+
+        return MemoryForge(SLUG)
+    return request.getfixturevalue("forge")
+
+
+@pytest.fixture
+def new_issue(any_forge, request):
+    """Make an issue on whichever forge `any_forge` is; its number."""
+    from mp_engine.forge.base import Issue
+    from mp_engine.forge.memory import MemoryForge
+
+    def make(title: str, labels: tuple[str, ...] = ()) -> int:
+        if isinstance(any_forge, MemoryForge):
+            number = 100 + len(any_forge.issues)
+            any_forge.issues[number] = Issue(number, title, "", labels, "", "someone")
+            return number
+        return request.getfixturevalue("double").repo(SLUG).add_issue(title, labels=labels).number
+
+    return make
