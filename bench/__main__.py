@@ -47,6 +47,7 @@ BENCHES = {
     "fleet": ("bench.fleet:run", 2, 1),  # runs of 12 tasks of 2 s on 1, 2, 3 workers through Temporal
     "dashboard": ("bench.dashboard:run", 40, 12),  # requests per figure; a fifth of them browser updates
     "sandbox": ("bench.sandbox:run", 60, 20),  # trivial calls and checks, each way
+    "pullrequest": ("bench.pullrequest:run", 30, 8),  # pushes opened as pull requests; one CI wait
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

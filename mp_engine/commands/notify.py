@@ -23,7 +23,7 @@ def notify_test(root: Path, echo: Callable[[str], None]) -> ExitCode:
             f"{ws.config_file} has no [notify] urls, urls_env or command. Fix: add one, e.g. "
             '[notify] urls = ["ntfy://ntfy.sh/my-topic"] (README, Operations).'
         )
-    held = secretenv.hold(config.secrets.env, config.secrets.env_patterns)
+    held = secretenv.hold(config.secret_names, config.secrets.env_patterns)
     try:
         alerter = Alerter(
             config.notify,

@@ -59,7 +59,7 @@ def one_pass(
 ) -> ExitCode:
     """One pass of the engine (the lock held); `listeners` see every event it records."""
     become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
-    secretenv.hold(config.secrets.env, config.secrets.env_patterns)  # as `run` does
+    secretenv.hold(config.secret_names, config.secrets.env_patterns)  # as `run` does
     engine = Engine.build(ws, config)
     engine.events.listeners.extend(listeners)
     emitters = install_signal_handlers(engine, threading.Event())

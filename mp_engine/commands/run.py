@@ -43,7 +43,7 @@ def run(root: Path) -> ExitCode:
     daemon_lock.acquire(ws.config_file)  # a second `run` on this workspace stops here (exit 4), naming the first
     undumpable = make_undumpable()  # before any secret is read into the engine
     # Secrets leave os.environ: git, ssh and helpers started while a step runs are readable by it.
-    held = secretenv.hold(config.secrets.env, config.secrets.env_patterns)
+    held = secretenv.hold(config.secret_names, config.secrets.env_patterns)
     subreaper = become_subreaper()  # a step's escaped descendants come back to us (process.kill_escaped)
     engine = Engine.build(ws, config)
     engine.events.emit("process_hardened", undumpable=undumpable, subreaper=subreaper, secrets_held=held)

@@ -62,7 +62,7 @@ def worker(
     queue = task_queue or fleet.task_queue
     max_parallel = max_parallel or config.agent.max_parallel
     make_undumpable()  # before any secret is read
-    secretenv.hold(config.secrets.env, config.secrets.env_patterns)
+    secretenv.hold(config.secret_names, config.secrets.env_patterns)
     become_subreaper()
     identity = f"{name or os.getpid()}@{socket.gethostname()}"
     host = WorkerHost(root / "worker", config, url, identity)

@@ -8,15 +8,16 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import BaseModel, ValidationError, field_validator, model_validator
 
 from mp_engine.config.agent import AgentConfig
 from mp_engine.config.dashboard import DashboardConfig
 from mp_engine.config.diagnose import DiagnoseConfig
 from mp_engine.config.fleet import FleetConfig
 from mp_engine.config.notify import NotifyConfig
+from mp_engine.config.repos import RepoConfig, check_repo_names
 from mp_engine.config.section import Section
 from mp_engine.config.sections import (
     ArchiveConfig,
@@ -48,6 +49,37 @@ class Config(Section):
     notify: NotifyConfig = NotifyConfig()
     dashboard: DashboardConfig = DashboardConfig()
     diagnose: DiagnoseConfig = DiagnoseConfig()
+    repos: dict[str, RepoConfig] = {}
+
+    @field_validator("repos")
+    @classmethod
+    def _repo_names(cls, repos: dict[str, RepoConfig]) -> dict[str, RepoConfig]:
+        return check_repo_names(repos)
+
+    @model_validator(mode="after")
+    def _tokens_stay_with_the_engine(self) -> Config:
+        """A repository's token is the engine's: no step and no agent gets it (issue #41)."""
+        agent = self.agent
+        levels = [*agent.levels, *(lv for route in agent.routes for lv in route.levels), agent.planner, agent.reflector]
+        given = {("[execution] env_allow", name) for name in self.execution.env_allow}
+        given |= {
+            (f"[agent] level {lv.name!r} env_allow", name) for lv in levels if lv is not None for name in lv.env_allow
+        }
+        for name, repo in self.repos.items():
+            for where, var in sorted(given):
+                if repo.token_env and var == repo.token_env:
+                    raise ValueError(
+                        f"{where} passes {var}, the token of [repos.{name}]; the token never reaches a step or an "
+                        f"agent (the engine pushes and calls the forge itself): remove {var} from that env_allow"
+                    )
+        return self
+
+    @property
+    def secret_names(self) -> tuple[str, ...]:
+        """The variables held out of the environment at start besides `[secrets]`
+        patterns: `[secrets] env` and every `[repos.NAME] token_env`."""
+        tokens = (repo.token_env for repo in self.repos.values() if repo.token_env)
+        return tuple(dict.fromkeys((*self.secrets.env, *tokens)))
 
     @model_validator(mode="after")
     def _diagnose_level(self) -> Config:
@@ -81,11 +113,16 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]
 
 
 def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part))
-        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
+    parts = list(loc[:-1])
+    while parts:
+        field = model.model_fields.get(str(parts.pop(0)))
+        annotation = field.annotation if field is not None else None
+        if get_origin(annotation) is dict:  # `[repos.NAME]`: a table of tables; NAME is no key
+            annotation = get_args(annotation)[1]
+            parts = parts[1:]
+        if not isinstance(annotation, type) or not issubclass(annotation, BaseModel):
             return []
-        model = field.annotation
+        model = annotation
     return sorted(model.model_fields)
 
 

@@ -84,3 +84,40 @@ class SandboxUnavailable(ConfigError):
 
 class FleetUnreachable(ConfigError):
     """`[fleet] temporal` names a Temporal server that did not answer (docs/FLEET.md)."""
+
+
+class ForgeError(MpEngineError):
+    """A call to a forge's API (GitHub) failed; the message names the call and what to do."""
+
+
+class ForgeUnavailable(ForgeError):
+    """The forge could not be reached, or answered 5xx, after the retries: the engine tries
+    again later and loses nothing."""
+
+
+class ForgeAuthError(ForgeError):
+    """The forge refused the token (401), or the token lacks a permission (403); carries
+    the permission the call needs."""
+
+    def __init__(self, message: str, needs: str = ""):
+        self.needs = needs
+        super().__init__(message)
+
+
+class ForgeRateLimited(ForgeError):
+    """The forge's rate limit (primary, or secondary with Retry-After) is reached: nothing
+    is sent before `until` (seconds since the epoch)."""
+
+    def __init__(self, message: str, until: float, *, secondary: bool):
+        self.until = until
+        self.secondary = secondary
+        super().__init__(message)
+
+
+class ForgeNotFound(ForgeError):
+    """The forge has no such repository, pull request or issue, or the token cannot see it."""
+
+
+class BranchMoved(SyncError):
+    """The work branch on the remote is not where the engine left it: someone else pushed
+    (a force-push by a person). The engine stops rather than overwrite their work."""

@@ -104,34 +104,36 @@ def describe_failure(r: GitResult) -> str:
     return f"`git {' '.join(r.args)}` failed (exit {r.code}): {(r.err or r.out).strip()}"
 
 
-# Repositories whose .git/config the engine guards: root -> the copy it accepted
-# (`protect_config`). A step runs with the engine's rights and can edit .git/config; the
-# keys that make git run code or send traffic elsewhere are many (filter and diff drivers,
-# gpg.program, credential.helper, url.*.insteadOf, remote URLs, include.path, ...) and an
-# operator may set some of them on purpose. So no key is overridden: any change the
-# engine did not make stops every engine git call in that repository (issue #20).
-_GUARDED: dict[Path, Path] = {}
+# Repositories whose .git/config the engine guards: root -> (the copy it accepted, the
+# config file: `.git/config`, or a bare mirror's `config`) (`protect_config`). A step runs
+# with the engine's rights and can edit the config; the keys that make git run code or
+# send traffic elsewhere are many (filter and diff drivers, gpg.program, credential.helper,
+# url.*.insteadOf, remote URLs, include.path, ...) and an operator may set some of them on
+# purpose. So no key is overridden: any change the engine did not make stops every engine
+# git call under that root (issue #20).
+_GUARDED: dict[Path, tuple[Path, Path]] = {}
 
 
-def protect_config(root: Path, accepted: Path) -> str | None:
-    """Guard `root`'s .git/config from now on in this process. The first time (no copy at
-    `accepted` yet) the config as it is now is accepted. Returns the change already there,
-    if any (see `config_change`)."""
+def protect_config(root: Path, accepted: Path, config: Path | None = None) -> str | None:
+    """Guard `root`'s git config (`config`, default `root/.git/config`) from now on in this
+    process: every git call whose cwd is under `root` first compares it with the copy at
+    `accepted`. The first time (no copy yet) the config as it is now is accepted. Returns
+    the change already there, if any (see `config_change`)."""
     root = Path(os.path.realpath(root))
-    _GUARDED[root] = Path(accepted)
+    _GUARDED[root] = (Path(accepted), Path(config) if config is not None else root / ".git" / "config")
     if not Path(accepted).exists():
         accept_config(root)
     return config_change(root)
 
 
 def accept_config(root: Path) -> None:
-    """The engine changed .git/config itself (`remote add`): this is the accepted one now."""
+    """The engine changed the config itself (`remote add`): this is the accepted one now."""
     root = Path(os.path.realpath(root))
-    accepted = _GUARDED.get(root)
-    if accepted is None:
+    if root not in _GUARDED:
         return
+    accepted, config = _GUARDED[root]
     try:
-        data = (root / ".git" / "config").read_bytes()
+        data = config.read_bytes()
     except OSError:
         return
     from mp_engine.core.atomic import atomic_write
@@ -141,14 +143,14 @@ def accept_config(root: Path) -> None:
 
 
 def config_change(root: Path) -> str | None:
-    """How `root`'s .git/config differs from the accepted copy (the lines removed and
+    """How `root`'s git config differs from the accepted copy (the lines removed and
     added, at most 12), or None when it does not, or when `root` is not guarded."""
     root = Path(os.path.realpath(root))
-    accepted = _GUARDED.get(root)
-    if accepted is None:
+    if root not in _GUARDED:
         return None
+    accepted, config = _GUARDED[root]
     try:
-        now = (root / ".git" / "config").read_bytes()
+        now = config.read_bytes()
     except OSError:
         now = b""
     try:
@@ -164,17 +166,17 @@ def config_change(root: Path) -> str | None:
 
 
 def config_problem(root: Path) -> str | None:
-    """What to tell a person when `root`'s .git/config is not the accepted one, or None."""
+    """What to tell a person when `root`'s git config is not the accepted one, or None."""
     root = Path(os.path.realpath(root))
     change = config_change(root)
     if change is None:
         return None
-    copy = _GUARDED[root]
+    copy, config = _GUARDED[root]
     return (
-        f"{root}/.git/config changed, and not by the engine: {change}. The engine runs no git in this "
+        f"{config} changed, and not by the engine: {change}. The engine runs no git in this "
         "repository until it is resolved, since a step can make git run code through its config. If you made "
         f"the change, accept it: delete {copy} and restart the engine; otherwise restore the accepted copy: "
-        f"`cp {copy} {root}/.git/config`."
+        f"`cp {copy} {config}`."
     )
 
 

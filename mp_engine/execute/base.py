@@ -25,6 +25,10 @@ class ExecResult:
 
 
 class Executor(Protocol):
+    """An executor. One optional attribute: `works_on_repos = True` says it runs an MP's
+    `Repo:` (issue #41) in that repository's worktree; admission refuses `Repo:` for an
+    executor without it, rather than run the work on the channel's repository."""
+
     name: str
 
     def time_budget(self, config: Config) -> tuple[float, str]:

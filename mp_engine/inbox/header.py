@@ -83,6 +83,31 @@ def _level_names(value: str) -> tuple[str, ...]:
     return names
 
 
+# `Repo:` names a `[repos.NAME]` table (config/repos.py keeps the same rule).
+REPO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# A branch git accepts (git-check-ref-format), kept conservative: no spaces, no control
+# characters, none of `~^:?*[\\`, no `..` or `@{`, no leading `-` or `/`, no `.lock` end.
+BRANCH_RE = re.compile(r"^(?![-./])(?!.*(?:\.\.|@\{|//|/\.|\.lock$|\.lock/|/$|\.$))[^\x00-\x20~^:?*\[\\\x7f]{1,200}$")
+
+
+def _repo_name(value: str) -> str:
+    value = value.strip()
+    if not REPO_NAME_RE.match(value):
+        raise ValueError("must name a repository of `[repos]` in mp-engine.toml, like `Repo: app`")
+    return value
+
+
+def _branch(value: str) -> str:
+    value = value.strip()
+    if not BRANCH_RE.match(value) or value == "@":
+        raise ValueError("must be a branch name, like `main` or `release/2.0`")
+    return value
+
+
+def _issue_number(value: str) -> int:
+    return _positive_int(value.strip().removeprefix("#"))
+
+
 # Canonical header keys: parser and one-line help. Matching is case-insensitive.
 HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Timeout": (_positive_seconds, "whole-MP timeout in seconds"),
@@ -96,6 +121,9 @@ HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Levels": (_level_names, "agent MPs: only these levels of the chain, in its order (`Levels: aider, claude`)"),
     "Wall-Budget": (_positive_seconds, "agent MPs: active seconds for this MP when it has no `Timeout:`"),
     "Max-Cost-USD": (_dollars, "agent MPs: dollars this MP's agent calls may cost (`[agent] max_cost_usd`)"),
+    "Repo": (_repo_name, "agent MPs: the `[repos.NAME]` repository to work on instead of the channel's"),
+    "Base": (_branch, "with `Repo:`: the branch to start from and to land on (the repository's `base` otherwise)"),
+    "Issue": (_issue_number, "with `Repo:`: the issue the work answers (`Issue: 12`): linked and commented once"),
 }
 _KEY_LOOKUP = {k.lower(): k for k in HEADER_KEYS}
 

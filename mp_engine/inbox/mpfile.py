@@ -109,6 +109,11 @@ class MicroProject:
     def executor(self) -> str | None:
         return self.headers.get("Executor")
 
+    @property
+    def repo(self) -> str | None:
+        """`Repo:`: the `[repos.NAME]` repository the work is on (None: the channel's)."""
+        return self.headers.get("Repo")
+
     def summary(self) -> dict[str, Any]:
         return {
             "mp_id": self.mp_id,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from mp_engine.config.load import Config
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.execute.base import Executor
 from mp_engine.inbox.cancel_request import CancelRequest
@@ -85,6 +86,7 @@ def admit(
         executor = executor_for(mp, executors, ctx.config.execution.executor)
         executor.validate(mp)
         executor.settings(ctx.config, mp)  # its own settings must apply (a ceiling, a level name)
+        check_repo(mp, ctx.config, executor)
     except InvalidMPError as e:
         return Held(f"invalid MP ({e.reason})", None) if state.halt else Refused(e)
     request = next((r for r in cancels if r.mp_id == mp.mp_id), None) if from_slot else None
@@ -111,6 +113,46 @@ def executor_for(mp: MicroProject, executors: Mapping[str, Executor], default: s
             mp_id=mp.mp_id,
         )
     return executor
+
+
+def check_repo(mp: MicroProject, config: Config, executor: Executor) -> None:
+    """`Repo:` must name a configured `[repos.NAME]` (one that is not is never cloned), for
+    an executor that works on other repositories; `Base:` and `Issue:` go with `Repo:`, and
+    `Issue:` with a forge. Without these headers nothing changes (issue #41)."""
+    name = mp.repo
+    if name is None:
+        for key in ("Base", "Issue"):
+            if key in mp.headers:
+                raise InvalidMPError(
+                    f"`{key}:` goes with `Repo:`, and this MP has none",
+                    f"Add `Repo: NAME` naming a `[repos.NAME]` of the engine's mp-engine.toml, or remove `{key}:`.",
+                    mp_id=mp.mp_id,
+                )
+        return
+    repo = config.repos.get(name)
+    if repo is None:
+        known = ", ".join(sorted(config.repos))
+        fix = (
+            f"Set `Repo:` to one of the configured repositories: {known}."
+            if known
+            else f"Add a `[repos.{name}]` table (url, base, land, token_env) to the engine's mp-engine.toml and "
+            "restart the engine (docs/PULL_REQUESTS.md)."
+        )
+        why = f"`Repo: {name}` names a repository this engine is not configured for, so it is not cloned"
+        raise InvalidMPError(f"{why} (configured: {known or 'none'})", fix, mp_id=mp.mp_id)
+    if "Issue" in mp.headers and repo.forge_kind == "none":
+        raise InvalidMPError(
+            f"`Issue: {mp.headers['Issue']}` needs a forge to comment on, and [repos.{name}] has none",
+            f'Remove `Issue:`, or set [repos.{name}] forge = "github" (api_url for GitHub Enterprise).',
+            mp_id=mp.mp_id,
+        )
+    if not getattr(executor, "works_on_repos", False):
+        raise InvalidMPError(
+            f"`Repo: {name}` asks the {executor.name} executor to work on another repository, which this "
+            "engine's version cannot do yet (issue #41)",
+            "Send the MP without `Repo:` to work on the channel's repository.",
+            mp_id=mp.mp_id,
+        )
 
 
 def _drop_duplicate(ctx: EngineContext, mp: MicroProject, earlier: RunArchive) -> TickResult:

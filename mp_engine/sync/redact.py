@@ -106,7 +106,7 @@ class Redactor:
     def from_config(cls, config: Config, environ: Mapping[str, str] | None = None) -> Redactor:
         environ = secretenv.environ() if environ is None else environ
         cfg = config.secrets
-        names = sorted(n for n in environ if secretenv.is_secret(n, cfg.env, cfg.env_patterns))
+        names = sorted(n for n in environ if secretenv.is_secret(n, config.secret_names, cfg.env_patterns))
         return cls((environ[n] for n in names), min_length=cfg.min_length)
 
     def __call__(self, text: str) -> str:

@@ -83,6 +83,9 @@ TESTED_ELSEWHERE = {
     "agent/run/answers": "tests/unit/pipeline/test_answering.py (answers recorded as ledger steps and replayed)",
     "agent/state/answer": "tests/unit/pipeline/test_answering.py (one task at a time, and at once)",
     "commands/answer": "tests/e2e/test_answer_daemon.py (`mp-engine answer` against the real daemon)",
+    "forge/base": "the protocol and its data; tests/unit/forge/test_github.py (the GitHub face), test_memory.py",
+    "forge/githubapi": "tests/unit/forge/test_github.py (retries, rate limits, the token's repr, ETags)",
+    "forge/githuberrors": "tests/unit/forge/test_github.py (each rule, against the GitHub double)",
     "client/send_request": "tests/e2e/cmd_send/test_send.py (--cancel) and tests/e2e/test_answer_daemon.py (--answer)",
 }
 

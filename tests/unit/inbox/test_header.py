@@ -93,3 +93,20 @@ def test_per_mp_settings_are_typed():
 def test_approves_accepts_a_run_id_for_an_mp_that_had_no_readable_header():
     headers, _ = parse_headers(["Approves: 20261124T101500Z-UNPARSED"], 0, "MP-1.1")
     assert headers["Approves"] == "20261124T101500Z-UNPARSED"
+
+
+@pytest.mark.parametrize("name", ["main", "release/2.0", "mp/MP-1.2", "feature/x_y-z"])
+def test_base_takes_the_branches_git_takes(name):
+    headers, _ = parse_headers([f"Base: {name}"], 0, "MP-1.1")
+    assert headers == {"Base": name}
+
+
+@pytest.mark.parametrize("name", ["-x", "a..b", "a b", "x.lock", "a/", "/a", ".a", "a//b", "a@{1}", "x~1", "a:b", "@"])
+def test_base_refuses_what_git_would_refuse(name):
+    with pytest.raises(InvalidMPError, match="must be a branch name"):
+        parse_headers([f"Base: {name}"], 0, "MP-1.1")
+
+
+def test_repo_and_issue_take_a_name_and_a_number():
+    headers, _ = parse_headers(["Repo: my-app.2", "Issue: #41"], 0, "MP-1.1")
+    assert headers == {"Repo": "my-app.2", "Issue": 41}

@@ -3,6 +3,7 @@ Engine-level paths (claim, drive, hold notices) are in test_engine.py and test_q
 
 from __future__ import annotations
 
+from mp_engine.config.load import load_config
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.cancel_request import pending, request_on_host
 from mp_engine.inbox.mpfile import parse
@@ -79,3 +80,76 @@ def test_a_queued_version_is_not_cancelled_by_the_slot_s_rules(engine, ws):
     request_on_host(ws, "MP-6.1")
     v = verdict(engine, GOOD, cancels=pending(ws)[0], from_slot=False)
     assert isinstance(v, Admitted)
+
+
+# --- `Repo:`, `Base:`, `Issue:` (issue #41) ---------------------------------------------
+
+REPOS = '[repos.app]\nurl = "https://github.com/me/app.git"\ntoken_env = "APP_PAT"\n'
+
+
+class RepoExecutor:
+    """The shell executor, saying it works on other repositories (as the agent's will)."""
+
+    works_on_repos = True
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def repo_engine(ws, extra: str = "") -> Engine:
+    ws.config_file.write_text(ws.config_file.read_text() + "\n" + REPOS + extra)
+    eng = Engine(ws, load_config(ws.root))
+    eng.start(daemon=False)
+    return eng
+
+
+def repo_verdict(engine: Engine, headers: str, *, works_on_repos: bool = True):
+    data = f"# MP-6.7 Elsewhere\n{headers}\n\n```bash\ntrue\n```\n".encode()
+    shell = engine.executors["shell"]
+    executors = {"shell": RepoExecutor(shell) if works_on_repos else shell}
+    return admit(engine.ctx, engine.state.read(), data, parse(data), executors)
+
+
+def test_an_mp_on_a_configured_repository_is_admitted_with_its_base_and_issue(ws):
+    v = repo_verdict(repo_engine(ws), "Repo: app\nBase: release/2.0\nIssue: #12")
+    assert isinstance(v, Admitted) and v.mp.repo == "app"
+    assert (v.mp.headers["Base"], v.mp.headers["Issue"]) == ("release/2.0", 12)
+
+
+def test_an_unconfigured_repository_is_refused_with_the_fix_and_never_cloned(ws):
+    engine = repo_engine(ws)
+    v = repo_verdict(engine, "Repo: ap")
+    assert isinstance(v, Refused) and "not configured" in v.error.reason and "configured: app" in v.error.reason
+    assert v.error.fix == "Set `Repo:` to one of the configured repositories: app."
+    assert not (ws.root / "SYSTEM" / ".engine" / "repos").exists()
+
+
+def test_without_any_repository_configured_the_fix_is_the_table_to_add(engine):
+    v = repo_verdict(engine, "Repo: app")
+    assert isinstance(v, Refused) and "`[repos.app]` table" in v.error.fix
+
+
+def test_base_and_issue_go_with_repo(engine):
+    for header in ("Base: main", "Issue: 3"):
+        v = repo_verdict(engine, header)
+        assert isinstance(v, Refused) and "goes with `Repo:`" in v.error.reason, header
+
+
+def test_an_issue_needs_a_forge(ws):
+    engine = repo_engine(ws, '[repos.lab]\nurl = "git@git.example.com:me/lab.git"\nland = "branch"\n')
+    v = repo_verdict(engine, "Repo: lab\nIssue: 3")
+    assert isinstance(v, Refused) and "needs a forge" in v.error.reason
+
+
+def test_an_executor_that_cannot_work_elsewhere_refuses_rather_than_work_on_the_channel(ws):
+    v = repo_verdict(repo_engine(ws), "Repo: app", works_on_repos=False)
+    assert isinstance(v, Refused) and "cannot do yet" in v.error.reason
+
+
+def test_bad_header_values_are_refused_by_the_parser_with_the_fix(engine):
+    for header, says in (("Repo: ../x", "Repo:"), ("Base: a..b", "Base:"), ("Issue: twelve", "Issue:")):
+        v = verdict(engine, f"# MP-6.8\n{header}\n\n```bash\ntrue\n```\n".encode())
+        assert isinstance(v, Refused) and says in v.error.reason and v.error.fix.startswith(f"Set `{says}"), header
