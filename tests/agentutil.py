@@ -12,11 +12,11 @@ from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.run.steps import AgentSteps
 from mp_engine.agent.scope import RunScope
 from mp_engine.config.load import load_config
+from mp_engine.core.events import EventLog
 from mp_engine.core.workspace import Workspace
 from mp_engine.execute.steps import StepContext, TimeBudget
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import RunArchive, create_run
-from mp_engine.record.events import EventLog
 from tests.gitutil import git, toml_value
 
 FAKE = Path(__file__).resolve().parent / "fake_agents"

@@ -21,9 +21,10 @@ from mp_engine.client.remote import read_remote
 from mp_engine.client.send import GIT_TIMEOUT, Sender
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.core.workspace import SYSTEM_DIR
+from mp_engine.execute.shell import require_executable
 from mp_engine.inbox.header import MP_ID_RE, RUN_ID_RE
 from mp_engine.inbox.lines import key_line
-from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
+from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.record.digest import LAST_JSON
 from mp_engine.sync.attribution import RUNS_PREFIX
 from mp_engine.sync.context import BLOCKED_BRANCH

@@ -38,11 +38,12 @@ from mp_engine.core.errors import InvalidMPError, SyncError
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.gitcmd import git
 from mp_engine.core.workspace import RESULT_FILE, STATE_FILE, SYSTEM_DIR
+from mp_engine.execute.shell import require_executable
 from mp_engine.inbox.answer import ANSWER_PATH
 from mp_engine.inbox.answer import render as render_answer
 from mp_engine.inbox.cancel_request import CANCEL_PATH
 from mp_engine.inbox.header import header_summary
-from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
+from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.sync.heartbeat import HEARTBEAT_BRANCH, verdict
 from mp_engine.sync.push import PushRejected, push_checked
 from mp_engine.sync.session import GitSession

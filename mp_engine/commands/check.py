@@ -10,7 +10,8 @@ from mp_engine.agent.api import AgentExecutor, decompose
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.terminal import escape_controls
-from mp_engine.inbox.mpfile import MicroProject, parse, require_executable
+from mp_engine.execute.shell import require_executable
+from mp_engine.inbox.mpfile import MicroProject, parse
 
 
 def check(

@@ -7,9 +7,10 @@ cancelled; blocks after it are reported as not run.
 from __future__ import annotations
 
 from mp_engine.config.load import Config
+from mp_engine.core.errors import InvalidMPError
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext, error_output, report_for, run_block
-from mp_engine.inbox.mpfile import MicroProject, require_executable
+from mp_engine.inbox.mpfile import MicroProject
 
 
 class ShellExecutor:
@@ -43,3 +44,20 @@ class ShellExecutor:
                     result.diagnosis = run.diagnosis
                     result.error_output, result.error_output_ref = error_output(ctx, block)
         return result
+
+
+def require_executable(mp: MicroProject) -> None:
+    """For the shell executor: an MP with no steps and no checks is an error, but for an
+    answer (`Answers:`), whose text is the answer."""
+    if mp.answers is not None:
+        if not any(line.strip() for _, line in mp.body):
+            raise InvalidMPError(
+                f"the MP answers {mp.answers} but says nothing", "Write the answer below the headers.", mp_id=mp.mp_id
+            )
+        return
+    if not mp.steps and not mp.checks:
+        raise InvalidMPError(
+            "the MP has nothing to execute: no ```bash, ```sh or ```file block",
+            "Put each command in a fenced ```bash block (or set `Executor: agent` for natural-language work).",
+            mp_id=mp.mp_id,
+        )

@@ -21,6 +21,7 @@ from mp_engine.config.load import Config
 from mp_engine.core.atomic import atomic_write
 from mp_engine.core.clock import parse_iso
 from mp_engine.core.errors import ConfinementError, ProcessError
+from mp_engine.core.events import EventLog
 from mp_engine.core.pids import proc_stat
 from mp_engine.core.workspace import Workspace
 from mp_engine.execute import goal
@@ -30,7 +31,6 @@ from mp_engine.execute.sandbox import Sandbox, confined
 from mp_engine.inbox.mpfile import Block, MicroProject
 from mp_engine.record.archive import RunArchive
 from mp_engine.record.diagnosis import Diagnosis
-from mp_engine.record.events import EventLog
 from mp_engine.record.ledger import Ledger, LedgerStep, StepStatus, idempotency_key, read_artifact, write_artifact
 from mp_engine.record.outcome import StepReport, read_capped
 
@@ -148,7 +148,7 @@ def _paths(ctx: StepContext, block: Block) -> tuple[Path, Path]:
 
 def report_for(ctx: StepContext, block: Block, step: LedgerStep | None) -> StepReport:
     """The report of a block, built from what is on disk (never from memory)."""
-    report = StepReport(step_id=block.step_id, kind=block.kind, what=block.describe(), line=block.line)
+    report = StepReport(step_id=block.step_id, kind=block.kind, what=block.what, line=block.line)
     if step is None:
         return report
     report.attempts = step.attempts

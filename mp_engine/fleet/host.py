@@ -31,6 +31,7 @@ from mp_engine.config.agent import AgentLevel
 from mp_engine.config.load import Config
 from mp_engine.core.atomic import read_tail
 from mp_engine.core.clock import now_iso
+from mp_engine.core.events import EventLog
 from mp_engine.core.gitcmd import git
 from mp_engine.core.workspace import Workspace
 from mp_engine.execute.steps import StepContext, TimeBudget
@@ -38,7 +39,6 @@ from mp_engine.fleet import snapshot
 from mp_engine.fleet.spec import CHECK_CAP, OUTPUT_CAP, AttemptResult, AttemptSpec, CheckOutcome, slug
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import RunArchive
-from mp_engine.record.events import EventLog
 from mp_engine.record.ledger import Ledger, read_artifact
 from mp_engine.sync.redact import Redactor
 

@@ -70,7 +70,9 @@ class Block:
         """File stem of the script a command block runs, in the run's `steps/`."""
         return self.step_id
 
-    def describe(self) -> str:
+    @property
+    def what(self) -> str:
+        """The block in a few words: its language and first line, or the file it writes."""
         if self.kind == "file":
             return f"write {self.path}"
         first = next((ln.strip() for ln in self.body.splitlines() if ln.strip()), "(empty)")
@@ -120,8 +122,8 @@ class MicroProject:
             "title": self.title,
             "headers": self.headers,
             "sha256": self.sha256,
-            "steps": [{"id": b.step_id, "kind": b.kind, "line": b.line, "what": b.describe()} for b in self.steps],
-            "checks": [{"id": b.step_id, "line": b.line, "what": b.describe()} for b in self.checks],
+            "steps": [{"id": b.step_id, "kind": b.kind, "line": b.line, "what": b.what} for b in self.steps],
+            "checks": [{"id": b.step_id, "line": b.line, "what": b.what} for b in self.checks],
             "notes": list(self.notes),
         }
 
@@ -332,20 +334,3 @@ def parse_head(data: bytes, *, max_bytes: int = 1024 * 1024) -> tuple[str, str, 
     head_idx, mp_id, title = parse_header_line(lines)
     headers, _ = parse_headers(lines, head_idx + 1, mp_id)
     return mp_id, title, headers
-
-
-def require_executable(mp: MicroProject) -> None:
-    """For the shell executor: an MP with no steps and no checks is an error, but for an
-    answer (`Answers:`), whose text is the answer."""
-    if mp.answers is not None:
-        if not any(line.strip() for _, line in mp.body):
-            raise InvalidMPError(
-                f"the MP answers {mp.answers} but says nothing", "Write the answer below the headers.", mp_id=mp.mp_id
-            )
-        return
-    if not mp.steps and not mp.checks:
-        raise InvalidMPError(
-            "the MP has nothing to execute: no ```bash, ```sh or ```file block",
-            "Put each command in a fenced ```bash block (or set `Executor: agent` for natural-language work).",
-            mp_id=mp.mp_id,
-        )

@@ -16,8 +16,8 @@ from mp_engine.record.diagnosis import Diagnosis
 
 if TYPE_CHECKING:
     from mp_engine.agent.api import Suggestion
+from mp_engine.core.events import EventLog
 from mp_engine.inbox.intake import Inbox
-from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore
 from mp_engine.sync.channel import Channel
 from mp_engine.sync.pull import SyncOutcome

@@ -30,6 +30,7 @@ from mp_engine.core.atomic import sweep_temp_files
 from mp_engine.core.clock import now_iso, seconds_until
 from mp_engine.core.disk import Reserve
 from mp_engine.core.errors import InvalidMPError, LockTimeout, MpEngineError
+from mp_engine.core.events import EventLog
 from mp_engine.core.lock import WorkspaceLock
 from mp_engine.core.pids import pid_alive
 from mp_engine.core.workspace import EVENTS_FILE, Workspace, move_legacy_event_log
@@ -53,7 +54,6 @@ from mp_engine.pipeline.finalize import finalize
 from mp_engine.pipeline.queued import take_queued
 from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive, open_runs, sweep_incomplete_runs, sweep_unfilled_runs
-from mp_engine.record.events import EventLog
 from mp_engine.record.state import IDLE, SessionState, StateStore, Status
 from mp_engine.record.unrun import error_run
 from mp_engine.sync.channel import Channel, GitChannel
@@ -248,8 +248,8 @@ class Engine:
         return result
 
     def _tick_locked(self) -> TickResult:
-        state = self.state.read()
         got = pending_answer(self.ws)  # an answer to the MP the engine is halted on (answering.py)
+        state = self.state.read()
         if got is not None and answering.take_file(self.ctx, state, got):
             return self._resume(RunArchive(self.ws.runs_dir / str(self.state.read().run_id)))
         waiting = state.waiting

@@ -19,7 +19,7 @@ from mp_engine import __version__
 from mp_engine.core.atomic import atomic_write_json
 from mp_engine.core.clock import now_iso
 from mp_engine.core.errors import StateError
-from mp_engine.record.events import EventLog
+from mp_engine.core.events import EventLog
 from mp_engine.record.stateview import read_state_json
 
 IDLE = "IDLE"

@@ -9,10 +9,10 @@ that ran; `finalize` then publishes it. The run's events are teed into it.
 from __future__ import annotations
 
 from mp_engine.core.clock import now_iso
+from mp_engine.core.events import EventLog
 from mp_engine.core.workspace import EVENTS_FILE, Workspace
 from mp_engine.record.archive import RunArchive, create_run
 from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
-from mp_engine.record.events import EventLog
 from mp_engine.record.ledger import Ledger
 from mp_engine.record.outcome import ERROR, SUPERSEDED, Outcome
 

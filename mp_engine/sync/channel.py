@@ -25,12 +25,12 @@ import mp_engine.sync.push as push
 import mp_engine.sync.recovery as recovery
 from mp_engine.config.sections import GitConfig
 from mp_engine.core.errors import GitConfigChanged, InvalidMPError, RemoteUnreachable, SyncError
+from mp_engine.core.events import EventLog
 from mp_engine.core.gitcmd import config_problem, protect_config
 from mp_engine.core.workspace import GIT_CONFIG_COPY, STATE_FILE, Workspace
 from mp_engine.inbox.cancel_request import CANCEL_PATH
 from mp_engine.inbox.intake import Inbox
 from mp_engine.record.archive import RunArchive, runs_of
-from mp_engine.record.events import EventLog
 from mp_engine.sync.context import SyncContext
 from mp_engine.sync.heartbeat import Heartbeat
 from mp_engine.sync.local import LocalChannel

@@ -4,9 +4,9 @@ remote's name and tracking ref, the store, and whether the remote was last reach
 from __future__ import annotations
 
 from mp_engine.config.sections import GitConfig
+from mp_engine.core.events import EventLog
 from mp_engine.core.workspace import Workspace
 from mp_engine.inbox.intake import Inbox
-from mp_engine.record.events import EventLog
 from mp_engine.sync.platform import PlatformSigners
 from mp_engine.sync.redact import Redactor
 from mp_engine.sync.store import SyncStore

@@ -10,10 +10,10 @@ from pathlib import Path
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config.load import Config
 from mp_engine.core.errors import StateError
+from mp_engine.core.events import EventLog
 from mp_engine.core.lock import WorkspaceLock, daemon_alive, daemon_owner
 from mp_engine.core.pids import gone_here
 from mp_engine.core.workspace import Workspace
-from mp_engine.record.events import EventLog
 from mp_engine.record.state import StateStore
 
 

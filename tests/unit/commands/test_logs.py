@@ -8,7 +8,7 @@ import sys
 
 from mp_engine.cli.main import main
 from mp_engine.commands.logs import render_event
-from mp_engine.record.events import EventLog
+from mp_engine.core.events import EventLog
 from tests.conftest import wait_for
 
 

@@ -8,11 +8,11 @@ import pytest
 
 from mp_engine.config.load import load_config
 from mp_engine.core.errors import InvalidMPError
+from mp_engine.core.events import EventLog
 from mp_engine.execute.shell import ShellExecutor
 from mp_engine.execute.steps import StepContext, TimeBudget
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import create_run
-from mp_engine.record.events import EventLog
 
 
 def context(ws, text: str) -> StepContext:

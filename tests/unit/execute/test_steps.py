@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 from mp_engine.config.load import load_config
+from mp_engine.core.events import EventLog
 from mp_engine.execute.steps import StepContext, TimeBudget, error_output, run_block
 from mp_engine.inbox.mpfile import parse
 from mp_engine.record.archive import create_run
-from mp_engine.record.events import EventLog
 from mp_engine.record.ledger import Ledger, StepStatus
 from tests.conftest import events
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mp_engine.core.errors import InvalidMPError
-from mp_engine.inbox.mpfile import parse, require_executable
+from mp_engine.execute.shell import require_executable
+from mp_engine.inbox.mpfile import parse
 
 GOOD = b"""
 # MP-1.4 Add a greeting

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from mp_engine.core.errors import StateError
-from mp_engine.record.events import EventLog
+from mp_engine.core.events import EventLog
 from mp_engine.record.state import Halt, StateStore, Status
 from tests.conftest import events
 

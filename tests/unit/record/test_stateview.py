@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mp_engine.core.errors import StateError
-from mp_engine.record.events import EventLog
+from mp_engine.core.events import EventLog
 from mp_engine.record.state import Halt, StateStore, Status
 from mp_engine.record.stateview import read_view
 

@@ -3,9 +3,9 @@ halt token only for what ran or failed, none for a refusal."""
 
 from __future__ import annotations
 
+from mp_engine.core.events import EventLog
 from mp_engine.record.archive import create_run
 from mp_engine.record.diagnosis import Diagnosis, invalid_mp
-from mp_engine.record.events import EventLog
 from mp_engine.record.unrun import ended_run, error_run, superseded_run
 
 MP = b"# MP-5.1 Done\n\n```bash\ntrue\n```\n"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mp_engine.record.events import EventLog
+from mp_engine.core.events import EventLog
 
 
 def all_lines(log: EventLog) -> list[dict]:
@@ -45,7 +45,7 @@ def test_only_the_newest_files_are_kept(tmp_path):
 WRITER = """
 import sys
 from pathlib import Path
-from mp_engine.record.events import EventLog
+from mp_engine.core.events import EventLog
 log = EventLog(Path(sys.argv[1]))
 log.rotate_at(3000, keep=1000, archive_dir=Path(sys.argv[2]))
 for n in range(300):
