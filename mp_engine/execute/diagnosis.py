@@ -291,7 +291,7 @@ RULES: list[Rule] = [
             (
                 f"In {f.where}, {f.next_step}"
                 if f.next_step
-                else f"Correct `{f.culprit}` in {f.where} according to the error output"
+                else f"Correct {f.at} according to the error output"
             )
             + f", {f.resend}.",
         ),
