@@ -11,8 +11,12 @@ DASHBOARD ?= 127.0.0.1:8470
 
 .PHONY: run test lint setup clean bench
 
+# Exit 4: a daemon already serves this checkout, and mp-engine has said so with its pid;
+# that is what `make run` wants, so make adds no "Error 4" under the message (issue #44).
 run: $(STAMP)
-	MP_ENGINE_DASHBOARD__LISTEN=$(DASHBOARD) $(BIN)/mp-engine run --root .
+	@echo "$(BIN)/mp-engine run --root ."
+	@MP_ENGINE_DASHBOARD__LISTEN=$(DASHBOARD) $(BIN)/mp-engine run --root .; rc=$$?; \
+	if [ $$rc -eq 4 ]; then exit 0; fi; exit $$rc
 
 # pytest exits 5 when it collects no tests. This suite always has tests, so 5 means
 # discovery broke (wrong directory, import error in conftest); fail loudly instead of
