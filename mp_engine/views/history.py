@@ -10,14 +10,7 @@ from typing import Any
 
 from mp_engine.core.atomic import TEMP_MARKER
 from mp_engine.core.workspace import Workspace
-
-
-def read_result(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
+from mp_engine.record.digest import read_result
 
 
 def history(
@@ -36,7 +29,7 @@ def history(
         entry: dict[str, Any] = {"run_id": d.name}
         res = read(d)
         if res is not None:
-            cert = (res.get("extra") or {}).get("certificate")
+            cert = res.get("certificate")
             entry.update(
                 mp_id=res.get("mp_id"),
                 title=res.get("title") or "",

@@ -19,6 +19,7 @@ from mp_engine.core.pids import gone_here, hostname
 from mp_engine.core.workspace import Workspace
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
 from mp_engine.inbox.kinds import EntryKind, slot
+from mp_engine.record.digest import read_result
 from mp_engine.record.stateview import StateView, read_view
 
 if TYPE_CHECKING:
@@ -52,12 +53,7 @@ OUTPUT_TAIL_LINES = 5
 
 def run_result(ws: Workspace, run_id: str | None) -> dict[str, Any] | None:
     """A finished run's result.json (title, status, duration, certificate), if readable."""
-    if not run_id:
-        return None
-    try:
-        return json.loads((ws.runs_dir / run_id / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    return read_result(ws.runs_dir / run_id) if run_id else None
 
 
 
@@ -137,7 +133,7 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     last = state.last_result
     if last:
         res = run_result(ws, last.get("run_id")) or {}
-        cert = (res.get("extra") or {}).get("certificate")
+        cert = res.get("certificate")
         report["last_mp"] = {
             **last,
             "title": res.get("title"),

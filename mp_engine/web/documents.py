@@ -24,10 +24,9 @@ from mp_engine.daemon.health import read_last_sync_ok
 from mp_engine.inbox.mpfile import parse_head
 from mp_engine.inbox.queue import MPQueue
 from mp_engine.record import journal
-from mp_engine.record.digest import document
-from mp_engine.record.outcome import Outcome
+from mp_engine.record.digest import read_result
 from mp_engine.sync.heartbeat import last_beat_at
-from mp_engine.views.history import history, read_result
+from mp_engine.views.history import history
 from mp_engine.views.status import status_report
 
 SCHEMA = "mp-engine/dashboard/1"
@@ -98,9 +97,9 @@ class Documents:
         """The halted run's diagnosis, its one fix and, when it ended asking, the question."""
         res = self.results.get(self.ws.runs_dir / run_id) or {}
         d = res.get("diagnosis") or {}
-        asked = (res.get("extra") or {}).get("answerable")
-        return {"title": res.get("title"), "summary": d.get("summary"), "diagnosis": d.get("diagnosis"),
-                "fix": d.get("fix"), "question": asked}  # fmt: skip
+        asked = res.get("answerable")
+        return {"title": res.get("title"), "summary": d.get("summary"), "diagnosis": d.get("text"),
+                "fix": res.get("fix"), "question": asked}  # fmt: skip
 
     def heartbeat(self, state: dict[str, Any]) -> dict[str, Any]:
         """How fresh the engine's signs of life are: its last pushed heartbeat (git on) and
@@ -158,11 +157,10 @@ class Documents:
         """The MP that ended last, so its final board stays in view until the next starts."""
         run_dir = self.ws.runs_dir / run_id
         res = self.results.get(run_dir) or {}
-        extra = res.get("extra") or {}
         out = {"run_id": run_id, "mp_id": res.get("mp_id"), "status": res.get("status"), "board": None}
-        tasks = (extra.get("agent") or {}).get("micro_tasks")
+        tasks = res.get("micro_tasks")
         if tasks:
-            out["board"] = self.board(run_dir, {"tasks": tasks, "usage": extra.get("usage")})
+            out["board"] = self.board(run_dir, {"tasks": tasks, "usage": res.get("usage")})
         return out
 
     def board(self, run_dir: Path, agent: dict[str, Any]) -> dict[str, Any]:
@@ -245,8 +243,7 @@ class Documents:
         run_dir = self.ws.runs_dir / run_id
         if "/" in run_id or run_id.startswith(".") or not run_dir.is_dir():
             return None
-        raw = self.results.get(run_dir)
-        result = document(Outcome.from_dict(raw), self.ws) if raw else None
+        result = self.results.get(run_dir)
         progress = Progress.load(run_dir)
         ledger = ledger_of(run_dir)
         doc: dict[str, Any] = {"schema": SCHEMA, "run_id": run_id, "finished": result is not None, "result": result}
@@ -280,15 +277,14 @@ def stats(ws: Workspace, entries: list[dict[str, Any]], read: Callable[[Path], A
     for e in entries:
         outcomes[e.get("status") or "?"] = outcomes.get(e.get("status") or "?", 0) + 1
         res = read(ws.runs_dir / e["run_id"]) or {}
-        extra = res.get("extra") or {}
-        for t in (extra.get("agent") or {}).get("micro_tasks") or []:
+        for t in res.get("micro_tasks") or []:
             names = t.get("level_names") or []
             for name in dict.fromkeys(names):
                 row = levels.setdefault(name, {"reached": 0, "finished": 0})
                 row["reached"] += 1
             if names and t.get("status") == "completed":
                 levels[names[-1]]["finished"] += 1
-        used = extra.get("usage") or {}
+        used = res.get("usage") or {}
         tokens["input"] += int(used.get("input") or 0)
         tokens["output"] += int(used.get("output") or 0)
         tokens["cost_usd"] = round(tokens["cost_usd"] + float(used.get("cost_usd") or 0), 6)
