@@ -1,7 +1,8 @@
 # The two commands a newcomer needs (see README.md):
 #   make run    set up .venv if needed, then run the daemon on this repository's own Claude_Inbox/,
 #               with its dashboard at http://127.0.0.1:8470/ (DASHBOARD= to change or empty it)
-#   make test   set up .venv if needed, then run the whole test suite (what .ci/run runs)
+#   make test   set up .venv if needed, then run the whole test suite (.ci/run, CI's entry, installs
+#               the system packages some tests need first, then runs this)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
