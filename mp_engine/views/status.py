@@ -134,9 +134,11 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     if last:
         res = run_result(ws, last.get("run_id")) or {}
         cert = res.get("certificate")
+        d = res.get("diagnosis") or {}
         report["last_mp"] = {
             **last,
             "title": res.get("title"),
+            "why": (d.get("text") if res.get("status") == "REFUSED" else d.get("summary")) or None,
             "duration": res.get("duration"),
             "certificate": cert.get("type") if isinstance(cert, dict) else None,
             "ago": ago(last.get("finished_at")),
@@ -196,7 +198,7 @@ def liveness(ws: Workspace, state: StateView, step: dict[str, Any] | None) -> di
         # (which takes no daemon.lock), one on another host, or no probe on this system.
         return {"alive": recorded.get("host") == hostname() or alive is None, **fields}
     out: dict[str, Any] = {"alive": False, **(fields if recorded else {})}
-    where = f" at step {step['number']}/{step['of']}" if step else ""
+    where = f" at {step['label']}" if step else ""
     interrupted = f"{state.current} was interrupted{where} and resumes when the daemon starts" if state.run_id else ""
     if recorded and state.status != "OFFLINE":  # it never recorded its stop: crashed or killed
         out["down"] = out["summary"] = (

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.progress import Progress
-from mp_engine.core.atomic import read_tail
+from mp_engine.core.atomic import read_tail, sha256_file
 from mp_engine.core.clock import now_iso, parse_iso
 from mp_engine.core.workspace import RUN_LEDGER, Workspace
 from mp_engine.daemon.health import read_last_sync_ok
+from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.inbox.mpfile import parse_head
-from mp_engine.inbox.queue import MPQueue
+from mp_engine.inbox.queue import GIT, SEEN, MPQueue
 from mp_engine.record import journal
 from mp_engine.record.digest import read_result
 from mp_engine.sync.heartbeat import last_beat_at
@@ -124,10 +125,16 @@ class Documents:
         return report
 
     def queue(self) -> list[dict[str, Any]]:
-        """The MPs waiting: the queued versions (oldest first), then the one in the slot."""
+        """The queued versions, oldest first, as the engine will take them (pipeline/queued.py):
+        a local version still in the slot is the slot's MP (`pending`), not listed twice; one
+        replaced there before it ran is `superseded`: it never runs, it ends SUPERSEDED."""
         out = []
+        in_slot = self.slot_sha256()
         for q in MPQueue(self.ws.local_dir / "queue").entries():
-            entry: dict[str, Any] = {"id": q.id, "kind": q.kind, "observed_at": q.observed_at, "sha256": q.sha256}
+            if q.kind != GIT and q.sha256 == in_slot:
+                continue
+            entry: dict[str, Any] = {"id": q.id, "kind": q.kind, "observed_at": q.observed_at, "sha256": q.sha256,
+                                     "superseded": q.kind == SEEN}  # fmt: skip
             try:
                 mp_id, title, _ = parse_head(q.data(), max_bytes=self.cfg["engine"]["max_mp_bytes"])
                 entry.update(mp_id=mp_id, title=title)
@@ -135,6 +142,13 @@ class Documents:
                 entry["invalid"] = str(e)[:300]
             out.append(entry)
         return out
+
+    def slot_sha256(self) -> str | None:
+        """The SHA-256 of the MP file in the inbox slot (not a link, within the size cap)."""
+        entry = slot(self.ws.inbox_file)
+        if entry is None or entry[0] is not EntryKind.FILE or entry[1] > self.cfg["engine"]["max_mp_bytes"]:
+            return None
+        return sha256_file(self.ws.inbox_file) or None
 
     def running(self, run_id: str, doc: dict[str, Any]) -> dict[str, Any]:
         """The running MP: its steps (shell) or its task board (agent), with the live tails."""
@@ -310,9 +324,7 @@ def actions(ws: Workspace, doc: dict[str, Any]) -> list[dict[str, str]]:
                 "command": f"mp-engine approve{root}",
             }
         )
-        out.append(
-            {"what": "or from the orchestrator", "command": f"an MP whose header has `Approves: {halt['mp_id']}`"}
-        )
+        out.append({"what": "or from the orchestrator, an MP whose header has", "command": f"Approves: {halt['mp_id']}"})
     if halt and halt.get("question"):
         mp = halt["mp_id"]
         out.insert(0, {"what": f"answer {mp}'s question", "command": f'mp-engine answer{root} {mp} "YOUR ANSWER"'})
