@@ -1,7 +1,8 @@
 # The two commands a newcomer needs (see README.md):
 #   make run    set up .venv if needed, then run the daemon on this repository's own Claude_Inbox/,
 #               with its dashboard at http://127.0.0.1:8470/ (DASHBOARD= to change or empty it)
-#   make test   set up .venv if needed, then run the whole test suite (what .ci/run runs)
+#   make test   set up .venv if needed, then run the whole test suite (.ci/run, CI's entry, installs
+#               the system packages some tests need first, then runs this)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -11,8 +12,12 @@ DASHBOARD ?= 127.0.0.1:8470
 
 .PHONY: run test lint setup clean bench
 
+# Exit 4: a daemon already serves this checkout, and mp-engine has said so with its pid;
+# that is what `make run` wants, so make adds no "Error 4" under the message (issue #44).
 run: $(STAMP)
-	MP_ENGINE_DASHBOARD__LISTEN=$(DASHBOARD) $(BIN)/mp-engine run --root .
+	@echo "$(BIN)/mp-engine run --root ."
+	@MP_ENGINE_DASHBOARD__LISTEN=$(DASHBOARD) $(BIN)/mp-engine run --root .; rc=$$?; \
+	if [ $$rc -eq 4 ]; then exit 0; fi; exit $$rc
 
 # pytest exits 5 when it collects no tests. This suite always has tests, so 5 means
 # discovery broke (wrong directory, import error in conftest); fail loudly instead of

@@ -1,8 +1,8 @@
 """A worked orchestrator: drive two MPs through `mp-engine mcp` with the MCP Python SDK's
 client, as an LLM's tool calls would (docs/ORCHESTRATORS.md).
 
-    pip install 'mp-engine[mcp]'
-    python examples/orchestrator.py --repo git@github.com:me/mp-channel.git
+    .venv/bin/pip install -e '.[mcp]'      # in a clone of mp-engine (it is not on PyPI)
+    .venv/bin/python examples/orchestrator.py --repo git@github.com:me/mp-channel.git
 
 It sends MP-<n>.1, which fails on purpose, reads the diagnosis, sends the corrected
 MP-<n>.2 with `approve` (which lifts the halt), waits for it, and prints a short report.
@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
+import os
 import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
@@ -41,10 +45,42 @@ async def wait(client: Client, mp_id: str, timeout: float) -> dict[str, Any]:
     raise TimeoutError(f"no result for {mp_id} within {timeout:g} s")
 
 
+def server(repo: str) -> StdioServerParameters:
+    """`mp-engine mcp --repo REPO`: the command on PATH, else the one beside this Python
+    (a venv that is not activated), else this Python's module."""
+    here = str(Path(sys.executable).parent)
+    command = shutil.which("mp-engine") or shutil.which("mp-engine", path=here)
+    if command is not None:
+        return StdioServerParameters(command=command, args=["mcp", "--repo", repo])
+    if importlib.util.find_spec("mp_engine") is None:
+        raise SystemExit(
+            "mp-engine is not installed for this Python: run the example with the venv's Python "
+            "(.venv/bin/python examples/orchestrator.py ...), or install it into this one: `pip install -e '.[mcp]'` "
+            "in a clone of mp-engine"
+        )
+    return StdioServerParameters(command=sys.executable, args=["-m", "mp_engine", "mcp", "--repo", repo])
+
+
 async def main(repo: str, series: int, timeout: float) -> int:
-    server = StdioServerParameters(command=shutil.which("mp-engine") or "mp-engine", args=["mcp", "--repo", repo])
+    params = server(repo)
+    # The server's log lines (JSON off a terminal) go to a file, not between the report's
+    # lines; it is kept, and named, when something went wrong.
+    fd, log = tempfile.mkstemp(prefix="mp-engine-mcp-", suffix=".log")
+    code = 1
+    try:
+        with os.fdopen(fd, "w") as errlog:
+            code = await drive(Client(stdio_client(params, errlog=errlog)), series, timeout)
+    finally:
+        if code == 0:
+            os.unlink(log)
+        else:
+            print(f"the MCP server's log: {log}", file=sys.stderr)
+    return code
+
+
+async def drive(client: Client, series: int, timeout: float) -> int:
     first, second = f"MP-{series}.1", f"MP-{series}.2"
-    async with Client(server) as client:
+    async with client:
         status = await call(client, "get_status")
         print(f"engine: {status['engine']['engine']}, state {status['state'].get('status')}")
         if status["state"].get("halt"):

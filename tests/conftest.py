@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from mp_engine.core.lock import daemon_alive, daemon_owner
 from mp_engine.core.workspace import Workspace, init_workspace
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +81,28 @@ def _no_subreaper_in_the_test_runner(monkeypatch: pytest.MonkeyPatch) -> None:
     session (every orphan of every later test would become its child). The real `once`
     and `run` are subprocesses in the e2e tests, where it is what they do."""
     monkeypatch.setattr("mp_engine.commands.once.become_subreaper", lambda: False)
+
+
+def daemon_on(root: Path) -> str | None:
+    """Why the suite cannot run beside the daemon that serves `root` (`make run` in the
+    same clone), or None when none does."""
+    lock = Workspace.at(root).daemon_lock_file
+    if not daemon_alive(lock):
+        return None
+    owner = daemon_owner(lock) or {}
+    pid = owner.get("pid", "?")
+    return (
+        f"an mp-engine daemon (pid {pid}, started {owner.get('started_at', '?')}) runs on this checkout, {root} "
+        "(`make run`?). It writes SESSION_STATE.json, and the suite checks that no test changes that file. "
+        f"Stop it (Ctrl-C where it runs, or `kill {pid}`), then run the tests again."
+    )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Before any test: beside a daemon the check below would blame tests for the daemon's
+    # writes, after the whole suite had run (issue #44).
+    if (why := daemon_on(REPO_ROOT)) is not None:
+        pytest.exit(why, returncode=pytest.ExitCode.INTERRUPTED)
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,9 @@ from mp_engine.core.terminal import say_error as _err
     "agents",
     multiple=True,
     metavar="NAME",
+    # A bare `--agent` is "" rather than click's "requires an argument": init lists the presets.
+    is_flag=False,
+    flag_value="",
     help="Add this agent level (claude, codex, aider, ollama; repeat for a chain, cheap first), then a hard gate.",
 )
 def init(directory: Path, remote: str | None, branch: str, agents: tuple[str, ...]) -> int:

@@ -50,7 +50,16 @@ class Orchestrator:
     # -- reading the remote ----------------------------------------------------------
 
     def _result_document(self, s: GitSession, tip: str, run_id: str) -> dict[str, Any] | None:
-        """RESULT_last.json as it was when run `run_id` ended (it is replaced by later runs)."""
+        """RESULT_last.json as it was when run `run_id` ended: the run archive's result.json
+        (the same document), or, from an older engine whose archive held another layout,
+        RESULT_last.json in the history (it is replaced by later runs)."""
+        archived = s.blob(tip, f"{RUNS_PREFIX}{run_id}/result.json") if RUN_ID_RE.match(run_id) else None
+        try:
+            doc = json.loads(archived) if archived else None
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and doc.get("run_id") == run_id and str(doc.get("schema")).startswith("mp-engine/"):
+            return doc
         for commit in s.run("log", "-n", "200", "--format=%H", tip, "--", LAST_JSON_PATH).split():
             blob = s.blob(commit, LAST_JSON_PATH)
             try:

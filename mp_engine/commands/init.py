@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -24,7 +26,10 @@ def init(
 ) -> ExitCode:
     unknown = [a for a in agents if a not in PRESETS]
     if unknown:
-        echo(f"mp-engine init: no agent preset {', '.join(unknown)}; the presets are {', '.join(PRESETS)}")
+        named = [a for a in unknown if a]
+        echo(f"mp-engine init: no agent preset {', '.join(named)}" if named else "mp-engine init: --agent needs a name")
+        for line in presets_listing():
+            echo(line)
         return ExitCode.USAGE
     if remote:
         for line in setup_remote(directory, remote, branch):
@@ -42,6 +47,18 @@ def init(
         if remote:
             echo(f"commit and push {CONFIG_FILE} so the channel carries the agent chain too")
     return ExitCode.OK
+
+
+def presets_listing() -> list[str]:
+    """The presets `--agent` takes, each with the command it runs, and an example."""
+    width = max(map(len, PRESETS))
+    lines = ["the presets (docs/AGENT.md); repeat --agent for a chain, the cheapest first:"]
+    for name, table in PRESETS.items():
+        argv = tomllib.loads(table)["agent"]["levels"][0]["argv"]
+        words = list(itertools.takewhile(lambda w: not w.startswith("-"), argv))
+        lines.append(f"  {name:<{width}}  runs `{' '.join(words)}`")
+    lines.append("for example: mp-engine init --agent aider --agent claude DIR")
+    return lines
 
 
 def add_agents(config: Path, agents: Sequence[str], echo: Callable[[str], None]) -> None:

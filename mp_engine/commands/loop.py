@@ -17,11 +17,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from mp_engine.commands.doctor.host import missing_commands
 from mp_engine.commands.loopview import LiveOut, LoopView, PlainOut
-from mp_engine.config.load import load_workspace
+from mp_engine.config.load import Config, load_workspace
 from mp_engine.core.atomic import atomic_write
 from mp_engine.core.errors import WorkspaceError
 from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.terminal import escape_controls
+from mp_engine.core.workspace import CONFIG_FILE, Workspace
+from mp_engine.record.digest import read_result
 from mp_engine.record.stateview import read_view
 
 TITLE_CHARS = 60
@@ -70,6 +74,7 @@ def loop(
             f"{ws.rel(ws.inbox_file)} already holds an MP: run it first (`mp-engine once`) or move it away, "
             "then run `mp-engine loop` again."
         )
+    require_chain(config)
     mp_id, title, text = compose(goal, checks, plan, datetime.now(UTC))
     here = config.model_copy(
         update={
@@ -85,4 +90,40 @@ def loop(
         code = one_pass(ws, here, said.append, listeners=[shown])
     for line in said:
         echo(line)
+    if code == ExitCode.MP_ERROR:
+        for line in why_it_failed(ws, mp_id):
+            echo(line)
     return code
+
+
+def require_chain(config: Config) -> None:
+    """The agent chain can be called here, checked as `doctor` does before anything is
+    written: a loop without its agents would only fail and halt the engine (issue #44)."""
+    if config.fleet.enabled:  # the fleet's workers call them, with their own CLIs
+        return
+    if not [lv for lv in config.agent.levels if not lv.hard_gate]:
+        raise WorkspaceError(
+            f"{CONFIG_FILE} has no agent level to run the loop: add a chain with `mp-engine init --agent NAME` "
+            "(claude, codex, aider or ollama; docs/AGENT.md). Nothing was written."
+        )
+    missing = missing_commands(config.agent.all_levels())
+    if missing:
+        raise WorkspaceError(
+            f"the agent chain's commands are not on PATH: {', '.join(missing)}. Install them, or give absolute "
+            f"paths in [[agent.levels]] argv of {CONFIG_FILE} (`mp-engine doctor` checks the chain). "
+            "Nothing was written."
+        )
+
+
+def why_it_failed(ws: Workspace, mp_id: str) -> list[str]:
+    """The diagnosis and the one fix the result says, under once's summary line."""
+    last = read_view(ws.state_file).last_result or {}
+    result = read_result(ws.runs_dir / str(last.get("run_id"))) if last.get("mp_id") == mp_id else None
+    if not result:
+        return [f"the result: {ws.rel(ws.result_file)}"]
+    # They may quote an agent's or a check's output: no escape sequence reaches the terminal.
+    diagnosis = escape_controls(str((result.get("diagnosis") or {}).get("text") or ""))
+    lines = [f"  {diagnosis}"] if diagnosis else []
+    if result.get("fix"):
+        lines.append(f"  fix: {escape_controls(str(result['fix']))}")
+    return [*lines, f"  the whole result: {ws.rel(ws.result_file)}"]

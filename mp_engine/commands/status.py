@@ -75,7 +75,7 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     current = s["current"]
     st = report.get("step") or {}
     if st:
-        current += f", step {st['number']}/{st['of']} ({st['id']})"
+        current += f", {st['label']} ({st['id']})"
         if "elapsed" in st:
             current += f", running {seconds(st['elapsed'])}, {seconds(st['time_left'])} left before its timeout"
     lines += [

@@ -56,20 +56,22 @@ def ago(iso: str | None, now: datetime | None = None) -> str:
 
 
 @lru_cache(maxsize=8)
-def _blocks(mp_copy: str, _mtime_ns: int) -> tuple[tuple[str, ...], dict[str, str]]:
+def _blocks(mp_copy: str, _mtime_ns: int) -> tuple[tuple[str, ...], int, dict[str, str]]:
     from mp_engine.inbox.mpfile import parse  # lazy: only a running MP needs its blocks (bench figure 8)
 
     data = Path(mp_copy).read_bytes()
     mp = parse(data, max_bytes=len(data) + 1)
-    return tuple(b.step_id for b in (*mp.steps, *mp.checks)), dict(mp.headers)
+    return tuple(b.step_id for b in (*mp.steps, *mp.checks)), len(mp.steps), dict(mp.headers)
 
 
 def current_step(ws: Workspace, run_id: str) -> dict[str, Any] | None:
-    """The block a run is on, `{"id", "number", "of"}`, from its MP copy and ledger; with
-    `started_at` when it is running, and the MP's `Step-Timeout:`/`Timeout:` headers."""
+    """The block a run is on, `{"id", "number", "of"}` (among steps and checks), from its MP
+    copy and ledger, and `label` for a person ("step 2/3", "check 1/1": a check is no step,
+    issue #44); with `started_at` when it is running, and the MP's `Step-Timeout:`/`Timeout:`
+    headers."""
     run_dir = ws.runs_dir / run_id
     try:
-        ids, headers = _blocks(str(run_dir / INBOX_FILE), os.stat(run_dir / INBOX_FILE).st_mtime_ns)
+        ids, steps_count, headers = _blocks(str(run_dir / INBOX_FILE), os.stat(run_dir / INBOX_FILE).st_mtime_ns)
         ledger = journal.read(run_dir / RUN_LEDGER)  # with the step transitions of its journal
     except (OSError, ValueError, InvalidMPError):
         return None
@@ -87,6 +89,10 @@ def current_step(ws: Workspace, run_id: str) -> dict[str, Any] | None:
         number = min(done + 1, len(ids))
         live = ids[number - 1]
     out.update(id=live, number=number, of=len(ids), run_started_at=ledger.get("created_at"))
+    if number <= steps_count:
+        out["label"] = f"step {number}/{steps_count}"
+    else:
+        out["label"] = f"check {number - steps_count}/{len(ids) - steps_count}"
     out.update(
         {k: float(headers[h]) for k, h in (("step_timeout", "Step-Timeout"), ("mp_timeout", "Timeout")) if h in headers}
     )
@@ -112,7 +118,7 @@ def status_line(ws: Workspace, state: SessionState, now: datetime | None = None)
                 return f"running {mp} {c['active_mt']} iteration {c.get('iteration') or 1} level {c.get('level') or 0}"
             return f"running {mp} (agent)"
         step = current_step(ws, state.run_id)
-        return f"running {mp} step {step['number']}/{step['of']}" if step else f"running {mp}"
+        return f"running {mp} {step['label']}" if step else f"running {mp}"
     last = state.last_result
     if last:
         return f"idle, last {last['mp_id']} {last['status']} {ago(last.get('finished_at'), now)}"

@@ -288,11 +288,7 @@ RULES: list[Rule] = [
         lambda f, _: (
             f"exit {f.exit_code} in {f.where}",
             f"{f.subject} exited with code {f.exit_code}." + (f.says or " It printed nothing that says why."),
-            (
-                f"In {f.where}, {f.next_step}"
-                if f.next_step
-                else f"Correct `{f.culprit}` in {f.where} according to the error output"
-            )
+            (f"In {f.where}, {f.next_step}" if f.next_step else f"Correct {f.at} according to the error output")
             + f", {f.resend}.",
         ),
     ),

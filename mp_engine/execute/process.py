@@ -348,7 +348,7 @@ def run_process(
     return ProcessResult(
         exit_code=rc if rc >= 0 else None,
         signal=-rc if rc < 0 else None,
-        duration=time.monotonic() - start,
+        duration=round(time.monotonic() - start, 3),  # ms: the rest is float noise in every log line
         pid=proc.pid,
         timed_out=timed_out,
         idle_timed_out=idle,

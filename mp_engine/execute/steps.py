@@ -255,7 +255,7 @@ def _write_file(ctx: StepContext, block: Block, step: LedgerStep) -> BlockRun:
             block.step_id, block.index, block.line, block.path, getattr(e, "strerror", None) or str(e), ctx.mp.mp_id
         )
         return _record_failure(ctx, block, step, d, message=f"write failed: {e}")
-    duration = time.monotonic() - started
+    duration = round(time.monotonic() - started, 3)
     message = f"wrote {len(data)} bytes to {ctx.ws.rel(target)} (sha256 {hashlib.sha256(data).hexdigest()[:16]})"
     ref = write_artifact(
         ctx.run.steps_dir,

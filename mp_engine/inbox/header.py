@@ -22,9 +22,21 @@ NEAR_HEADER_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]{0,8}mp[ \t_:\-]{0,3}(\d{1,9
 FIX_HEADER = "Make the first non-blank line a header such as `# MP-1.4 Short title`."
 
 
+UNIT_RE = re.compile(r"^\s*(\d{1,9}(?:\.\d{1,6})?)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?)\s*$", re.I)
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
 def _positive_seconds(value: str) -> float:
-    seconds = float(value)
-    if not seconds > 0:
+    try:
+        seconds = float(value)
+    except ValueError:
+        # Python's "could not convert string to float" says nothing to the MP's author (issue #44).
+        unit = UNIT_RE.match(value)
+        if unit:
+            n = float(unit[1]) * UNIT_SECONDS[unit[2][0].lower()]
+            raise ValueError(f"must be a number of seconds: write `{n:g}`, not `{value.strip()}`") from None
+        raise ValueError("must be a number of seconds, like 600 for ten minutes") from None
+    if not 0 < seconds < float("inf"):
         raise ValueError("must be a positive number of seconds")
     return seconds
 

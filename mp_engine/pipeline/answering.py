@@ -7,8 +7,6 @@ with the reason (an event; an MP that answers gets it as its ERROR result)."""
 
 from __future__ import annotations
 
-import json
-
 from mp_engine.agent.api import add_answer
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox import answer as answer_file
@@ -16,6 +14,7 @@ from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.pipeline.context import Action, EngineContext, TickResult
 from mp_engine.pipeline.finalize import finalize
 from mp_engine.record.archive import RunArchive
+from mp_engine.record.digest import read_result
 from mp_engine.record.outcome import COMPLETED
 from mp_engine.record.state import SessionState, Status
 from mp_engine.record.unrun import ended_run
@@ -29,11 +28,10 @@ def waiting(ctx: EngineContext, state: SessionState, mp_id: str, mt: str | None)
     if halt.mp_id != mp_id:
         return f"the engine waits on {halt.mp_id}, not on {mp_id}"
     run = RunArchive(ctx.ws.runs_dir / str(halt.run_id))
-    try:
-        result = json.loads(run.result_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    result = read_result(run.dir)
+    if result is None:
         return f"the run of {mp_id} ({halt.run_id}) has no result to answer"
-    asked = (result.get("extra") or {}).get("answerable")
+    asked = result.get("answerable")
     if not asked:
         return (
             f"{mp_id} did not end asking a question ({(result.get('diagnosis') or {}).get('summary', 'an error')}); "

@@ -192,8 +192,11 @@ class Engine:
                 if daemon and daemon.get("pid") == os.getpid():
                     status = Status.ERROR if state.halt else Status.OFFLINE
                     self.state.update(status=status, daemon=None, reason="engine stopped")
-                    if daemon.get("mode") == "daemon":  # and that it is down from its stop
-                        self.sync.commit_state(f"mp-engine: engine stopped ({status})")
+                    # The remote learns that the engine is down from its stop: a daemon's
+                    # start said it was up; a pass's (`once`) only when it committed a state,
+                    # which then says ONLINE (issue #44).
+                    once = daemon.get("mode") != "daemon"
+                    self.sync.commit_state(f"mp-engine: engine stopped ({status})", if_naming=daemon if once else None)
         except (LockTimeout, MpEngineError, OSError) as e:  # OSError: a full disk, say
             log.warning("could not record OFFLINE", error=str(e))
         self.events.emit("engine_stopped", pid=os.getpid(), mode=self.mode)

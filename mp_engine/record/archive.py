@@ -5,7 +5,7 @@
         ledger.json                 the run ledger (see ledger.py)
         steps/                      per step: script, stdout, stderr, exit artifact
         inbox_entry                 an inbox entry that was not a readable file, moved here
-        RESULT.md, result.json      the result, as also written to SYSTEM/RESULT_last.md
+        RESULT.md, result.json      the result, as also written to SYSTEM/RESULT_last.md and .json
 
 A claim reserves the run id with one `mkdir`, publishes RUNNING naming it, then writes
 the MP copy and the ledger (fsynced before the first step). A run without a readable

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.core.atomic import append_durable, atomic_write, read_tail
-from mp_engine.core.workspace import Workspace
+from mp_engine.core.workspace import RUNS_DIR, SYSTEM_DIR, Workspace
 from mp_engine.record.diagnosis import REFUSED_KIND
 from mp_engine.record.outcome import ERROR, Outcome, StepReport
 
@@ -59,8 +59,11 @@ def _step(r: StepReport, run_rel: str) -> dict[str, Any]:
 
 
 def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
-    """RESULT_last.json's content for outcome `o`."""
-    run_rel = ws.rel(ws.runs_dir / o.run_id)
+    """RESULT_last.json's content for outcome `o`, and the run archive's result.json."""
+    return _document(o, ws.rel(ws.runs_dir / o.run_id))
+
+
+def _document(o: Outcome, run_rel: str) -> dict[str, Any]:
     d = o.diagnosis
     return {
         "schema": SCHEMA,
@@ -92,8 +95,27 @@ def document(o: Outcome, ws: Workspace) -> dict[str, Any]:
         "memory": (o.extra.get("agent") or {}).get("memory"),  # which SYSTEM/memory.md its prompts carried
         "lessons": o.extra.get("lessons"),  # what it added to SYSTEM/memory.md
         "suggestion": o.extra.get("suggestion"),  # [diagnose] level's opinion: not verified
+        "answerable": o.extra.get("answerable"),  # an agent MP that asked: {"mt", "question"}
         "notes": o.notes,
     }
+
+
+def read_result(run_dir: Path) -> dict[str, Any] | None:
+    """A run's result.json as the document above, also when an older engine wrote it: its
+    archive held the outcome itself (executor sections under `extra`, whole outputs),
+    converted here so that every reader reads one layout (issue #44). None: no result."""
+    try:
+        raw = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    if str(raw.get("schema", "")).startswith("mp-engine/result/"):
+        return raw
+    try:
+        return _document(Outcome.from_dict(raw), f"{SYSTEM_DIR}/{RUNS_DIR}/{run_dir.name}")
+    except (TypeError, KeyError, AttributeError):  # not an outcome either: what can be read of it
+        return {k: raw.get(k) for k in ("mp_id", "title", "status", "run_id", "duration", "started_at", "finished_at")}
 
 
 def index_line(o: Outcome) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The result file: an `Outcome` rendered to `SYSTEM/RESULT_last.md` and the run archive.
 
 The Markdown opens with `Key: value` lines an orchestrator can parse without a Markdown parser
-(see docs/PROTOCOL.md); `result.json` in the run archive holds the same data as JSON.
+(see docs/PROTOCOL.md); `result.json` in the run archive is RESULT_last.json's document
+(digest.py), the same result as JSON.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from mp_engine import __version__
 from mp_engine.core.atomic import atomic_write, make_durable
 from mp_engine.core.workspace import Workspace
 from mp_engine.record.archive import RunArchive
-from mp_engine.record.digest import write_last
+from mp_engine.record.digest import document, read_result, write_last
 from mp_engine.record.outcome import Outcome, StepReport, fenced
 
 # RESULT_last.md travels with every result commit and is what an orchestrator (often a
@@ -163,9 +164,10 @@ def write_result(
     round of fsyncs."""
     text = redact(render_bounded(outcome, ws))
     # Three atomic replaces, then one round of fsyncs: half the cost of three durable writes.
-    atomic_write(
-        run.result_json, redact(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False)) + "\n", durable=False
-    )
+    # The archive's result.json is RESULT_last.json's document (docs/PROTOCOL.md §7, §8);
+    # the outcome itself, whole, is the ledger's (issue #44).
+    doc = document(outcome, ws)
+    atomic_write(run.result_json, redact(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n", durable=False)
     atomic_write(run.result_md, text, durable=False)
     written = [run.result_json, run.result_md]
     if last:
@@ -178,13 +180,18 @@ def write_result(
 def add_note(ws: Workspace, run: RunArchive, note: str, redact=lambda s: s) -> bool:
     """Add `note` to a written result (once): its archive copies and, when it is still the
     last result, RESULT_last.md. False when the run has no result."""
+    written = read_result(run.dir)
     try:
-        outcome = Outcome.from_dict(json.loads(run.result_json.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+        recorded = run.ledger().model.outcome
+    except (OSError, ValueError):
+        recorded = None
+    if written is None or recorded is None:
         return False
-    if note in outcome.notes:
+    notes = list(written.get("notes") or [])
+    if note in notes:
         return True
-    outcome.notes.append(note)
+    outcome = Outcome.from_dict(recorded)
+    outcome.notes = [*notes, note]  # the notes added before this one are the result's
     try:
         last = json.loads(ws.state_file.read_text(encoding="utf-8")).get("last_result", {}).get("run_id") == run.run_id
     except (OSError, ValueError, AttributeError):

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -180,11 +181,15 @@ class GitChannel:
             s.run("push", "--force", "--quiet", self.sync.remote_name, f"refs/heads/{branch}:refs/heads/{branch}")
             self.sync.events.emit("sync_pushed", branch=branch)
 
-    def commit_state(self, message: str) -> SyncOutcome:
+    def commit_state(self, message: str, *, if_naming: dict[str, Any] | None = None) -> SyncOutcome:
         """Commit SESSION_STATE.json alone and push it (a halt lifted on the host must
-        reach the remote, or the orchestrator still reads ERROR)."""
+        reach the remote, or the orchestrator still reads ERROR). `if_naming`: only when
+        the committed state names that engine (its `daemon`: pid, host, start), so a pass
+        that published nothing commits nothing."""
         out = SyncOutcome()
         with self._sync_point("state") as s:
+            if if_naming is not None and not _names(s, if_naming):
+                return out
             recovery.ensure_remote(self.sync, s)
             foreign = commit.foreign_staged(s, [STATE_FILE])
             if commit.commit_paths(self.sync, s, message, [STATE_FILE], foreign_staged=bool(foreign)):
@@ -293,3 +298,14 @@ class GitChannel:
 
 Channel = GitChannel | LocalChannel
 # what the engine talks to: `Engine` builds one whole, per `[git] enabled`
+
+
+def _names(s: GitSession, daemon: dict[str, Any]) -> bool:
+    """Whether HEAD's SESSION_STATE.json names `daemon` as the engine that wrote it."""
+    code, out, _ = s.status("show", f"HEAD:{STATE_FILE}")
+    try:
+        committed = (json.loads(out) or {}).get("daemon") if code == 0 else None
+    except (ValueError, AttributeError):
+        return False
+    keys = ("pid", "host", "started_at")
+    return isinstance(committed, dict) and all(committed.get(k) == daemon.get(k) for k in keys)

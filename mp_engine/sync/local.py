@@ -49,7 +49,7 @@ class LocalChannel:
     def stopping(self) -> None:
         pass
 
-    def commit_state(self, message: str) -> SyncOutcome:
+    def commit_state(self, message: str, *, if_naming: dict[str, Any] | None = None) -> SyncOutcome:
         return SyncOutcome()
 
     def earlier_run(self, mp_id: str, sha256: str, data: bytes) -> RunArchive | None:

@@ -3,6 +3,7 @@ and commit and push the layout (the push may fail; `run` pushes it later)."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -21,7 +22,11 @@ GIT_SECTION_RE = re.compile(r"^\[git\][ \t]*$", re.M)
 
 def setup_remote(directory: Path, url: str, branch: str) -> list[str]:
     """Returns what was done, for the CLI to print."""
-    done = connect_workspace(Path(directory), url, branch)
+    # Relative to where the user typed them: git runs inside DIRECTORY below, where a
+    # relative DIRECTORY or remote path means something else (issue #44: DIR/DIR/.git).
+    directory = Path(directory).absolute()
+    url = local_path_absolute(url)
+    done = connect_workspace(directory, url, branch)
     ws, created = init_workspace(directory)
     done += [f"created {p}" for p in created]
     enable_git_config(ws.config_file, "origin", branch)
@@ -71,6 +76,14 @@ def connect_workspace(directory: Path, url: str, branch: str, timeout: float = 1
             f"Run `git -C {directory} remote set-url origin {url}` if it should point at {url}."
         )
     return done
+
+
+def local_path_absolute(url: str) -> str:
+    """A remote given as a relative path of this host (`../channel.git`) made absolute;
+    URLs (`file://`, `https://`, `git@host:path`) as they are."""
+    if "://" in url or os.path.isabs(url) or (":" in url.split("/", 1)[0] and not Path(url).exists()):
+        return url
+    return os.path.abspath(url)
 
 
 def enable_git_config(config_file: Path, remote: str, branch: str) -> None:

@@ -10,20 +10,15 @@ from typing import Any
 
 from mp_engine.core.atomic import TEMP_MARKER
 from mp_engine.core.workspace import Workspace
-
-
-def read_result(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+from mp_engine.record.digest import read_result
 
 
 def history(
     ws: Workspace, limit: int | None = None, read: Callable[[Path], dict[str, Any] | None] = read_result
 ) -> list[dict[str, Any]]:
-    """One entry per run directory (newest first): id, title, status, certificate, duration,
-    time. `read`: how a run's result.json is read (the dashboard caches them)."""
+    """One entry per run directory (newest first): id, title, status, why it did not complete,
+    certificate, duration, time. `read`: how a run's result.json is read (the dashboard
+    caches them)."""
     try:
         dirs = sorted((d for d in ws.runs_dir.iterdir() if d.is_dir() and TEMP_MARKER not in d.name), reverse=True)
     except FileNotFoundError:
@@ -35,10 +30,14 @@ def history(
         entry: dict[str, Any] = {"run_id": d.name}
         res = read(d)
         if res is not None:
-            cert = (res.get("extra") or {}).get("certificate")
+            cert = res.get("certificate")
+            d = res.get("diagnosis") or {}
             entry.update(
                 mp_id=res.get("mp_id"),
                 title=res.get("title") or "",
+                # Why it did not complete: a refused MP has often no title, and "invalid MP"
+                # as its summary; its diagnosis says what was wrong (issue #44).
+                why=(d.get("text") if res.get("status") == "REFUSED" else d.get("summary")) or None,
                 status=res.get("status"),
                 certificate=cert.get("type") if isinstance(cert, dict) else None,
                 duration=res.get("duration"),
@@ -53,6 +52,7 @@ def history(
             entry.update(
                 mp_id=ledger.get("mp_id"),
                 title="",
+                why=None,
                 status="OPEN" if ledger.get("status") != "closed" else "CLOSED",
                 certificate=None,
                 duration=None,

@@ -19,6 +19,7 @@ from mp_engine.core.pids import gone_here, hostname
 from mp_engine.core.workspace import Workspace
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
 from mp_engine.inbox.kinds import EntryKind, slot
+from mp_engine.record.digest import read_result
 from mp_engine.record.stateview import StateView, read_view
 
 if TYPE_CHECKING:
@@ -48,12 +49,7 @@ OUTPUT_TAIL_LINES = 5
 
 def run_result(ws: Workspace, run_id: str | None) -> dict[str, Any] | None:
     """A finished run's result.json (title, status, duration, certificate), if readable."""
-    if not run_id:
-        return None
-    try:
-        return json.loads((ws.runs_dir / run_id / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    return read_result(ws.runs_dir / run_id) if run_id else None
 
 
 def last_error(events_file: Path) -> dict[str, Any] | None:
@@ -133,10 +129,12 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     last = state.last_result
     if last:
         res = run_result(ws, last.get("run_id")) or {}
-        cert = (res.get("extra") or {}).get("certificate")
+        cert = res.get("certificate")
+        d = res.get("diagnosis") or {}
         report["last_mp"] = {
             **last,
             "title": res.get("title"),
+            "why": (d.get("text") if res.get("status") == "REFUSED" else d.get("summary")) or None,
             "duration": res.get("duration"),
             "certificate": cert.get("type") if isinstance(cert, dict) else None,
             "ago": ago(last.get("finished_at")),
@@ -194,7 +192,7 @@ def liveness(ws: Workspace, state: StateView, step: dict[str, Any] | None) -> di
         # (which takes no daemon.lock), one on another host, or no probe on this system.
         return {"alive": recorded.get("host") == hostname() or alive is None, **fields}
     out: dict[str, Any] = {"alive": False, **(fields if recorded else {})}
-    where = f" at step {step['number']}/{step['of']}" if step else ""
+    where = f" at {step['label']}" if step else ""
     interrupted = f"{state.current} was interrupted{where} and resumes when the daemon starts" if state.run_id else ""
     if recorded and state.status != "OFFLINE":  # it never recorded its stop: crashed or killed
         out["down"] = out["summary"] = (

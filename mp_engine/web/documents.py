@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from mp_engine.agent.progress import Progress
-from mp_engine.core.atomic import read_tail
+from mp_engine.core.atomic import read_tail, sha256_file
 from mp_engine.core.clock import now_iso, parse_iso
 from mp_engine.core.workspace import RUN_LEDGER, Workspace
 from mp_engine.daemon.health import read_last_sync_ok
+from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.inbox.mpfile import parse_head
-from mp_engine.inbox.queue import MPQueue
+from mp_engine.inbox.queue import GIT, SEEN, MPQueue
 from mp_engine.record import journal
-from mp_engine.record.digest import document
-from mp_engine.record.outcome import Outcome
+from mp_engine.record.digest import read_result
 from mp_engine.sync.heartbeat import last_beat_at
-from mp_engine.views.history import history, read_result
+from mp_engine.views.history import history
 from mp_engine.views.status import status_report
 
 SCHEMA = "mp-engine/dashboard/1"
@@ -98,12 +98,12 @@ class Documents:
         """The halted run's diagnosis, its one fix and, when it ended asking, the question."""
         res = self.results.get(self.ws.runs_dir / run_id) or {}
         d = res.get("diagnosis") or {}
-        asked = (res.get("extra") or {}).get("answerable")
+        asked = res.get("answerable")
         return {
             "title": res.get("title"),
             "summary": d.get("summary"),
-            "diagnosis": d.get("diagnosis"),
-            "fix": d.get("fix"),
+            "diagnosis": d.get("text"),
+            "fix": res.get("fix"),
             "question": asked,
         }
 
@@ -130,10 +130,21 @@ class Documents:
         return report
 
     def queue(self) -> list[dict[str, Any]]:
-        """The MPs waiting: the queued versions (oldest first), then the one in the slot."""
+        """The queued versions, oldest first, as the engine will take them (pipeline/queued.py):
+        a local version still in the slot is the slot's MP (`pending`), not listed twice; one
+        replaced there before it ran is `superseded`: it never runs, it ends SUPERSEDED."""
         out = []
+        in_slot = self.slot_sha256()
         for q in MPQueue(self.ws.local_dir / "queue").entries():
-            entry: dict[str, Any] = {"id": q.id, "kind": q.kind, "observed_at": q.observed_at, "sha256": q.sha256}
+            if q.kind != GIT and q.sha256 == in_slot:
+                continue
+            entry: dict[str, Any] = {
+                "id": q.id,
+                "kind": q.kind,
+                "observed_at": q.observed_at,
+                "sha256": q.sha256,
+                "superseded": q.kind == SEEN,
+            }
             try:
                 mp_id, title, _ = parse_head(q.data(), max_bytes=self.cfg["engine"]["max_mp_bytes"])
                 entry.update(mp_id=mp_id, title=title)
@@ -141,6 +152,13 @@ class Documents:
                 entry["invalid"] = str(e)[:300]
             out.append(entry)
         return out
+
+    def slot_sha256(self) -> str | None:
+        """The SHA-256 of the MP file in the inbox slot (not a link, within the size cap)."""
+        entry = slot(self.ws.inbox_file)
+        if entry is None or entry[0] is not EntryKind.FILE or entry[1] > self.cfg["engine"]["max_mp_bytes"]:
+            return None
+        return sha256_file(self.ws.inbox_file) or None
 
     def running(self, run_id: str, doc: dict[str, Any]) -> dict[str, Any]:
         """The running MP: its steps (shell) or its task board (agent), with the live tails."""
@@ -163,11 +181,10 @@ class Documents:
         """The MP that ended last, so its final board stays in view until the next starts."""
         run_dir = self.ws.runs_dir / run_id
         res = self.results.get(run_dir) or {}
-        extra = res.get("extra") or {}
         out = {"run_id": run_id, "mp_id": res.get("mp_id"), "status": res.get("status"), "board": None}
-        tasks = (extra.get("agent") or {}).get("micro_tasks")
+        tasks = res.get("micro_tasks")
         if tasks:
-            out["board"] = self.board(run_dir, {"tasks": tasks, "usage": extra.get("usage")})
+            out["board"] = self.board(run_dir, {"tasks": tasks, "usage": res.get("usage")})
         return out
 
     def board(self, run_dir: Path, agent: dict[str, Any]) -> dict[str, Any]:
@@ -253,8 +270,7 @@ class Documents:
         run_dir = self.ws.runs_dir / run_id
         if "/" in run_id or run_id.startswith(".") or not run_dir.is_dir():
             return None
-        raw = self.results.get(run_dir)
-        result = document(Outcome.from_dict(raw), self.ws) if raw else None
+        result = self.results.get(run_dir)
         progress = Progress.load(run_dir)
         ledger = ledger_of(run_dir)
         doc: dict[str, Any] = {"schema": SCHEMA, "run_id": run_id, "finished": result is not None, "result": result}
@@ -288,15 +304,14 @@ def stats(ws: Workspace, entries: list[dict[str, Any]], read: Callable[[Path], A
     for e in entries:
         outcomes[e.get("status") or "?"] = outcomes.get(e.get("status") or "?", 0) + 1
         res = read(ws.runs_dir / e["run_id"]) or {}
-        extra = res.get("extra") or {}
-        for t in (extra.get("agent") or {}).get("micro_tasks") or []:
+        for t in res.get("micro_tasks") or []:
             names = t.get("level_names") or []
             for name in dict.fromkeys(names):
                 row = levels.setdefault(name, {"reached": 0, "finished": 0})
                 row["reached"] += 1
             if names and t.get("status") == "completed":
                 levels[names[-1]]["finished"] += 1
-        used = extra.get("usage") or {}
+        used = res.get("usage") or {}
         tokens["input"] += int(used.get("input") or 0)
         tokens["output"] += int(used.get("output") or 0)
         tokens["cost_usd"] = round(tokens["cost_usd"] + float(used.get("cost_usd") or 0), 6)
@@ -323,7 +338,7 @@ def actions(ws: Workspace, doc: dict[str, Any]) -> list[dict[str, str]]:
             }
         )
         out.append(
-            {"what": "or from the orchestrator", "command": f"an MP whose header has `Approves: {halt['mp_id']}`"}
+            {"what": "or from the orchestrator, an MP whose header has", "command": f"Approves: {halt['mp_id']}"}
         )
     if halt and halt.get("question"):
         mp = halt["mp_id"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 168, 46, 56, 18, 8
+LABEL_CHARS = 24  # of a title in a box (11 px text); the whole title is the node's tooltip
 
 
 def layout(tasks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -29,6 +30,7 @@ def layout(tasks: list[dict[str, Any]]) -> dict[str, Any]:
         nodes[t["mt_id"]] = {
             "id": t["mt_id"],
             "title": str(t.get("title") or ""),
+            "label": fit(str(t.get("title") or ""), LABEL_CHARS),
             "status": t.get("status") or "pending",
             "x": PAD + col * (BOX_W + GAP_X),
             "y": PAD + row * (BOX_H + GAP_Y),
@@ -50,3 +52,14 @@ def layout(tasks: list[dict[str, Any]]) -> dict[str, Any]:
         "box_w": BOX_W,
         "box_h": BOX_H,
     }
+
+
+def fit(text: str, chars: int) -> str:
+    """`text` in at most `chars` characters, cut at a word with an ellipsis (issue #44: a
+    label cut mid-word); a single long word is cut where it must be."""
+    text = " ".join(text.split())
+    if len(text) <= chars:
+        return text
+    head = text[: chars - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return cut.rstrip(" ,;:.-–—") + "…"

@@ -1,31 +1,76 @@
 """History as plots (issue #32): bar coordinates a template draws as SVG, so the page
-needs no charting script. Pure: numbers in, rectangles out."""
+needs no charting script. Pure: numbers in, rectangles, axes and labels out."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+# The durations plot's frame: room for the y axis's labels on the left and the x axis's
+# below; a bar is never thinner than MIN_BAR, so a run of a few milliseconds beside one of
+# minutes still shows (issue #44: they were 1 px, as good as none).
+LEFT, BOTTOM, TOP, MIN_BAR, MAX_STEP = 64, 20, 8, 3.0, 24.0
 
-def durations(runs: list[dict[str, Any]], *, width: int = 720, height: int = 120, most: int = 100) -> dict[str, Any]:
-    """One bar per run (oldest left, the newest `most`), its height the run's duration,
-    its class the outcome."""
+
+def durations(runs: list[dict[str, Any]], *, width: int = 720, height: int = 160, most: int = 100) -> dict[str, Any]:
+    """One bar per run (oldest left, the newest `most`), its height the run's duration on a
+    scale from 0 to a round number above the longest, its class the outcome; the y axis
+    with three labelled ticks, the x axis with the first and last run's day."""
     shown = [r for r in runs if r.get("duration") is not None][:most][::-1]
-    top = max((float(r["duration"]) for r in shown), default=0.0) or 1.0
-    step = width / max(len(shown), 1)
+    top = max((float(r["duration"]) for r in shown), default=0.0)
+    scale = round_up(top)
+    plot_w, plot_h = width - LEFT, height - BOTTOM - TOP
+    base = TOP + plot_h
+    step = min(plot_w / max(len(shown), 1), MAX_STEP)
     bars = []
     for i, r in enumerate(shown):
-        h = max(1.0, float(r["duration"]) / top * (height - 14))
+        h = max(MIN_BAR, float(r["duration"]) / scale * plot_h)
         bars.append(
             {
-                "x": round(i * step, 1),
-                "y": round(height - h, 1),
+                "x": round(LEFT + i * step + 0.5, 1),
+                "y": round(base - h, 1),
                 "w": round(max(step - 1, 1), 1),
                 "h": round(h, 1),
                 "status": r.get("status") or "?",
-                "label": f"{r.get('mp_id')} {r.get('status')} {float(r['duration']):.1f} s",
+                "run_id": r.get("run_id"),
+                "label": f"{r.get('mp_id')} {r.get('status')} {label(float(r['duration']))}",
             }
         )
-    return {"bars": bars, "width": width, "height": height, "top": round(top, 1)}
+    ticks = [{"y": round(base - f * plot_h, 1), "label": label(scale * f)} for f in (0.0, 0.5, 1.0)]
+    days = [str(r.get("finished_at") or r.get("started_at") or "")[:10] for r in (shown[:1] + shown[-1:])]
+    return {
+        "bars": bars,
+        "width": width,
+        "height": height,
+        "top": round(top, 3),
+        "top_label": label(top),
+        "axis": {"left": LEFT, "base": base, "top": TOP, "right": width},
+        "ticks": ticks,
+        "first": days[0] if days else "",
+        "last": days[-1] if len(shown) > 1 else "",
+        "last_x": round(min(width, max(LEFT + len(shown) * step, LEFT + 140)), 1),  # clear of the first's
+    }
+
+
+def round_up(value: float) -> float:
+    """The smallest of 1, 2 or 5 times a power of ten at or above `value` (1 for nothing)."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= value * (1 - 1e-9))
+
+
+def label(seconds: float) -> str:
+    """A duration on an axis: "0", "250 ms", "2.5 s", "4 min"."""
+    if seconds <= 0:
+        return "0"
+    if seconds < 1:
+        return f"{seconds * 1000:.3g} ms"
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds / 3600:.3g} h"
 
 
 def rates(levels: dict[str, dict[str, Any]], *, width: int = 360, row: int = 22) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 
 from tests.agentutil import configure, level, planner, task
 from tests.conftest import drop, events, read_state, wait_for
-from tests.e2e.chromium import chromium
+from tests.e2e.chromium import chromium, console
 
 pytestmark = pytest.mark.daemon
 
@@ -183,9 +183,15 @@ def test_a_browser_watches_tasks_move_sees_a_halt_and_its_fix_and_html_as_text(w
         assert "Halted on MP-9.8: <b>bold</b> fails" in halt and "Fix:" in halt
         assert "mp-engine approve" in text_of(driver, ".actions")
         assert driver.execute_script("return window.mpDashboard.loadedAt") == loaded
+        # Its diagnosis quotes code as code; the page asked for no icon it lacks (issue #44).
+        assert driver.find_elements("css selector", "#halt code")
+        said = console(driver)
+        assert "favicon" not in said and "404" not in said, said
         # The history page, and the planned run's page with its graph.
         driver.get(base + "/history")
         assert "MP-9.7" in driver.page_source and driver.find_elements("css selector", "svg.plot rect")
+        assert len(driver.find_elements("css selector", "svg.plot text.tick")) >= 4  # the axes are labelled
+        assert all(r.size["height"] >= 3 for r in driver.find_elements("css selector", "svg.durations rect"))
         driver.find_element("link text", "MP-9.7").click()
         assert len(driver.find_elements("css selector", "svg.graph g.node")) == 3
         assert len(driver.find_elements("css selector", "svg.graph line")) == 2

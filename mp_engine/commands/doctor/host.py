@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from mp_engine.agent.api import CONFORMANCE, cli_of, installed_version
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
+from mp_engine.config.agent import AgentLevel
 from mp_engine.config.load import Config
 from mp_engine.core import pids
 from mp_engine.core.disk import mount_of
@@ -90,6 +92,11 @@ def network_fs(ws: Workspace, config: Config) -> Check:
     return Check("filesystem", OK, f"{fstype}" + (" with polling" if network else " (local)"))
 
 
+def missing_commands(levels: Iterable[AgentLevel]) -> list[str]:
+    """`name: command` of each level that calls an agent whose command is not on PATH."""
+    return [f"{lv.name}: {lv.argv[0]}" for lv in levels if not lv.hard_gate and shutil.which(lv.argv[0]) is None]
+
+
 def agent_chain(ws: Workspace, config: Config) -> Check:
     levels = [lv for lv in config.agent.levels if not lv.hard_gate]
     if levels and config.fleet.enabled:
@@ -100,7 +107,7 @@ def agent_chain(ws: Workspace, config: Config) -> Check:
         )
     if not levels:
         return Check("agent chain", OK, "no agent levels configured (agent MPs end in NEED_INFO)")
-    missing = [f"{lv.name}: {lv.argv[0]}" for lv in levels if shutil.which(lv.argv[0]) is None]
+    missing = missing_commands(levels)
     if missing:
         return Check(
             "agent chain",

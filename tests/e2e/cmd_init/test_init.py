@@ -48,3 +48,13 @@ def test_init_with_agents_writes_the_documented_chain_once(tmp_path):
     assert [lv.name for lv in load_config(ws).agent.levels] == ["aider", "claude", "person"]
     wrong = mpe("init", "--agent", "gemini", str(tmp_path / "other"))
     assert wrong.returncode == 2 and "no agent preset gemini" in wrong.stdout
+
+
+def test_init_agent_without_a_name_lists_the_presets_and_writes_nothing(tmp_path):
+    # issue #44: click said only "Option '--agent' requires an argument".
+    for args in ([str(tmp_path / "ws"), "--agent"], ["--agent", "--agent", "claude", str(tmp_path / "ws")]):
+        r = mpe("init", *args, env={"HOME": str(tmp_path)})
+        assert r.returncode == 2 and "--agent needs a name" in r.stdout, r
+        assert all(f"  {name} " in r.stdout for name in ("claude", "codex", "aider", "ollama"))
+        assert "runs `codex exec`" in r.stdout and "mp-engine init --agent aider --agent claude DIR" in r.stdout
+    assert not (tmp_path / "ws").exists()

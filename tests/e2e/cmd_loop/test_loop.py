@@ -42,7 +42,7 @@ def test_through_a_pipe_it_prints_plain_lines_and_archives_the_run(ws):
 def test_a_failing_goal_exits_1_and_a_halt_or_an_occupied_inbox_is_refused(ws):
     configure(ws, [level("wrong", "wrong.py")], max_iterations=2)
     r = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
-    assert r.returncode == 1 and r.stdout.splitlines()[-1].startswith("error MP-")
+    assert r.returncode == 1 and "\nerror MP-" in r.stdout  # once's summary, then the result's why
     assert "MT-001 iteration 2: residual 1" in r.stdout
     halted = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))  # the failure halted the engine
     assert halted.returncode == 3 and halted.stdout.startswith("halted on MP-") and "mp-engine approve" in halted.stdout
@@ -88,3 +88,28 @@ def test_in_a_terminal_it_draws_the_live_table(ws):
     for cell in ("task", "status", "level", "iteration", "residual", "MT-001", "completed", "good"):
         assert cell in text, cell
     assert "running" in text  # seen while the agent worked (it takes a second)
+
+
+def test_a_failure_prints_the_diagnosis_and_the_fix_its_result_gives(ws):
+    # issue #44: the loop ended on once's one summary line; the why was in SYSTEM/RESULT_last.md.
+    configure(ws, [level("wrong", "wrong.py")], max_iterations=1)
+    r = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
+    assert doc["diagnosis"]["text"] and doc["fix"]
+    said = r.stdout[r.stdout.rindex("\nerror MP-") :]
+    assert f"\n  {doc['diagnosis']['text']}\n  fix: {doc['fix']}\n" in said, said
+    assert said.endswith("  the whole result: SYSTEM/RESULT_last.md\n")
+
+
+def test_a_chain_that_cannot_be_called_is_refused_before_anything_is_written(ws):
+    # issue #44: the loop wrote and started the MP, which then failed and halted the engine.
+    configure(ws, [level("good", "good.py"), {"name": "cloud", "argv": ["no-such-agent-cli", "-p"], "stdin": True}])
+    r = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
+    assert r.returncode == 2 and "not on PATH: cloud: no-such-agent-cli" in r.stderr, r.stdout + r.stderr
+    assert "Nothing was written" in r.stderr and "mp-engine doctor" in r.stderr
+    configure(ws, [])
+    none = mpe("loop", GOAL, "--check", CHECK, "--root", str(ws.root))
+    assert none.returncode == 2 and "mp-engine init --agent NAME" in none.stderr, none.stdout + none.stderr
+    assert not ws.inbox_file.exists() and not [d for d in ws.runs_dir.iterdir() if d.is_dir()]
+    assert json.loads(ws.state_file.read_text()).get("halt") is None

@@ -211,13 +211,17 @@ def test_wait_result_says_which_step_a_running_mp_is_on(tmp_path, daemon_factory
 
 
 def test_the_worked_example_orchestrator_drives_a_failure_and_its_fix(engine, tmp_path):
+    import shutil
     import subprocess
     import sys
 
     from tests.conftest import REPO_ROOT
 
     bare, url, ws, d = engine
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    # issue #44: a newcomer runs it without the venv on PATH ("FileNotFoundError: 'mp-engine'").
+    venv = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv)
+    assert shutil.which("mp-engine", path=path) is None
     r = subprocess.run(
         [
             sys.executable,
@@ -237,6 +241,8 @@ def test_the_worked_example_orchestrator_drives_a_failure_and_its_fix(engine, tm
     assert r.returncode == 0, r.stdout + r.stderr
     assert "MP-53.1: ERROR" in r.stdout and "MP-53.2: sent=True" in r.stdout and "MP-53.2: COMPLETED" in r.stdout
     assert "latest results: MP-53.2 COMPLETED, MP-53.1 ERROR" in r.stdout
+    # Its own lines only: the server's JSON log lines went to a file, removed after a success.
+    assert all(line.startswith("  MP-53.") for line in r.stderr.splitlines()), r.stderr
 
 
 def test_get_status_tells_what_the_remote_cannot_show_a_refused_push(tmp_path, daemon_factory):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.conftest import drop, read_state, result_field
 from tests.e2e.cli import mpe
+from tests.gitutil import clone, engine_workspace, git, make_remote, push_mp, remote_file, remote_log
 
 
 def test_an_mp_runs_fails_holds_and_is_approved_through_the_inbox(ws):
@@ -30,3 +33,19 @@ def test_an_invalid_mp_is_an_error_result_not_a_crash(ws):
     r = mpe("once", "--root", str(ws.root))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert result_field(ws, "Error-Kind") == "invalid_mp" and not ws.inbox_file.exists()
+
+
+def test_once_on_a_git_workspace_leaves_the_remote_saying_offline(tmp_path):
+    # issue #44: the pass's result commit said ONLINE, and its stop stayed local (OFFLINE, uncommitted).
+    bare = make_remote(tmp_path)
+    ws = engine_workspace(tmp_path, f"file://{bare}")
+    root = str(ws.root)
+    assert mpe("once", "--root", root).returncode == 0  # nothing to do: nothing committed
+    assert remote_log(bare) == ["mp-engine: workspace layout"]
+    push_mp(clone(f"file://{bare}", tmp_path / "orchestrator"), "# MP-3.5 Hello\n\n```bash\necho hi\n```\n")
+    r = mpe("once", "--root", root)
+    assert r.returncode == 0 and r.stdout.strip() == "completed MP-3.5", r
+    pushed = json.loads(remote_file(bare, "SESSION_STATE.json"))
+    assert (pushed["status"], pushed["last_completed"], pushed.get("daemon")) == ("OFFLINE", "MP-3.5", None)
+    assert remote_log(bare)[0] == "mp-engine: engine stopped (OFFLINE)"
+    assert git(ws.root, "status", "--porcelain", "--", "SESSION_STATE.json") == ""

@@ -42,3 +42,27 @@ def test_json_and_an_empty_archive(ws):
     lines.clear()
     history_command(ws.root, 5, True, lines.append)
     assert json.loads(lines[0])[0]["status"] == "COMPLETED"
+
+
+def test_an_older_engine_s_archive_is_listed_with_its_certificate(ws):
+    """Before issue #44 result.json held the outcome, its certificate under `extra`."""
+    run = finished(ws, "MP-3.0", "ERROR", cert="BUDGET")
+    o = Outcome(
+        "ERROR",
+        "MP-3.0",
+        "t",
+        run.run_id,
+        "s",
+        "2026-11-24T10:00:00.000Z",
+        "2026-11-24T10:00:02.000Z",
+        2.0,
+        extra={"certificate": {"type": "BUDGET"}},
+    )
+    run.result_json.write_text(json.dumps(o.to_dict()))
+    (entry,) = history(ws)
+    assert (entry["mp_id"], entry["status"], entry["certificate"], entry["duration"]) == (
+        "MP-3.0",
+        "ERROR",
+        "BUDGET",
+        2.0,
+    )

@@ -53,7 +53,8 @@ def test_the_status_line_of_a_shell_run_names_its_step(ws):
     assert {k: step[k] for k in ("id", "number", "of")} == {"id": "step-002", "number": 2, "of": 3}
     assert step["started_at"] and step["run_started_at"] and "step_timeout" not in step
     state = SessionState(status=Status.RUNNING, current="MP-1.7", run_id=run.run_id)
-    assert status_line(ws, state, NOW) == "running MP-1.7 step 2/3"
+    # A check is no step (issue #44: "step 2/3" for two steps and a check).
+    assert status_line(ws, state, NOW) == "running MP-1.7 step 2/2" and step["label"] == "step 2/2"
     assert current_step(ws, "no-such-run") is None
     # What the heartbeat carries for an orchestrator (mp-engine mcp's wait_result).
     assert progress_of(ws, run.run_id)["step"] == {
@@ -63,6 +64,10 @@ def test_the_status_line_of_a_shell_run_names_its_step(ws):
         "started_at": step["started_at"],
     }
     assert progress_of(ws, "no-such-run") is None
+    ledger.finish(ledger.step("step-002"), ok=True, output_ref=None)
+    ledger.start(ledger.ensure_step("check-001", "check", "k3"))
+    assert current_step(ws, run.run_id)["label"] == "check 1/1"
+    assert status_line(ws, state, NOW) == "running MP-1.7 check 1/1"
 
 
 def test_the_last_good_sync_is_recorded(ws):

@@ -32,10 +32,47 @@ def test_the_script_keeps_its_own_name_and_its_error_trap(tmp_path):
 
 
 def test_a_record_about_another_exit_is_not_believed(tmp_path):
-    body = "set +e\nfalse\nexit 3"
-    rc, _, _ = run_bash(tmp_path, body)
-    assert rc == 3 and read_failed_at(tmp_path / "s.failed-at", rc, body) is None
+    body = "set +e\nfalse\necho survived"
+    (tmp_path / "s.failed-at").write_text("1\t2\tfalse\n")
+    assert read_failed_at(tmp_path / "s.failed-at", 3, body) is None
     assert read_failed_at(tmp_path / "absent", 1, body) is None
+
+
+def test_an_exit_of_the_block_names_its_line_not_an_earlier_failure(tmp_path):
+    # issue #44: `exit 3` fires no ERR trap; the fix quoted the block's first line.
+    body = "set +e\nfalse\necho 'about to fail' >&2\nexit 3\necho never"
+    rc, out, err = run_bash(tmp_path, body)
+    at = read_failed_at(tmp_path / "s.failed-at", rc, body)
+    assert (rc, out, err) == (3, "", "about to fail\n")
+    assert (at.status, at.line, at.command, at.source_line) == (3, 4, "exit 3", "exit 3")
+
+
+@pytest.mark.parametrize(
+    ("body", "rc", "line", "command"),
+    [
+        ("echo a\nf() {\n  exit 7\n}\nf", 7, 3, "exit 7"),  # inside a function of the block
+        ("false || exit", 1, 1, "exit"),  # a bare exit keeps the status before it
+        ("set -u\nif true; then\n  exit 6\nfi", 6, 3, "exit 6"),
+    ],
+)
+def test_an_exit_anywhere_in_the_block_is_found(tmp_path, body, rc, line, command):
+    got, _, _ = run_bash(tmp_path, body)
+    at = read_failed_at(tmp_path / "s.failed-at", got, body)
+    assert got == rc and (at.line, at.command) == (line, command)
+
+
+def test_an_exit_in_a_file_the_block_sources_is_not_placed_in_the_block(tmp_path):
+    (tmp_path / "lib.sh").write_text("echo lib\nexit 5\n")
+    body = f"echo a\necho b\n. {tmp_path / 'lib.sh'}"
+    rc, out, _ = run_bash(tmp_path, body)
+    assert rc == 5 and out == "a\nb\nlib\n"
+    assert read_failed_at(tmp_path / "s.failed-at", rc, body) is None
+
+
+def test_a_script_that_succeeds_or_defines_its_own_exit_is_unchanged(tmp_path):
+    assert run_bash(tmp_path, "echo ok\nexit 0")[:2] == (0, "ok\n")
+    rc, out, _ = run_bash(tmp_path, 'exit() { echo "mine $1"; builtin exit 9; }\nexit 2')
+    assert (rc, out) == (9, "mine 2\n")
 
 
 def test_a_failure_inside_a_function_or_subshell_is_found(tmp_path):
@@ -47,7 +84,13 @@ def test_a_failure_inside_a_function_or_subshell_is_found(tmp_path):
 
 CASES = [
     # (block, kind, words the diagnosis must hold, words the fix must hold)
-    ("echo before\ntest -f missing", "nonzero_exit", ["`test -f missing`", "line 2"], ["test -f missing"]),
+    ("echo before\ntest -f missing", "nonzero_exit", ["`test -f missing`", "line 2"], ["`test -f missing` (line 2"]),
+    (
+        'echo "about to fail" >&2\nexit 3',
+        "nonzero_exit",
+        ["`exit 3` (line 2 of step 1)", "`about to fail`"],
+        ["`exit 3` (line 2 of step 1)"],
+    ),
     ("echo asking\nread name\necho $name", "reads_stdin", ["`read name`", "line 2", "standard input"], ["read name"]),
     ("echo asking\nread x < /dev/tty", "needs_terminal", ["line 2", "terminal"], ["non-interactive"]),
     ("set -o pipefail\nyes | head -n1 > /dev/null", "sigpipe", ["`yes | head -n1 > /dev/null`", "141"], ["141"]),

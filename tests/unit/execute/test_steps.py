@@ -85,3 +85,11 @@ def test_an_interrupted_step_is_reported_not_rerun_when_so_configured(ws, monkey
     step.interrupted = True  # as recovery leaves a step the crash cut short
     res = run_block(ctx, ctx.mp.steps[0])
     assert not res.ok and res.diagnosis.kind == "interrupted" and not (ws.root / "ran.txt").exists()
+
+
+def test_durations_are_whole_milliseconds_in_events_and_artifacts(ws):
+    # issue #44: log lines printed `duration: 0.0064524599999913335`.
+    ctx = context(ws, "# MP-9.9\n\n```bash\ntrue\n```\n\n```file f.txt\nx\n```\n")
+    reports = [run_block(ctx, block).report for block in ctx.mp.steps]
+    logged = [e["duration"] for e in events(ws, "step_finished")]
+    assert len(logged) == 2 and all(d == round(d, 3) for d in [*logged, *(r.duration for r in reports)]), logged

@@ -66,6 +66,10 @@ def test_header_keys_are_case_insensitive_and_typed():
     ("line", "reason"),
     [
         ("Timeout: -5", "must be a positive number of seconds"),
+        ("Timeout: inf", "must be a positive number of seconds"),
+        ("Timeout: soon", "must be a number of seconds, like 600 for ten minutes"),  # issue #44
+        ("Timeout: 10m", "must be a number of seconds: write `600`, not `10m`"),
+        ("Step-Timeout: 1.5 h", "write `5400`, not `1.5 h`"),
         ("Executor: docker", "must be `shell` or `agent`"),
         ("Approves: yesterday", "must name the failed MP"),
         ("Max-Parallel: 0", "must be a whole number, 1 or more"),
@@ -81,6 +85,7 @@ def test_a_bad_value_says_what_the_key_takes(line, reason):
     with pytest.raises(InvalidMPError) as e:
         parse_headers([line], 0, "MP-1.0")
     assert reason in e.value.reason and e.value.mp_id == "MP-1.0" and e.value.line == 1
+    assert "could not convert" not in e.value.reason
 
 
 def test_per_mp_settings_are_typed():

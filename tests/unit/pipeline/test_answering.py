@@ -32,7 +32,7 @@ def test_the_answer_resumes_the_same_run_which_ends_exact_with_one_commit(ws, mo
     state = read_state(ws)
     assert state["halt"]["mp_id"] == "MP-3.2" and result_field(ws, "Status") == "ERROR"
     run = only_run(ws)
-    asked = json.loads(run.result_json.read_text())["extra"]["answerable"]
+    asked = json.loads(run.result_json.read_text())["answerable"]
     assert asked["mt"] == "MT-001" and "Which database" in asked["question"]
     assert "mp-engine answer MP-3.2" in ws.result_file.read_text()  # the fix says how to answer
     answer.write_host(ws, "MP-3.2", "PostgreSQL 16.\nThe URL is in DATABASE_URL.")
@@ -86,7 +86,7 @@ def test_an_answer_mp_answers_and_ends_completed_itself_and_the_answered_run_goe
     assert engine.tick().action == "completed"  # the answer MP: its work is the answer delivered
     assert read_state(ws)["current"] == "MP-3.1" and read_state(ws)["status"] == "RUNNING"
     assert engine.tick().action == "error"  # MT-001 done with the answer; MT-002 asks in turn
-    asked = json.loads(run.result_json.read_text())["extra"]["answerable"]
+    asked = json.loads(run.result_json.read_text())["answerable"]
     assert asked["mt"] == "MT-002"
     answer.write_host(ws, "MP-3.1", "SQLite here too.", mt="MT-002")
     assert engine.tick().action == "completed"  # the answered run, answered twice
@@ -113,7 +113,7 @@ def test_tasks_that_ran_at_once_are_answered_one_by_one_and_start_again_from_the
     assert engine.tick().action == "error"
     run = only_run(ws)
     for mt in ("MT-001", "MT-002"):
-        assert json.loads(run.result_json.read_text())["extra"]["answerable"]["mt"] == mt
+        assert json.loads(run.result_json.read_text())["answerable"]["mt"] == mt
         answer.write_host(ws, "MP-9.1", f"go on with {mt}")
         action = engine.tick().action
     assert action == "completed" and "Certificate: EXACT" in ws.result_file.read_text()

@@ -6,8 +6,9 @@ import json
 
 from mp_engine.record.archive import create_run
 from mp_engine.record.diagnosis import Diagnosis, engine_error
+from mp_engine.record.digest import document, read_result, write_digest
 from mp_engine.record.outcome import Outcome, StepReport, fenced, read_capped
-from mp_engine.record.result import render_markdown, write_result
+from mp_engine.record.result import add_note, render_markdown, write_result
 
 NOW = "2026-11-24T10:00:00.000Z"
 
@@ -34,7 +35,7 @@ def test_a_completed_result_has_the_fields_an_orchestrator_greps_for(ws):
         assert field in text.splitlines()
     assert "## Steps" in text and "## Error" not in text and "Approve-With" not in text
     assert ws.result_file.read_text() == text == run.result_md.read_text()
-    assert Outcome.from_dict(json.loads(run.result_json.read_text())) == o
+    assert json.loads(run.result_json.read_text()) == document(o, ws)
 
 
 def test_an_error_result_has_the_diagnosis_one_fix_the_output_and_how_to_approve(ws):
@@ -97,7 +98,50 @@ def test_result_last_stays_under_64_kib_with_head_tail_and_the_archive_path(ws):
     assert len(text.encode()) <= RESULT_MAX_BYTES
     assert "Status: ERROR" in text.splitlines() and "Approve-With: Approves: MP-8.3" in text.splitlines()
     assert "HEAD-MARK" in text and "TAIL-MARK" in text and "cut to keep the result under 64 KiB" in text
-    assert len(json.loads(run.result_json.read_text())["error_output"]) == len(big)
+    archived = json.loads(run.result_json.read_text())  # tails, and the whole outputs' paths
+    assert archived["steps"][0]["stdout_path"] == f"SYSTEM/runs/{run.run_id}/steps/s.stdout"
     # A small result is not touched.
     small = outcome(run.run_id, steps=[StepReport("step-001", "command", "echo", 1, "ok", 0, 0.1, "hi\n")])
     assert "characters cut" not in write_result(ws, run, small)
+
+
+AGENT_EXTRA = {
+    "certificate": {"type": "EXACT", "reason": "all_checks_passed"},
+    "work": {"branch": "mp/MP-8.5", "landed": True, "how": "fast-forward", "commit": "c0ffee", "note": "landed"},
+    "usage": {"input": 10, "output": 2, "cost_usd": 0.01, "calls": 1, "priced": 1},
+    "agent": {"micro_tasks": [{"mt_id": "MT-001", "status": "completed"}], "replans": [], "drift_checks": []},
+    "answerable": None,
+    "sections": [{"title": "Work branch", "body": "landed"}],
+}
+
+
+def test_the_archived_result_json_is_result_last_json_s_document(ws):
+    # issue #44: the archive nested certificate, work, usage and agent under an undocumented `extra`.
+    run, ledger = create_run(ws, mp_id="MP-8.5", data=b"x", mp_sha256="s", executor="agent")
+    o = outcome(run.run_id, mp_id="MP-8.5", executor="agent", extra=AGENT_EXTRA)
+    ledger.set_outcome(o.to_dict())
+    write_result(ws, run, o, also=write_digest(ws, o))  # as finalize writes them
+    archived = json.loads(run.result_json.read_text())
+    assert archived == json.loads((ws.system_dir / "RESULT_last.json").read_text()) == document(o, ws)
+    assert "extra" not in archived and archived["schema"] == "mp-engine/result/1"
+    assert archived["certificate"]["type"] == "EXACT" and archived["work"]["branch"] == "mp/MP-8.5"
+    assert archived["usage"]["calls"] == 1 and archived["micro_tasks"][0]["mt_id"] == "MT-001"
+    assert add_note(ws, run, "Git: big.bin was not committed.") and add_note(ws, run, "a second note")
+    again = json.loads(run.result_json.read_text())
+    assert again["notes"] == ["Git: big.bin was not committed.", "a second note"]
+    assert "a second note" in run.result_md.read_text() and again["certificate"] == archived["certificate"]
+    assert add_note(ws, run, "a second note") and json.loads(run.result_json.read_text()) == again
+
+
+def test_an_older_archive_s_result_json_reads_in_the_documented_layout(ws):
+    """Engines before issue #44 archived the outcome itself; every reader still reads it."""
+    run, _ = create_run(ws, mp_id="MP-8.6", data=b"x", mp_sha256="s", executor="agent")
+    old = outcome(run.run_id, mp_id="MP-8.6", executor="agent", extra=AGENT_EXTRA, duration=2.5).to_dict()
+    run.result_json.write_text(json.dumps(old))
+    doc = read_result(run.dir)
+    assert doc == document(Outcome.from_dict(old), ws) and doc["certificate"]["type"] == "EXACT"
+    assert doc["micro_tasks"] == AGENT_EXTRA["agent"]["micro_tasks"] and doc["duration"] == 2.5
+    run.result_json.write_text(json.dumps({"mp_id": "MP-8.6", "status": "ERROR", "unknown": 1}))
+    assert read_result(run.dir)["status"] == "ERROR"
+    run.result_json.write_text("[]")
+    assert read_result(run.dir) is None and read_result(ws.runs_dir / "missing") is None

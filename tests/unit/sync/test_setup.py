@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mp_engine.config.load import load_config
 from mp_engine.core.errors import SyncError
-from mp_engine.sync.setup import connect_workspace, enable_git_config, setup_remote
+from mp_engine.sync.setup import connect_workspace, enable_git_config, local_path_absolute, setup_remote
 from tests.gitutil import git, make_remote, remote_log
 
 
@@ -59,3 +61,26 @@ def test_enable_git_config_edits_only_the_git_section(tmp_path):
     assert 'remote = "with \\"quote\\""' in text and 'branch = "dev"' in text and "enabled = true" in text
     enable_git_config(tmp_path / "new.toml", "origin", "main")
     assert (tmp_path / "new.toml").read_text().startswith("[git]\nenabled = true\n")
+
+
+def test_a_relative_directory_and_remote_path_are_taken_from_where_the_user_is(tmp_path, monkeypatch):
+    # issue #44: git clone ran with cwd=DIR, so `init --remote URL ws` cloned into ws/ws.
+    bare = make_remote(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    setup_remote(Path("first"), f"file://{bare}", "main")
+    assert (tmp_path / "first" / ".git").is_dir() and not (tmp_path / "first" / "first").exists()
+    done = setup_remote(Path("ws"), bare.name, "main")
+    assert f"cloned {bare}" in done and not (tmp_path / "ws" / "ws").exists()
+    assert remote_log(bare) == ["mp-engine: workspace layout"]
+    assert git(tmp_path / "ws", "remote", "get-url", "origin") == str(bare)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.md").write_text("kept\n")
+    setup_remote(Path("other"), bare.name, "main")  # attached: origin must work from inside it
+    assert git(tmp_path / "other", "remote", "get-url", "origin") == str(bare)
+
+
+@pytest.mark.parametrize(
+    "url", ["file:///srv/ch.git", "https://example.com/ch.git", "git@github.com:me/ch.git", "/srv/ch.git"]
+)
+def test_urls_and_absolute_paths_are_left_as_they_are(url):
+    assert local_path_absolute(url) == url

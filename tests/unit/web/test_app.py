@@ -9,7 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from mp_engine.config.load import load_config
-from mp_engine.web.app import COOKIE, Dashboard
+from mp_engine.web.app import COOKIE, Dashboard, templates
 from mp_engine.web.documents import Documents
 from tests.conftest import drop
 
@@ -83,3 +83,60 @@ def test_the_pages_and_assets_are_served(ws, path):
     _, client = app_for(ws)
     r = client.get(path)
     assert r.status_code == 200 and r.text
+
+
+def run_mps(ws, monkeypatch, *texts: str) -> None:
+    from mp_engine.pipeline.engine import Engine
+
+    monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    for text in texts:
+        drop(ws, text)
+        engine.tick()
+    engine.shutdown()
+
+
+FAILS = "# MP-7.5 Fails\n\n```bash\necho 'about to fail' >&2\nexit 3\n```\n\n```bash\necho never\n```\n"
+
+
+def test_a_run_page_shows_code_as_code_and_a_step_that_never_ran_as_such(ws, monkeypatch):
+    # issue #44: "(exit None, -)" with an empty section, and backticks shown literally.
+    run_mps(ws, monkeypatch, FAILS)
+    _, client = app_for(ws)
+    (run,) = client.get("/api/v1/runs").json()["runs"]
+    page = client.get(f"/runs/{run['run_id']}").text
+    assert "exit None" not in page and '<span class="st">not run</span>: <code>bash: echo never</code>' in page
+    assert "Fix: Correct <code>exit 3</code> (line 2 of step 1)" in page and "`" not in page.split("<main>")[1]
+    index = client.get("/").text
+    assert (
+        "<code>exit 3</code> (line 2 of step 1) exited with code 3" in index
+        and "<code>Approves: MP-7.5</code>" in index
+    )
+
+
+def test_history_gives_a_refused_mp_its_reason_and_colours_the_status_cell(ws, monkeypatch):
+    # issue #44: a rejected MP was `UNPARSED` with no title; completed rows coloured the title.
+    run_mps(ws, monkeypatch, "MP 7.6 no header\n", "# MP-7.7 Fine\nApproves: MP-7.5\n\n```bash\ntrue\n```\n")
+    _, client = app_for(ws)
+    page = client.get("/history").text
+    assert "not an <code># MP-&lt;major&gt;.&lt;minor&gt;</code> header" in page
+    assert '<td class="st">REFUSED</td>' in page and '<td class="st">COMPLETED</td>' in page
+    assert 'class="tick"' in page and 'class="axis"' in page
+
+
+def test_the_live_view_counts_checks_apart_from_steps():
+    doc = {
+        "state": {"current": "MP-7.8"},
+        "running": {"run_id": "r", "mp_id": "MP-7.8", "steps": [], "elapsed": 1.0},
+        "step": {"id": "check-001", "number": 4, "of": 4, "label": "check 1/1", "output_tail": []},
+    }
+    part = templates().get_template("_running.html").render(doc=doc)
+    assert "check 1/1 (check-001)" in part and "step 4/4" not in part
+
+
+def test_the_page_names_its_icon(ws):
+    _, client = app_for(ws)
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/").text
+    icon = client.get("/static/favicon.svg")
+    assert icon.status_code == 200 and icon.text.startswith("<svg")

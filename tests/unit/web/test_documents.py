@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from mp_engine.config.load import load_config
 from mp_engine.inbox.queue import MPQueue
+from mp_engine.web.app import Dashboard
 from mp_engine.web.documents import SCHEMA, Documents
 from tests.agentutil import GREET, ONE, level, only_run
 from tests.conftest import drop
@@ -74,6 +75,22 @@ def test_the_queue_and_the_slot(ws):
     assert [(q["mp_id"], q["title"], q["kind"]) for q in doc["queue"]] == [("MP-6.1", "Queued one", "git")]
     assert doc["pending"]["mp_id"] == "MP-6.2" and doc["pending"]["title"] == "<b>In the slot</b>"
     assert "running" not in doc and doc["heartbeat"]["state_written_at"]
+
+
+def test_the_queue_lists_each_mp_once_and_a_replaced_one_as_superseded(ws):
+    # issue #44: a version still in the slot was listed twice (queued, and as the inbox
+    # file); one replaced there before it ran was listed as queued, yet ends SUPERSEDED.
+    queue = MPQueue(ws.local_dir / "queue")
+    replaced = b"# MP-6.3 Replaced\n\n```bash\ntrue\n```\n"
+    waiting = b"# MP-6.4 Waiting\n\n```bash\ntrue\n```\n"
+    queue.add(replaced, "seen")
+    queue.add(waiting, "seen")
+    drop(ws, waiting)
+    doc = docs_for(ws).state()
+    assert [(q["mp_id"], q["superseded"]) for q in doc["queue"]] == [("MP-6.3", True)]
+    assert doc["pending"]["mp_id"] == "MP-6.4"
+    page = Dashboard(docs_for(ws)).fragments(doc)["queue"]
+    assert page.count("MP-6.4") == 1 and "ends SUPERSEDED" in page and "queued (seen)" not in page
 
 
 def test_with_git_on_the_state_has_the_channel_the_last_sync_and_the_heartbeat(tmp_path):

@@ -3,7 +3,7 @@ from each task it needs to it."""
 
 from __future__ import annotations
 
-from mp_engine.web.graph import BOX_H, BOX_W, layout
+from mp_engine.web.graph import BOX_H, BOX_W, fit, layout
 
 
 def t(mt, *after, status="pending"):
@@ -25,3 +25,12 @@ def test_unknown_needs_and_cycles_do_not_break_the_drawing():
     g = layout([t("MT-001", "MT-002"), t("MT-002", "MT-001"), t("MT-003", "MT-999")])
     assert {n["id"] for n in g["nodes"]} == {"MT-001", "MT-002", "MT-003"}
     assert layout([])["nodes"] == []
+
+
+def test_a_node_s_label_is_cut_at_a_word_and_its_whole_title_kept():
+    # issue #44: `title[:24]` cut mid-word.
+    (n,) = layout([{"mt_id": "MT-001", "title": "Write the three files the checks ask for", "status": "active"}])[
+        "nodes"
+    ]
+    assert n["label"] == "Write the three files…" and n["title"] == "Write the three files the checks ask for"
+    assert fit("short title", 24) == "short title" and fit("a" * 30, 24) == "a" * 23 + "…"

@@ -18,7 +18,7 @@ def test_usage_is_summed_per_task_and_level_into_the_result(engine_for, ws):
     assert engine.tick().action == "completed"
     run = only_run(ws)
     assert [r["call"]["usage"]["input"] for r in records(run)] == [1200, 1200]
-    used = json.loads(run.result_json.read_text())["extra"]["usage"]
+    used = json.loads(run.result_json.read_text())["usage"]
     assert (used["input"], used["output"], used["cost_usd"], used["calls"], used["priced"]) == (2400, 60, 0.02, 2, 2)
     assert used["by_level"]["cheap"]["calls"] == 2 and set(used["by_task"]) == {"MT-001", "MT-002"}
     assert json.loads((ws.root / "SYSTEM" / "RESULT_last.json").read_text())["usage"]["cost_usd"] == 0.02

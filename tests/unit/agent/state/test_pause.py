@@ -43,7 +43,7 @@ def test_the_run_stops_before_the_marked_task_and_an_answer_resumes_it(ws, monke
     assert 'Done: MT-001 (Write "one" to `out/a.txt`). Next: MT-002: Write "two" to `out/b.txt`.' in text
     assert "mp-engine answer MP-8.1" in text  # the fix: how to go on
     result = json.loads(run.result_json.read_text())
-    assert result["extra"]["answerable"]["mt"] == "MT-002"
+    assert result["answerable"]["mt"] == "MT-002"
     d = result["diagnosis"]
     assert d["kind"] == "agent_paused" and d["summary"] == "paused before MT-002, as the MP asks"
     assert git(ws.root, "show", "mp/MP-8.1:out/a.txt") == "one"  # the work so far, on its branch
