@@ -2,13 +2,17 @@
 jittered retry that fetches, verifies and rebases when the remote moved meanwhile.
 
 A push the remote refuses for good (a pre-receive hook, a file too large, a protected
-branch, no permission) is not retried: the commits stay local, the channel is blocked
-with the remote's own message (`status`, `doctor` and every later result show it), and
-the push is tried again only when the remote's branch moves or the engine restarts."""
+branch, no permission) is not retried at once: the commits stay local, the channel is
+blocked with the remote's own message (`status`, `doctor` and every later result show it),
+and the push is tried again when the remote's branch moves, when the engine restarts, and
+after REFUSED_RETRY seconds, doubling up to REFUSED_RETRY_MAX (a refusal that lasts a while,
+a quota or a hook being fixed, must not leave the results local while nobody pushes)."""
 
 from __future__ import annotations
 
 import re
+import time
+from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
@@ -37,6 +41,8 @@ REFUSED_RE = re.compile(
     r"not allowed to (push|force)|permission to \S+ denied|returned error: 403|insufficient permission",
     re.I,
 )
+REFUSED_RETRY = 30.0  # seconds before a refused push is tried again (issue #45), doubling
+REFUSED_RETRY_MAX = 1800.0
 
 
 def _refusal(summary: str, err: str) -> PushRefused:
@@ -81,10 +87,21 @@ def unpushed(sync: SyncContext, s: GitSession) -> int:
     return s.count(f"{sync.tracking}..HEAD") if s.rev(sync.tracking) else s.count("HEAD")
 
 
+def retry_due(blocked: dict[str, Any], now: float) -> bool:
+    """Whether a refused push is tried again at `now` (other blocks wait for the remote)."""
+    if blocked.get("kind") != "push_refused":
+        return False
+    delay = min(REFUSED_RETRY * 2 ** int(blocked.get("tries", 0)), REFUSED_RETRY_MAX)
+    return now >= float(blocked.get("at", 0.0)) + delay
+
+
 def push(sync: SyncContext, s: GitSession, out: SyncOutcome, allowed_signers: str) -> None:
     """Push HEAD; on rejection fetch, verify, rebase and retry with bounded backoff."""
     head = s.rev("HEAD")
-    if not sync.cfg.push or head is None or head == s.rev(sync.tracking) or sync.store.blocked():
+    if not sync.cfg.push or head is None or head == s.rev(sync.tracking):
+        return
+    blocked = sync.store.blocked()
+    if blocked and not retry_due(blocked, time.time()):
         return
     try:
         for attempt in Retrying(
@@ -111,19 +128,23 @@ def push(sync: SyncContext, s: GitSession, out: SyncOutcome, allowed_signers: st
         sync.events.emit("sync_push_deferred", error=f"still rejected after {sync.cfg.push_attempts} attempts: {e}")
         return
     except PushRefused as e:
-        block_refused(sync, s, str(e))
+        block_refused(sync, s, str(e), tries=int(blocked.get("tries", -1)) + 1 if blocked else 0)
         return
     head = s.rev("HEAD")
     assert head is not None
     s.update_refs({sync.tracking: head, PROCESSED_REF: head})
+    if blocked:
+        sync.store.save({**sync.store.load(), "blocked": None})
+        sync.events.emit("sync_unblocked", reason="the refused push was tried again and went through")
     sync.events.emit("sync_pushed", branch=sync.cfg.branch, head=head[:12])
 
 
-def block_refused(sync: SyncContext, s: GitSession, message: str) -> None:
-    """Stop pushing until the remote moves (or a restart): the refusal is remembered with
-    the remote tip it was made against, and reported."""
+def block_refused(sync: SyncContext, s: GitSession, message: str, tries: int = 0) -> None:
+    """Stop pushing until the remote moves, a restart, or the retry is due: the refusal is
+    remembered with the remote tip it was made against, when, and how often, and reported."""
     data = sync.store.load()
-    data["blocked"] = {"kind": "push_refused", "remote": s.rev(sync.tracking) or "", "message": message}
+    remote = s.rev(sync.tracking) or ""
+    data["blocked"] = {"kind": "push_refused", "remote": remote, "message": message, "at": time.time(), "tries": tries}
     sync.store.save(data)
     sync.events.emit("sync_push_refused", message=message, unpushed=unpushed(sync, s))
 

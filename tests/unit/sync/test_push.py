@@ -67,3 +67,42 @@ def test_a_blocked_channel_does_not_push(parts):
     c.store.save({**c.store.load(), "blocked": {"kind": "conflict", "remote": "x", "paths": ["a"]}})
     push.push(c, s, SyncOutcome(), "")
     assert git(bare, "rev-parse", "main") != s.rev("HEAD")
+
+
+def test_a_refused_push_is_tried_again_after_a_while_without_waiting_for_the_remote_to_move(parts):
+    """Issue #45 (the soak): a hook that declines for a while (a quota, a maintenance window)
+    left the results local for good while an orchestrator waited for them without pushing:
+    only a move of the remote or a restart tried again. Now a refusal is tried again after
+    REFUSED_RETRY seconds, doubling, and the channel is unblocked when it goes through."""
+    bare, ws, _orch, c, s = parts
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'refused: the quota is used up' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    head = local_commit(ws)
+    push.push(c, s, SyncOutcome(), "")
+    blocked = c.store.blocked()
+    assert blocked["kind"] == "push_refused" and "quota" in blocked["message"]
+    hook.unlink()  # the remote takes pushes again; nobody pushes to it
+    push.push(c, s, SyncOutcome(), "")
+    assert git(bare, "rev-parse", "main") != head  # not at once: a refusal for good is not hammered
+    c.store.save({**c.store.load(), "blocked": {**blocked, "at": blocked["at"] - push.REFUSED_RETRY - 1}})
+    push.push(c, s, SyncOutcome(), "")
+    assert git(bare, "rev-parse", "main") == head and c.store.blocked() is None
+    assert events(ws, "sync_unblocked")[-1]["reason"] == "the refused push was tried again and went through"
+
+
+def test_a_push_refused_again_waits_twice_as_long(parts):
+    bare, ws, _orch, c, s = parts
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    local_commit(ws)
+    push.push(c, s, SyncOutcome(), "")
+    first = c.store.blocked()
+    c.store.save({**c.store.load(), "blocked": {**first, "at": first["at"] - push.REFUSED_RETRY - 1}})
+    push.push(c, s, SyncOutcome(), "")  # due: tried, refused again
+    again = c.store.blocked()
+    assert again["tries"] == first["tries"] + 1 and again["at"] > first["at"] - 1
+    assert not push.retry_due(again, again["at"] + push.REFUSED_RETRY + 1)
+    assert push.retry_due(again, again["at"] + 2 * push.REFUSED_RETRY + 1)
+    assert not push.retry_due({**again, "kind": "conflict"}, again["at"] + 10**6)  # only refusals
