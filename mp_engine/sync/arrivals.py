@@ -14,8 +14,9 @@ The engine runs the queue before the slot, so the MPs run one at a time in commi
 
 from __future__ import annotations
 
+from mp_engine.inbox.header import sha256_hex
 from mp_engine.inbox.queue import GIT, SLOT
-from mp_engine.sync.context import SyncContext
+from mp_engine.sync.context import PROCESSED_REF, SyncContext
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
 
@@ -50,7 +51,13 @@ def queue_arrivals(sync: SyncContext, s: GitSession, head: str, versions: list[t
     queue, added = inbox.queue, []
     waiting = inbox.waiting_bytes()  # None when empty, or when it is the MP running
     if waiting is not None:
-        q = queue.add(waiting, SLOT, commit=f"{head}:slot")
+        # Keyed by the last remote commit integrated, not by HEAD (issue #45): a pull that
+        # failed on a full disk could not take back what it queued, the engine committed
+        # meanwhile, and the retry queued the same waiting MP again under the new HEAD.
+        # Only a pull that succeeds moves the processed commit; the bytes tell a version
+        # dropped into the slot by hand since then from the one queued before.
+        since = s.rev(PROCESSED_REF) or head
+        q = queue.add(waiting, SLOT, commit=f"{since}:{sha256_hex(waiting)[:16]}:slot")
         if q is not None:
             added.append(q.id)
     lost = versions[:-1] if versions[-1][1] else versions  # the newest takes the slot

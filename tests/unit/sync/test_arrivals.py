@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import events, read_state
 from tests.gitutil import git, make_engine, push_mp, remote_file, remote_log, sync_tick
 
@@ -130,3 +132,44 @@ def test_a_pull_that_conflicts_queues_nothing_twice(channel):
     ]
     assert (ws.root / "order.txt").read_text() == "c\n" and read_state(ws).get("halt") is None
     assert not len(engine.inbox.queue) and remote_file(bare, INBOX) is None
+
+
+def test_a_pull_that_fails_on_a_full_disk_queues_the_waiting_mp_once_though_the_head_moved(channel, monkeypatch):
+    """Issue #45 (the soak): a pull failed on a full disk (git could not write), and so did
+    taking back what it had queued (the queue's index could not be written). The engine
+    then committed (its HEAD moved) and the next pull queued the MP waiting in the slot a
+    second time: it ended SUPERSEDED twice, two results for one arrival."""
+    import errno
+
+    import mp_engine.sync.pull as pull
+    from mp_engine.core.errors import SyncError
+    from mp_engine.inbox.queue import MPQueue
+
+    bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    push_mp(orch, "# MP-6.0 Fails\n\n```bash\nexit 3\n```\n")
+    assert sync_tick(engine).action == "error"
+    push_mp(orch, mp(1))
+    assert sync_tick(engine).action == "halted"  # MP-5.1 waits in the slot
+    push_mp(orch, mp(2))
+
+    def disk_full(*_a, **_k):
+        raise SyncError("`git read-tree` failed (exit 128): fatal: write error. Out of diskspace")
+
+    def index_unwritable(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(pull, "bring_in", disk_full)
+        m.setattr(MPQueue, "rollback", index_unwritable)
+        with pytest.raises(OSError):
+            sync_tick(engine)
+    git(ws.root, "-c", "user.name=op", "-c", "user.email=op@x", "commit", "-q", "--allow-empty", "-m", "the head moves")
+    push_mp(orch, "# MP-6.2 Approves\nApproves: MP-6.0\n\n```bash\necho approved >> order.txt\n```\n")
+    drain(engine)
+    assert results(ws) == [
+        ("MP-6.0", "ERROR"),
+        ("MP-5.1", "SUPERSEDED"),
+        ("MP-5.2", "SUPERSEDED"),
+        ("MP-6.2", "COMPLETED"),
+    ]
