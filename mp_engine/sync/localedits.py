@@ -1,5 +1,5 @@
-"""Moving the channel branch to its replayed tip, with an operator's uncommitted edits in
-the paths the move rewrites carried over (issue #45).
+"""Moving the channel branch, to the remote's tip (a fast-forward) or to its replayed tip,
+with an operator's uncommitted edits in the paths the move rewrites carried over (issue #45).
 
 `git reset --keep` rewrites only the paths that differ between the old and the new tip,
 and refuses when one of them has an uncommitted change. The engine then used to fall back

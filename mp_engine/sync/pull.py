@@ -17,6 +17,7 @@ from mp_engine.core.errors import LocalEditsInTheWay, SyncConflict, SyncError
 from mp_engine.inbox.header import header_summary
 from mp_engine.record.diagnosis import REFUSED_KIND, Diagnosis
 from mp_engine.sync.context import PROCESSED_REF, SyncContext
+from mp_engine.sync.localedits import carry_over
 from mp_engine.sync.replay import replay
 from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH, check_range
@@ -117,13 +118,12 @@ def bring_in(
 ) -> str | SyncConflict:
     """Move the branch to `remote_sha`: a fast-forward, or the engine's unpushed commits
     (its landing merges included) replayed onto it without rewriting its files in the tree.
-    Never `git rebase` (issue #45): it checks out the remote's tip first, and on a conflict
-    leaves the tree mid-rebase until the abort. Returns how, or the conflict (nothing moved)."""
+    Never `git rebase` nor `merge --autostash`, which stash every dirty file, the state file
+    too (issue #45). Returns how, or the conflict (nothing moved)."""
     # processed == head is the common case (nothing local since the last push), and then
     # the rewrite check already proved head is an ancestor of the remote.
     if head == processed or s.is_ancestor(head, remote_sha):
-        _fast_forward(s, remote_sha)
-        return "fast-forward"
+        return _fast_forward(s, head, remote_sha, emit) or "fast-forward"
     return replay(s, head, remote_sha, emit) or "rebase"
 
 
@@ -171,15 +171,17 @@ def refuse_unsigned(
     )
 
 
-def _fast_forward(s: GitSession, remote_sha: str) -> None:
-    """`git merge --ff-only`, without --autostash first: the tree is rarely clean, and
-    autostash stashes every dirty file even when the incoming commits touch none of them.
-    git refuses a fast-forward that would overwrite a local change; only then stash."""
+def _fast_forward(s: GitSession, head: str, remote_sha: str, emit: Callable[..., None]) -> SyncConflict | None:
+    """`git merge --ff-only`, which keeps what the operator staged. When git refuses because
+    a local change (or an untracked file) is in the way, the move is `carry_over`'s: only
+    those paths set aside, never `--autostash`, which stashed every dirty file and so wrote
+    SESSION_STATE.json back in place: a reader found it missing or empty (issue #45)."""
     code, _out, err = s.status("merge", "--ff-only", "--quiet", remote_sha)
-    if code != 0:
-        if "would be overwritten" not in err and "untracked working tree files" not in err:
-            raise SyncError(f"`git merge --ff-only {remote_sha[:12]}` failed ({code}): {err.strip()}")
-        s.run("merge", "--ff-only", "--autostash", "--quiet", remote_sha)
+    if code == 0:
+        return None
+    if "would be overwritten" not in err and "untracked working tree files" not in err:
+        raise SyncError(f"`git merge --ff-only {remote_sha[:12]}` failed ({code}): {err.strip()}")
+    return carry_over(s, head, remote_sha, emit)
 
 
 def block_on_conflict(

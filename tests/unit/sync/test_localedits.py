@@ -60,3 +60,22 @@ def test_an_untracked_file_where_the_remote_adds_one_is_reported_and_left(parts)
     out = pull.integrate(c, s, tip, "")
     assert out.problem is not None and "new.txt" in out.problem.diagnosis
     assert (ws.root / "new.txt").read_text() == "the operator's\n" and git(ws.root, "stash", "list") == ""
+
+
+def test_a_fast_forward_with_an_edit_in_the_way_carries_it_and_leaves_the_state_file_alone(parts):
+    """Issue #45 (the soak): a fast-forward that met a local change fell back to `git merge
+    --autostash`, which stashed every dirty file: SESSION_STATE.json was removed and written
+    back in place, and a reader found it missing or empty (docs/PROTOCOL.md §5)."""
+    _bare, ws, orch, c, s = parts
+    push_file(orch, "shared.txt", "one\ntwo\nthree\n", "shared")
+    pull.integrate(c, s, pull.ls_remote(c, s), "")
+    (ws.root / "shared.txt").write_text("ONE\ntwo\nthree\n")  # the operator's, not committed
+    tip = push_file(orch, "shared.txt", "one\ntwo\nTHREE\n", "theirs")
+    state = ws.root / "SESSION_STATE.json"
+    atomic_write(state, state.read_text() + " ")  # the engine's write since its last commit
+    before = (os.stat(state).st_ctime_ns, state.read_bytes())  # ctime: any write, even to a reused inode
+    assert pull.integrate(c, s, tip, "").integrated
+    assert (ws.root / "shared.txt").read_text() == "ONE\ntwo\nTHREE\n" and s.rev("HEAD") == tip
+    assert (os.stat(state).st_ctime_ns, state.read_bytes()) == before  # never stashed, never checked out
+    assert events(ws, "sync_local_edits_carried")[-1]["paths"] == ["shared.txt"]
+    assert git(ws.root, "stash", "list") == ""
