@@ -49,7 +49,7 @@ def queue_arrivals(sync: SyncContext, s: GitSession, head: str, versions: list[t
     if inbox is None or not versions:
         return []
     queue, added = inbox.queue, []
-    waiting = inbox.waiting_bytes()  # None when empty, or when it is the MP running
+    waiting = waiting_in_slot(sync, s, head, versions)
     if waiting is not None:
         # Keyed by the last remote commit integrated, not by HEAD (issue #45): a pull that
         # failed on a full disk could not take back what it queued, the engine committed
@@ -68,3 +68,22 @@ def queue_arrivals(sync: SyncContext, s: GitSession, head: str, versions: list[t
     if added:
         sync.events.emit("inbox_queued", entries=added, pending=len(queue))
     return added
+
+
+def waiting_in_slot(sync: SyncContext, s: GitSession, head: str, versions: list[tuple[str, bool]]) -> bytes | None:
+    """The MP waiting in the slot, which this pull takes it from: the slot's bytes (None
+    when it is empty, or holds the MP running). When the slot holds one of the incoming
+    versions that HEAD does not have, a move cut short left it there (a full disk let git
+    write the working tree, not HEAD: issue #45); this pull brings that version anyway, and
+    queued as waiting too it ran twice. What waited is then HEAD's version."""
+    inbox = sync.inbox
+    assert inbox is not None
+    slot = inbox.waiting_bytes()
+    if slot is None:
+        return None
+    committed = s.blob(head, INBOX_PATH)
+    if slot == committed or not any(present and s.blob(c, INBOX_PATH) == slot for c, present in versions):
+        return slot
+    if committed is None or sha256_hex(committed) == inbox.busy_sha:
+        return None
+    return committed

@@ -31,9 +31,13 @@ def carry_over(s: GitSession, head: str, new: str, emit: Callable[..., None]) ->
     if refused.ok:
         return None
     edited, untracked = in_the_way(s, head, new)
+    edited, untracked = drop_leftovers(s, head, new, edited, untracked, emit)
     if untracked:
         return LocalEditsInTheWay(f"untracked files on the engine host are in the way of {new[:12]}", untracked)
     if not edited:
+        moved = s.result("reset", "--keep", "--quiet", new)  # with what a cut-short move left put back
+        if moved.ok:
+            return None
         raise GitFailed(refused)  # not an edit in the way (a lock, say): the evidence
     clash = dry_run(s, head, new)
     if clash:
@@ -49,6 +53,38 @@ def carry_over(s: GitSession, head: str, new: str, emit: Callable[..., None]) ->
         return None
     emit("sync_local_edits_carried", paths=edited, to=new[:12])
     return None
+
+
+def drop_leftovers(
+    s: GitSession, head: str, new: str, edited: list[str], untracked: list[str], emit: Callable[..., None]
+) -> tuple[list[str], list[str]]:
+    """Put back what a move cut short left: a full disk let git write the working tree but
+    not the index (issue #45), so a path in the way holds exactly a version one of the
+    incoming commits has there, nothing of anyone's. Such an untracked file is removed, such
+    an edit of a tracked one is checked out from HEAD. Returns (edited, untracked) that
+    stay in the way."""
+    paths = [*edited, *untracked]
+    if not paths:
+        return edited, untracked
+    raw = s.run("log", "--format=", "--raw", "--no-abbrev", "--no-renames", f"{head}..{new}", "--", *paths)
+    incoming = {line.split()[3] for line in raw.splitlines() if line.startswith(":") and len(line.split()) > 4}
+    present = [p for p in paths if (s.root / p).is_file() and not (s.root / p).is_symlink()]
+    ids = dict(zip(present, s.run("hash-object", "--", *present).split(), strict=True)) if present else {}
+    left = [p for p in paths if ids.get(p) not in incoming]
+    if len(left) == len(paths):
+        return edited, untracked
+    for p in untracked:
+        if p not in left:
+            (s.root / p).unlink()
+    restore = [p for p in edited if p not in left]
+    if restore:
+        s.run("checkout", "-q", "HEAD", "--", *restore)
+    emit(
+        "git_recovered",
+        what="what a move cut short left in the working tree put back",
+        paths=sorted(set(paths) - set(left)),
+    )
+    return [p for p in edited if p in left], [p for p in untracked if p in left]
 
 
 def in_the_way(s: GitSession, head: str, new: str) -> tuple[list[str], list[str]]:

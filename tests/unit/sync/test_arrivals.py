@@ -173,3 +173,42 @@ def test_a_pull_that_fails_on_a_full_disk_queues_the_waiting_mp_once_though_the_
         ("MP-5.2", "SUPERSEDED"),
         ("MP-6.2", "COMPLETED"),
     ]
+
+
+def cut_short(ws, text: str) -> None:
+    """What a fast-forward cut short by a full disk leaves: the incoming inbox file in the
+    working tree, not in the index nor HEAD."""
+    (ws.root / INBOX).write_text(text)
+
+
+def test_an_mp_a_cut_short_move_left_in_the_slot_runs_once(channel):
+    """Issue #45 (the soak): the next pull took the copy a cut-short move had left for an MP
+    waiting in the slot and queued it, then brought the same version in: it ran twice."""
+    _bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    push_mp(orch, mp(1))
+    cut_short(ws, mp(1))
+    drain(engine)
+    assert results(ws) == [("MP-5.1", "COMPLETED")] and (ws.root / "order.txt").read_text() == "ran\n"
+
+
+def test_the_mp_waiting_when_a_move_was_cut_short_still_gets_its_result(channel):
+    """Halted, MP-5.1 waits in the slot; a cut-short move wrote MP-5.2 over it; MP-6.2
+    approves. MP-5.1 was lost (never queued: its bytes were no longer in the slot) and the
+    copy of MP-5.2 was queued as if it waited."""
+    _bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    push_mp(orch, "# MP-6.0 Fails\n\n```bash\nexit 3\n```\n")
+    assert sync_tick(engine).action == "error"
+    push_mp(orch, mp(1))
+    assert sync_tick(engine).action == "halted"
+    push_mp(orch, mp(2))
+    cut_short(ws, mp(2))
+    push_mp(orch, "# MP-6.2 Approves\nApproves: MP-6.0\n\n```bash\necho approved >> order.txt\n```\n")
+    drain(engine)
+    assert results(ws) == [
+        ("MP-6.0", "ERROR"),
+        ("MP-5.1", "SUPERSEDED"),
+        ("MP-5.2", "SUPERSEDED"),
+        ("MP-6.2", "COMPLETED"),
+    ]

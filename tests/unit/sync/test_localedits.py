@@ -79,3 +79,33 @@ def test_a_fast_forward_with_an_edit_in_the_way_carries_it_and_leaves_the_state_
     assert (os.stat(state).st_ctime_ns, state.read_bytes()) == before  # never stashed, never checked out
     assert events(ws, "sync_local_edits_carried")[-1]["paths"] == ["shared.txt"]
     assert git(ws.root, "stash", "list") == ""
+
+
+def test_what_a_move_cut_short_left_in_the_tree_does_not_stop_the_next_one(parts):
+    """A fast-forward cut short by a full disk wrote the incoming file into the working tree
+    but not the index: an untracked copy of exactly what the next move brings. It was in
+    the way of every later pull (`untracked working tree files would be overwritten`)."""
+    _bare, ws, orch, c, s = parts
+    tip = push_file(orch, "Claude_Inbox/incoming_microproject.txt", "# MP-1.2 Next\n\n```bash\ntrue\n```\n", "send")
+    (ws.root / "Claude_Inbox/incoming_microproject.txt").write_text("# MP-1.2 Next\n\n```bash\ntrue\n```\n")
+    assert pull.integrate(c, s, tip, "").integrated and s.rev("HEAD") == tip
+    assert git(ws.root, "status", "--porcelain", "--", "Claude_Inbox") == ""
+    (ws.root / "other.txt").write_text("the operator's\n")  # an untracked file of other bytes stays in the way
+    tip = push_file(orch, "other.txt", "the orchestrator's\n", "adds other.txt")
+    assert pull.integrate(c, s, tip, "").problem is not None
+
+
+def test_an_edit_that_is_an_incoming_version_a_cut_short_move_left_is_put_back_not_a_conflict(parts):
+    """The slot held MP-1.2 (committed); a move cut short wrote MP-1.3 over it; meanwhile the
+    orchestrator sent MP-1.4. Merging that edit over MP-1.4 would conflict, but it is no
+    one's edit: git's own copy of an incoming version. Before, the MP halted (git_conflict)."""
+    _bare, ws, orch, c, s = parts
+    inbox = "Claude_Inbox/incoming_microproject.txt"
+    pull.integrate(c, s, push_file(orch, inbox, "# MP-1.2 A\n\n```bash\ntrue\n```\n", "send 1.2"), "")
+    push_file(orch, inbox, "# MP-1.3 B\n\n```bash\ntrue\n```\n", "send 1.3")
+    (ws.root / inbox).write_text("# MP-1.3 B\n\n```bash\ntrue\n```\n")  # the cut-short move's copy
+    tip = push_file(orch, inbox, "# MP-1.4 C\n\n```bash\ntrue\n```\n", "send 1.4")
+    out = pull.integrate(c, s, tip, "")
+    assert out.integrated and out.problem is None and s.rev("HEAD") == tip
+    assert (ws.root / inbox).read_text().startswith("# MP-1.4") and git(ws.root, "stash", "list") == ""
+    assert events(ws, "git_recovered")[-1]["paths"] == [inbox]
