@@ -13,6 +13,7 @@ finished is never run again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -129,6 +130,13 @@ class AgentRun:
             if paused is not None:
                 return paused
             return publisher.finish(state, self.ctx, distilled(self.ctx.ws, self.ctx.run.run_id, state.tasks))
+        except Exception:
+            # The run ends here: the pipeline records the error (a full disk, a bug) and a
+            # closed run is never resumed, so nothing else would remove its worktrees and
+            # task branches (issue #45). On a full disk this frees space too.
+            with contextlib.suppress(Exception):  # the run's own error is the one to report
+                self.work.remove()
+            raise
         finally:
             self.ctx.ledger.durable, self.ctx.ledger.deferred = True, False
             self.ctx.events.sync()

@@ -281,3 +281,27 @@ def test_an_mp_may_lower_max_parallel_never_raise_it(ws):
     for header, limit in (("", 3), ("Max-Parallel: 1\n", 1), ("Max-Parallel: 2\n", 2), ("Max-Parallel: 8\n", 3)):
         mp = parse(f"# MP-9.9\nExecutor: agent\n{header}\nDo it.\n\n## Validate\n\n```bash\ntrue\n```\n".encode())
         assert parallel_limit(cfg, mp) == limit, header
+
+
+def test_a_run_that_ends_on_a_full_disk_removes_its_worktrees_and_task_branches(engine_for, ws, monkeypatch):
+    """Issue #45 (the soak): a parallel run cut short by a full disk (an OSError out of the
+    run) ended ERROR disk_full, as it should, but left its task worktrees and mp-task/*
+    branches behind: a closed run is never resumed, so nothing removed them."""
+    import errno
+
+    from mp_engine.agent.run.publisher import Publisher
+
+    engine = engine_for([level("fast", "good.py")], max_parallel=2)
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Publisher, "finish", full)
+    drop(ws, TWO)
+    assert engine.tick().action == "error"
+    assert result_field(ws, "Error-Kind") == "disk_full"
+    run = only_run(ws)
+    assert git(ws.root, "for-each-ref", "refs/heads/mp-task/") == ""
+    assert not (ws.local_dir / "work" / run.run_id).exists()
+    assert git(ws.root, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert git(ws.root, "rev-parse", "--verify", "-q", "refs/heads/mp/MP-9.1")  # the work branch stays
