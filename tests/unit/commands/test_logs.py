@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -69,3 +70,24 @@ def test_logs_follow_keeps_every_line_across_rotation(ws, tmp_path, monkeypatch)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_the_last_lines_of_a_big_log_are_read_from_its_end(ws):
+    """Issue #45 (bench figure 22): `logs -n 50` read the whole current log, 10 MiB after
+    weeks of operation, to show its last 50 lines. It reads blocks from the end now."""
+    import tracemalloc
+
+    from mp_engine.commands.logs import last_lines
+
+    line = '{"ts": "2026-11-28T12:00:00.000Z", "event": "tick", "seq": %d, "pad": "' + "x" * 150 + '"}\n'
+    with open(ws.events_file, "w") as f:
+        f.writelines(line % n for n in range(60_000))  # about 10 MiB
+    tracemalloc.start()
+    try:
+        got = last_lines(ws.events_file, 50)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [json.loads(x)["seq"] for x in got] == list(range(59_950, 60_000))
+    assert peak < 1024 * 1024, peak  # the whole file would be 10 MiB, twice over once decoded
+    assert [json.loads(x)["seq"] for x in last_lines(ws.events_file, 3, upto=len(line % 0) * 10)] == [7, 8, 9]

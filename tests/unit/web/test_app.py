@@ -140,3 +140,20 @@ def test_the_page_names_its_icon(ws):
     assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/").text
     icon = client.get("/static/favicon.svg")
     assert icon.status_code == 200 and icon.text.startswith("<svg")
+
+
+def test_the_history_page_shows_the_newest_hundred_runs_and_says_how_many_there_are(ws, monkeypatch):
+    """Issue #45 (bench figure 22): the page showed every run up to 1,000, so at 10,000
+    archived runs it cost 28 times what it cost at 100. It shows the newest 100 by default."""
+    import shutil
+
+    run_mps(ws, monkeypatch, "# MP-7.9 Fine\n\n```bash\ntrue\n```\n")
+    (real,) = [p for p in ws.runs_dir.iterdir() if p.is_dir()]
+    for n in range(1, 150):
+        shutil.copytree(real, ws.runs_dir / f"20260101T{n:06d}Z-MP-8.{n}")
+    _, client = app_for(ws)
+    page = client.get("/history").text
+    assert page.count("<tr class=") == 100 and "The newest 100 of 150 runs" in page
+    assert '<a href="/history?limit=150">show 150</a>' in page
+    assert client.get("/history?limit=150").text.count("<tr class=") == 150
+    assert client.get("/api/v1/runs?limit=5").json()["total"] == 150

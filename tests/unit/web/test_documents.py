@@ -101,3 +101,27 @@ def test_with_git_on_the_state_has_the_channel_the_last_sync_and_the_heartbeat(t
     assert doc["git"]["branch"] == "main" and doc["git"]["unpushed"] == 0 and "error" not in doc["git"]
     assert doc["last_sync"] == {"at": None, "age": None}
     assert doc["heartbeat"]["pushed_at"] is None and doc["heartbeat"]["interval"] == 300.0
+
+
+def test_the_archive_is_listed_again_only_when_its_directory_changed(ws, monkeypatch):
+    """Issue #45 (bench figure 22): at 10,000 runs, listing SYSTEM/runs was most of what a
+    history page cost. The names are kept until the directory's mtime moves; a listing
+    taken just after a change is not kept (a second change in the same tick)."""
+    import os
+
+    from mp_engine.web import documents
+
+    listed = []
+    real = documents.run_names
+    monkeypatch.setattr(documents, "run_names", lambda w: listed.append(1) or real(w))
+    for n in (1, 2):
+        (ws.runs_dir / f"20260101T00000{n}Z-MP-8.{n}").mkdir(parents=True)
+    old = os.stat(ws.runs_dir).st_mtime_ns - 10 * documents.RACY_NS
+    os.utime(ws.runs_dir, ns=(old, old))
+    d = docs_for(ws)
+    assert d.runs(10)["total"] == 2 and d.runs(10)["total"] == 2 and len(listed) == 1
+    (ws.runs_dir / "20260101T000003Z-MP-8.3").mkdir()  # now: its mtime is racy, so it is listed each time
+    assert [d.runs(10)["total"], d.runs(10)["total"]] == [3, 3] and len(listed) == 3
+    os.utime(ws.runs_dir, ns=(old + 1, old + 1))
+    assert [r["run_id"] for r in d.runs(10)["runs"]][0].endswith("MP-8.3") and d.runs(1)["total"] == 3
+    assert len(listed) == 4
