@@ -75,6 +75,9 @@ class GitConfig(Section):
     timeout: float = Field(60.0, gt=0, description="seconds any one git command may take")
     push_attempts: int = Field(5, ge=1, description="push attempts when the remote moved in the meantime")
     push_backoff_max: float = Field(5.0, gt=0, description="cap of the jittered backoff between attempts")
+    refused_retry: float = Field(
+        30.0, gt=0, description="seconds before a push the remote refused is tried again, doubling up to 30 min"
+    )
     max_file_bytes: int = Field(1024 * 1024, ge=0, description="files above this size stay on the host (0 = no cap)")
     require_signed: bool = False
     allowed_signers: str = Field("", description="ssh allowed-signers file, outside the repository")

@@ -5,8 +5,9 @@ A push the remote refuses for good (a pre-receive hook, a file too large, a prot
 branch, no permission) is not retried at once: the commits stay local, the channel is
 blocked with the remote's own message (`status`, `doctor` and every later result show it),
 and the push is tried again when the remote's branch moves, when the engine restarts, and
-after REFUSED_RETRY seconds, doubling up to REFUSED_RETRY_MAX (a refusal that lasts a while,
-a quota or a hook being fixed, must not leave the results local while nobody pushes)."""
+after `[git] refused_retry` seconds (30), doubling up to REFUSED_RETRY_MAX (a refusal that
+lasts a while, a quota or a hook being fixed, must not leave the results local while nobody
+pushes)."""
 
 from __future__ import annotations
 
@@ -41,8 +42,7 @@ REFUSED_RE = re.compile(
     r"not allowed to (push|force)|permission to \S+ denied|returned error: 403|insufficient permission",
     re.I,
 )
-REFUSED_RETRY = 30.0  # seconds before a refused push is tried again (issue #45), doubling
-REFUSED_RETRY_MAX = 1800.0
+REFUSED_RETRY_MAX = 1800.0  # the longest wait before a refused push is tried again (issue #45)
 
 
 def _refusal(summary: str, err: str) -> PushRefused:
@@ -87,11 +87,12 @@ def unpushed(sync: SyncContext, s: GitSession) -> int:
     return s.count(f"{sync.tracking}..HEAD") if s.rev(sync.tracking) else s.count("HEAD")
 
 
-def retry_due(blocked: dict[str, Any], now: float) -> bool:
-    """Whether a refused push is tried again at `now` (other blocks wait for the remote)."""
+def retry_due(blocked: dict[str, Any], now: float, first: float = 30.0) -> bool:
+    """Whether a refused push is tried again at `now`, `first` seconds after the first
+    refusal, doubling (other blocks wait for the remote)."""
     if blocked.get("kind") != "push_refused":
         return False
-    delay = min(REFUSED_RETRY * 2 ** int(blocked.get("tries", 0)), REFUSED_RETRY_MAX)
+    delay = min(first * 2 ** int(blocked.get("tries", 0)), max(REFUSED_RETRY_MAX, first))
     return now >= float(blocked.get("at", 0.0)) + delay
 
 
@@ -101,7 +102,7 @@ def push(sync: SyncContext, s: GitSession, out: SyncOutcome, allowed_signers: st
     if not sync.cfg.push or head is None or head == s.rev(sync.tracking):
         return
     blocked = sync.store.blocked()
-    if blocked and not retry_due(blocked, time.time()):
+    if blocked and not retry_due(blocked, time.time(), sync.cfg.refused_retry):
         return
     try:
         for attempt in Retrying(

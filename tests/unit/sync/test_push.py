@@ -12,6 +12,8 @@ from mp_engine.sync.push import PushRejected, push_checked, unpushed
 from tests.conftest import events
 from tests.gitutil import git, push_file
 
+RETRY = 30.0  # [git] refused_retry's default
+
 
 def local_commit(ws, name: str = "result.txt") -> str:
     (ws.root / name).write_text("a result\n")
@@ -73,7 +75,7 @@ def test_a_refused_push_is_tried_again_after_a_while_without_waiting_for_the_rem
     """Issue #45 (the soak): a hook that declines for a while (a quota, a maintenance window)
     left the results local for good while an orchestrator waited for them without pushing:
     only a move of the remote or a restart tried again. Now a refusal is tried again after
-    REFUSED_RETRY seconds, doubling, and the channel is unblocked when it goes through."""
+    `[git] refused_retry` seconds, doubling, and the channel is unblocked when it goes through."""
     bare, ws, _orch, c, s = parts
     hook = bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'refused: the quota is used up' >&2\nexit 1\n")
@@ -85,7 +87,7 @@ def test_a_refused_push_is_tried_again_after_a_while_without_waiting_for_the_rem
     hook.unlink()  # the remote takes pushes again; nobody pushes to it
     push.push(c, s, SyncOutcome(), "")
     assert git(bare, "rev-parse", "main") != head  # not at once: a refusal for good is not hammered
-    c.store.save({**c.store.load(), "blocked": {**blocked, "at": blocked["at"] - push.REFUSED_RETRY - 1}})
+    c.store.save({**c.store.load(), "blocked": {**blocked, "at": blocked["at"] - RETRY - 1}})
     push.push(c, s, SyncOutcome(), "")
     assert git(bare, "rev-parse", "main") == head and c.store.blocked() is None
     assert events(ws, "sync_unblocked")[-1]["reason"] == "the refused push was tried again and went through"
@@ -99,10 +101,14 @@ def test_a_push_refused_again_waits_twice_as_long(parts):
     local_commit(ws)
     push.push(c, s, SyncOutcome(), "")
     first = c.store.blocked()
-    c.store.save({**c.store.load(), "blocked": {**first, "at": first["at"] - push.REFUSED_RETRY - 1}})
+    c.store.save({**c.store.load(), "blocked": {**first, "at": first["at"] - RETRY - 1}})
     push.push(c, s, SyncOutcome(), "")  # due: tried, refused again
     again = c.store.blocked()
     assert again["tries"] == first["tries"] + 1 and again["at"] > first["at"] - 1
-    assert not push.retry_due(again, again["at"] + push.REFUSED_RETRY + 1)
-    assert push.retry_due(again, again["at"] + 2 * push.REFUSED_RETRY + 1)
+    assert not push.retry_due(again, again["at"] + RETRY + 1)
+    assert push.retry_due(again, again["at"] + 2 * RETRY + 1)
     assert not push.retry_due({**again, "kind": "conflict"}, again["at"] + 10**6)  # only refusals
+    assert push.retry_due(again, again["at"] + 4.5, first=2.0) and not push.retry_due(
+        again, again["at"] + 3.5, first=2.0
+    )
+    assert c.cfg.refused_retry == RETRY
