@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 DASHBOARD ?= 127.0.0.1:8470
 
-.PHONY: run test lint setup clean bench
+.PHONY: run test lint setup clean bench soak
 
 # Exit 4: a daemon already serves this checkout, and mp-engine has said so with its pid;
 # that is what `make run` wants, so make adds no "Error 4" under the message (issue #44).
@@ -37,6 +37,17 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The soak (issue #45, bench/soak/): a seeded, mixed workload of shell and agent MPs through
+# the real daemon and a remote behind `git daemon`, sent by `send`, the MCP tools and the
+# client, with faults at random moments; every invariant checked, figures in bench/SOAK.md.
+# Not part of `make test` (tests/e2e/test_soak.py, its short version, is). About an hour
+# on 2 shared CPUs with the default; SOAK_MPS=, SOAK_SEED=, SOAK_FAULTS= (default MPs / 10).
+SOAK_MPS ?= 1500
+SOAK_SEED ?= 45
+SOAK_FAULTS ?=
+soak: $(STAMP)
+	SOAK_MPS=$(SOAK_MPS) SOAK_SEED=$(SOAK_SEED) SOAK_FAULTS=$(SOAK_FAULTS) $(BIN)/python -m bench.soak
 
 setup: $(STAMP)
 
