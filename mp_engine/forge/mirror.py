@@ -57,7 +57,7 @@ class RepoMirror:
             raise self._refused(result) if remote and REFUSED_RE.search(result.err) else gitcmd.failure(result)
         return result
 
-    def _refused(self, result: gitcmd.GitResult) -> SyncError:
+    def _refused(self, result: gitcmd.GitResult[str]) -> SyncError:
         held = self._auth.env is not None
         fix = (
             f"the token in the variable [repos.{self.name}] token_env names must be valid and allowed Contents "

@@ -41,7 +41,7 @@ from mp_engine.inbox.answer import pending as pending_answer
 from mp_engine.inbox.answer import requested as answer_requested
 from mp_engine.inbox.cancel_request import pending as pending_cancels
 from mp_engine.inbox.cancel_request import requested as cancel_requested
-from mp_engine.inbox.intake import Entry, Inbox
+from mp_engine.inbox.intake import Entry, Inbox, Signature
 from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.inbox.queue import SEEN
 from mp_engine.pipeline import answering, synced
@@ -126,7 +126,7 @@ class Engine:
             advise=agent.advise if config.diagnose.level else None,
         )
         self._recovery_scan_done = False
-        self._held_notice: tuple | None = None
+        self._held_notice: tuple[Signature, str] | None = None
 
     @classmethod
     def build(cls, ws: Workspace, config: Config) -> Engine:
@@ -311,10 +311,12 @@ class Engine:
             return finalize(self.ctx, *reject(self.ctx, entry, data, verdict.error))
         if isinstance(verdict, Held):
             if verdict.mp is not None:
+                assert data is not None  # the MP held was parsed from it
                 self.inbox.queue.add(data, SEEN)  # replaced while held, it still gets a result
             return self._hold(state, entry, verdict.why)
         if isinstance(verdict, Ended):
             return verdict.result
+        assert data is not None  # the MP admitted was parsed from it
         run, ledger = claim(self.ctx, verdict.mp, data, verdict.executor.name)
         return drive(self.ctx, run, ledger, verdict.mp, verdict.executor)
 
@@ -368,7 +370,9 @@ class Engine:
             if state.halt is None:
                 return None
             daemon = getattr(state, "daemon", None)
-            alive = bool(daemon) and daemon.get("host") == socket.gethostname() and pid_alive(daemon.get("pid"))
+            alive = (
+                isinstance(daemon, dict) and daemon.get("host") == socket.gethostname() and pid_alive(daemon.get("pid"))
+            )
             self.state.update(
                 halt=None, current=IDLE, status=Status.ONLINE if alive else Status.OFFLINE, reason=f"approved via {via}"
             )

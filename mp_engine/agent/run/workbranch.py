@@ -23,6 +23,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mp_engine.core.gitcmd import GitResult, git
 from mp_engine.core.workspace import WORK_PATHSPEC, Workspace
@@ -46,7 +47,7 @@ class Landing:
     commit: str | None  # the work branch's tip
     note: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"branch": self.branch, "landed": self.landed, "how": self.how, "commit": self.commit, "note": self.note}
 
 
@@ -66,7 +67,9 @@ class WorkBranch:
         self.path = self.run_dir / "integration" if parallel else self.run_dir
         self._id: list[str] | None = None
 
-    def _git(self, *args: str, cwd: Path | None = None, check: bool = True, env=None) -> GitResult:
+    def _git(
+        self, *args: str, cwd: Path | None = None, check: bool = True, env: dict[str, str] | None = None
+    ) -> GitResult[str]:
         return git(cwd or self.ws.root, *args, check=check, timeout=TIMEOUT, env=env)
 
     def identity(self) -> list[str]:

@@ -26,7 +26,7 @@ class TaskWorktrees:
         self.root = work.run_dir
         self._pruned = False
 
-    def _git(self, cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> GitResult:
+    def _git(self, cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> GitResult[str]:
         return git(cwd, *args, check=check, timeout=TIMEOUT, env=env)
 
     def path(self, mt_id: str) -> Path:
