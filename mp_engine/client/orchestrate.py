@@ -154,7 +154,7 @@ class Orchestrator:
                 "error": f"no MP {ref} was sent or seen: it is not in the remote's inbox (nor queued in its history), "
                 "not running, and no result names it. Send it with send_mp first; waiting will not make it appear.",
             }
-        progress = {
+        progress: dict[str, Any] = {
             "done": False,
             "status": "RUNNING" if running else "waiting",
             "progress": progress_line(state, str(mp_id)),

@@ -28,6 +28,7 @@ understood or `InvalidMPError` is raised.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -47,6 +48,7 @@ MAX_KEY_NOTES = 20  # notes about misplaced header keys; the last says there may
 KEYS = tuple(HEADER_KEYS)
 HEAD_LINES = 2 + len(HEADER_KEYS)  # the header line, its keys, the line that ends them
 LEADING_BLANKS = re.compile(r"\s*")  # whitespace as `str.strip` sees it
+Searcher = Callable[[str, int], re.Match[str] | None]  # `Pattern.search` from an offset
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,9 @@ def _head(text: str) -> tuple[int, list[str], int]:
     """(index of the first non-blank line, the lines from there that can hold the header
     and its keys (the last is the rest of the text), that line's offset)."""
     # The blank lines before the header: the leading whitespace, back to its last newline.
-    pos = text.rfind("\n", 0, LEADING_BLANKS.match(text).end()) + 1
+    blanks = LEADING_BLANKS.match(text)
+    assert blanks is not None  # `\s*` matches at the start of any text, if only the empty string
+    pos = text.rfind("\n", 0, blanks.end()) + 1
     return text.count("\n", 0, pos), text[pos:].split("\n", HEAD_LINES), pos
 
 
@@ -184,8 +188,8 @@ class _Body:
         validate: int | None = None  # heading level of the open Validate section
         open_from: int | None = line_no  # start of the instruction range being built
         keys, ranges = KEYS, self.ranges
-        search = interesting(validate, keys).search
-        searches = {None: search}  # by `validate`, while `keys` stays
+        search: Searcher = interesting(validate, keys).search
+        searches: dict[int | None, Searcher] = {None: search}  # by `validate`, while `keys` stays
         while pos <= size and (m := search(text, pos)) is not None:
             start = m.start()
             i = line_no if start == pos else line_no + text.count("\n", pos, start)
@@ -272,7 +276,7 @@ class _Body:
         lang = words[0].lower() if words else ""
         if lang in COMMAND_LANGS:
             seq = self.checks if in_validate else self.steps
-            kind = "check" if in_validate else "command"
+            kind: Literal["command", "check"] = "check" if in_validate else "command"
             goal = self._metric(words[1] if len(words) > 1 else "", i, in_validate)
             seq.append(
                 Block(kind=kind, index=len(seq) + 1, line=i + 1, body=body, lang=COMMAND_LANGS[lang], metric=goal)

@@ -22,7 +22,7 @@ from mp_engine.sync.session import GitSession
 NOTE = "mp-engine: uncommitted edits set aside while the branch moved"
 
 
-def carry_over(s: GitSession, head: str, new: str, emit: Callable[..., None]) -> SyncConflict | None:
+def carry_over(s: GitSession, head: str, new: str, emit: Callable[..., object]) -> SyncConflict | None:
     """Move the branch from `head` to `new`. An uncommitted edit in a path that differs
     between them is set aside (that path alone: `git stash push -- PATH`) and merged back
     over the new version (it comes back unstaged). Returns a `SyncConflict`, with nothing

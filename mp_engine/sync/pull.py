@@ -113,7 +113,7 @@ def integrate(sync: SyncContext, s: GitSession, remote_sha: str, allowed_signers
 
 
 def bring_in(
-    s: GitSession, head: str, processed: str | None, remote_sha: str, emit: Callable[..., None]
+    s: GitSession, head: str, processed: str | None, remote_sha: str, emit: Callable[..., object]
 ) -> str | SyncConflict:
     """Move the branch to `remote_sha`: a fast-forward, or the engine's unpushed commits
     (its landing merges included) replayed onto it without rewriting its files in the tree.

@@ -23,7 +23,7 @@ def history(
         dirs = sorted((d for d in ws.runs_dir.iterdir() if d.is_dir() and TEMP_MARKER not in d.name), reverse=True)
     except FileNotFoundError:
         return []
-    out = []
+    out: list[dict[str, Any]] = []
     for d in dirs:
         if limit is not None and len(out) >= limit:
             break
@@ -31,13 +31,13 @@ def history(
         res = read(d)
         if res is not None:
             cert = res.get("certificate")
-            d = res.get("diagnosis") or {}
+            diag = res.get("diagnosis") or {}
             entry.update(
                 mp_id=res.get("mp_id"),
                 title=res.get("title") or "",
                 # Why it did not complete: a refused MP has often no title, and "invalid MP"
                 # as its summary; its diagnosis says what was wrong (issue #44).
-                why=(d.get("text") if res.get("status") == "REFUSED" else d.get("summary")) or None,
+                why=(diag.get("text") if res.get("status") == "REFUSED" else diag.get("summary")) or None,
                 status=res.get("status"),
                 certificate=cert.get("type") if isinstance(cert, dict) else None,
                 duration=res.get("duration"),

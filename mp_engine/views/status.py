@@ -103,9 +103,9 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
             **halt.model_dump(),
             "lift_with": [f"an MP whose header has `Approves: {halt.mp_id}`", "`mp-engine approve` on this host"],
         }
-        pending = report.get("pending")
-        if pending and pending.get("approves") not in (halt.mp_id, halt.run_id):
-            pending["held"] = f"waits: the engine is halted on {halt.mp_id} and this MP does not approve it"
+        waiting_mp = report.get("pending")
+        if waiting_mp and waiting_mp.get("approves") not in (halt.mp_id, halt.run_id):
+            waiting_mp["held"] = f"waits: the engine is halted on {halt.mp_id} and this MP does not approve it"
     if state.run_id:  # a live agent run: MT, iteration, level, residual, budget (docs/AGENT.md)
         if (agent := load_report(ws.runs_dir / state.run_id)) is not None:
             report["agent"] = agent

@@ -43,7 +43,7 @@ class Watch:
         self.sent_at = time.monotonic()
 
     def look(self) -> tuple[Any, ...]:
-        out = []
+        out: list[tuple[int, int] | None] = []  # (mtime, size), None for a file that is not there
         for p in self.paths:
             try:
                 st = os.stat(p)
