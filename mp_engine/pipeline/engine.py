@@ -37,6 +37,7 @@ from mp_engine.core.workspace import EVENTS_FILE, Workspace, move_legacy_event_l
 from mp_engine.execute.base import Executor
 from mp_engine.execute.sandbox import require as require_sandbox
 from mp_engine.execute.shell import ShellExecutor
+from mp_engine.forge.repository import open_repositories
 from mp_engine.inbox.answer import pending as pending_answer
 from mp_engine.inbox.answer import requested as answer_requested
 from mp_engine.inbox.cancel_request import pending as pending_cancels
@@ -95,7 +96,10 @@ class Engine:
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
         self.fleet = fleet
         dispatch = fleet.runner if fleet else None
-        agent = AgentExecutor(dispatch)
+        # `[repos.NAME]` (issue #41): each repository's mirror and forge, built once; a missing
+        # token or `[github]` extra stops the engine here with the fix, not a run later.
+        self.repos = open_repositories(ws.local_dir, config, secretenv.environ()) if config.repos else {}
+        agent = AgentExecutor(dispatch, self.repos)
         self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": agent}
         self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
         self.alerts = None  # [notify]: alerts from the events, delivered by a thread of their own

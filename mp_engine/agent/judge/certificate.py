@@ -211,6 +211,34 @@ RULES: list[_Rule] = [
             f"write the MP as a numbered list with `Plan: list`, {e.resend}.",
         ),
     ),
+    _Rule(
+        _is(BLOCKED, "ci_failed"),
+        lambda e: (
+            "pull_request_ci_failed",
+            "CI still failed on the pull request",
+            e.cert.detail,
+            f"Read the failing checks on the pull request and push a fix to its branch mp/{e.mp_id} (CI and a "
+            f"reviewer take it from there), or say what to change in an MP with `Approves: {e.mp_id}`.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "branch_moved"),
+        lambda e: (
+            "pull_request_branch_moved",
+            f"someone else pushed to mp/{e.mp_id}",
+            e.cert.detail,
+            f"Keep their work on another branch (or reset mp/{e.mp_id} to the engine's last push), then {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "forge_auth"),
+        lambda e: (
+            "forge_auth",
+            "the forge refused the engine's token",
+            e.cert.detail,
+            f"Give the token the permission the detail names (docs/PULL_REQUESTS.md), then {e.resend}.",
+        ),
+    ),
     _Rule(  # the agent CLI could not work: its fix comes with the record (calling.fatal)
         lambda c: c.type == BLOCKED and c.reason.startswith("agent_") and c.reason != "agent_blocked",
         lambda e: (

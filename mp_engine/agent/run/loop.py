@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 
 from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.evidence import Snapshot, Worktree
@@ -27,7 +28,8 @@ from mp_engine.agent.progress import BASELINE_FILE, Progress
 from mp_engine.agent.run import answers
 from mp_engine.agent.run.attempt import Local, Runner
 from mp_engine.agent.run.placement import InPlace, Placement, Worktrees
-from mp_engine.agent.run.publisher import Publisher, missing, need_info
+from mp_engine.agent.run.publisher import Publisher, iso_utc, missing, need_info
+from mp_engine.agent.run.repo import PullRequestRounds, RepoLanding, RepoRun
 from mp_engine.agent.run.resume import records, report_resume
 from mp_engine.agent.run.scheduler import Scheduler
 from mp_engine.agent.run.sidesteps import SideSteps
@@ -40,9 +42,12 @@ from mp_engine.agent.state.kinds import TaskStatus
 from mp_engine.agent.state.model import RunState
 from mp_engine.config.agent import AgentConfig
 from mp_engine.core.atomic import atomic_write_json
+from mp_engine.core.errors import SyncError
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext, wall_used
+from mp_engine.forge.repository import Repository
 from mp_engine.inbox.mpfile import MicroProject
+from mp_engine.record.diagnosis import Diagnosis
 
 # Where a run's attempts run when not in this engine's threads (the fleet, `[fleet]`): made
 # for the run's scope and its tasks' worktrees.
@@ -58,7 +63,10 @@ def parallel_limit(cfg: AgentConfig, mp: MicroProject) -> int:
 class AgentRun:
     """One MP's run; rebuilt from the run archive on every (re-)entry."""
 
-    def __init__(self, ctx: StepContext, dispatch: Dispatch | None = None):
+    def __init__(
+        self, ctx: StepContext, dispatch: Dispatch | None = None, repos: Mapping[str, Repository] | None = None
+    ):
+        """`repos`: the configured repositories (`[repos.NAME]`), for an MP's `Repo:`."""
         self.ctx = ctx
         self.dispatch = dispatch
         self.cfg = ctx.config.agent
@@ -78,6 +86,13 @@ class AgentRun:
         self.isolated = self.limit > 1 or dispatch is not None
         self.work = WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id, parallel=self.isolated)
         self.steps = AgentSteps(ctx.ledger, ctx.run.steps_dir)
+        # `Repo: NAME` (issue #41): the work is on that repository's mirror, and lands there.
+        name = ctx.mp.repo
+        self.repo = (
+            RepoRun(repos[name], mp_id=ctx.mp.mp_id, base=ctx.mp.headers.get("Base"), issue=ctx.mp.headers.get("Issue"))
+            if name is not None and repos is not None and name in repos
+            else None
+        )
 
     def emit(self, name: str, **fields: object) -> None:
         self.ctx.events.emit(name, mp=self.mp.mp_id, run=self.ctx.run.run_id, **fields)
@@ -105,6 +120,7 @@ class AgentRun:
         )
         replay(state, records(self.ctx.ledger, self.ctx.run.steps_dir))
         publisher = Publisher(run, progress, self.work)
+        rounds = self._landing(run, publisher)
         runner: Runner = Local()
         if self.dispatch is not None and isinstance(placement, Worktrees):
             runner = self.dispatch(self.ctx, placement.trees)
@@ -125,9 +141,15 @@ class AgentRun:
         # durable at once (a power loss costs at most the running iteration).
         self.ctx.ledger.durable, self.ctx.ledger.deferred = False, True
         try:
-            paused = scheduler.run(state)
-            if paused is not None:
-                return paused
+            while True:  # a pull request's CI may send the run back to work (run/repo.py)
+                paused = scheduler.run(state)
+                if paused is not None:
+                    return paused
+                waiting = rounds.round(state) if rounds is not None else None
+                if waiting is not None:
+                    return waiting
+                if state.final is not None:
+                    break
             return publisher.finish(state, self.ctx, distilled(self.ctx.ws, self.ctx.run.run_id, state.tasks))
         finally:
             self.ctx.ledger.durable, self.ctx.ledger.deferred = True, False
@@ -137,6 +159,10 @@ class AgentRun:
     def _preconditions(self) -> ExecResult | None:
         """NEED_INFO before anything runs; otherwise the worktree, made (or found) now."""
         lacking = missing(self.cfg, self.mp, self.first_plan, self.planned)
+        if lacking is None and self.repo is not None:
+            away = self._on_repository()
+            if away is not None:
+                return away
         if lacking is None:
             try:
                 self.work.ensure(resumed=Progress.load(self.run_dir) is not None)
@@ -152,6 +178,52 @@ class AgentRun:
         return need_info(
             *lacking, mp=self.mp, plan=self.first_plan, run_dir=self.run_dir, run_rel=run_rel, emit=self.emit
         )
+
+    def _on_repository(self) -> ExecResult | None:
+        """The work branch on the repository's mirror, brought up to date; a repository that
+        cannot be reached makes the run wait (the engine comes back to it), one that refuses
+        the engine's credentials ends it with the fix."""
+        assert self.repo is not None
+        try:
+            where = self.repo.where()
+        except SyncError as e:
+            if "refused the engine's credentials" in str(e):
+                name = self.repo.repo.name
+                refused = Diagnosis(
+                    "repository_refused",
+                    f"[repos.{name}] refused the engine",
+                    str(e),
+                    f"Give the token [repos.{name}] token_env names Contents read and write on "
+                    f"{self.repo.cfg.url} (docs/PULL_REQUESTS.md), then send the MP again.",
+                )
+                return ExecResult(status="failed", diagnosis=refused)
+            resume_at = iso_utc(time.time() + 60)
+            why = f"[repos.{self.repo.repo.name}] could not be reached: {e}"
+            return ExecResult(
+                status="waiting", extra={"waiting": {"kind": "repository", "reason": why, "resume_at": resume_at}}
+            )
+        self.work = WorkBranch(self.ctx.ws, self.mp.mp_id, self.ctx.run.run_id, parallel=self.isolated, where=where)
+        return None
+
+    def _landing(self, run: RunScope, publisher: Publisher) -> PullRequestRounds | None:
+        """For `Repo:`, how the work lands there (the publisher's lander), and the pull
+        request's rounds when it lands as one."""
+        if self.repo is None:
+            return None
+        rounds = None
+        if self.repo.cfg.land == "pull_request":
+            rounds = PullRequestRounds(
+                self.repo,
+                self.work,
+                self.steps,
+                publisher,
+                run_id=self.ctx.run.run_id,
+                title=self.mp.title,
+                redact=self.ctx.events.redact,
+                emit=run.emit,
+            )
+        publisher.lander = RepoLanding(self.repo, self.work, rounds)
+        return rounds
 
     def _progress(self) -> tuple[Progress, Snapshot, bool]:
         """The run's progress file and the workspace as the run found it (made on its first

@@ -81,7 +81,9 @@ class Scheduler:
     # -- the loop ----------------------------------------------------------------------
 
     def run(self, state: RunState) -> ExecResult | None:
-        """Until the run ends (None: `state.final` is set) or pauses (the ExecResult)."""
+        """Until the run ends (None: `state.final` is set) or pauses (the ExecResult). Run
+        again when the run goes on (a pull request's red CI sent it back to work)."""
+        self.halt.clear()  # the last run's end stopped its attempts; nothing runs now
         self._recover(state)
         pool = ThreadPoolExecutor(max_workers=self.placement.limit, thread_name_prefix="mp-task")
         ctx = self.scope.ctx

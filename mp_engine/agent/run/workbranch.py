@@ -55,22 +55,40 @@ def branch_name(mp_id: str) -> str:
     return "mp/" + re.sub(r"[^A-Za-z0-9._-]", "_", mp_id).strip(".") or "mp/UNPARSED"
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where a run's work branch and worktrees live: the channel's repository (the
+    workspace's own, by default), or a configured repository's mirror (`Repo:`, issue #41)."""
+
+    home: Path  # where git keeps the branch: the workspace, or the mirror (a bare repository)
+    work_root: Path  # the run's worktrees go under `work_root/<run>/`
+    start: str = "HEAD"  # where a new work branch starts
+    upstream: str = "HEAD"  # what the branch's task commits are counted from (the channel, or the base)
+
+    @classmethod
+    def channel(cls, ws: Workspace) -> Where:
+        return cls(ws.root, ws.local_dir / "work")
+
+
 class WorkBranch:
-    def __init__(self, ws: Workspace, mp_id: str, run_id: str, *, parallel: bool = False):
+    def __init__(self, ws: Workspace, mp_id: str, run_id: str, *, parallel: bool = False, where: Where | None = None):
         """`parallel`: tasks run at once, each in a worktree of its own beside this one
-        (taskbranch.py), so this one (the integrator's) is `work/<run>/integration/`."""
+        (worktrees.py), so this one (the integrator's) is `work/<run>/integration/`.
+        `where`: the channel's repository (default) or a configured repository's mirror."""
         self.ws = ws
         self.mp_id = mp_id
         self.branch = branch_name(mp_id)
         self.parallel = parallel
-        self.run_dir = ws.local_dir / "work" / run_id
+        self.where = where or Where.channel(ws)
+        self.home = self.where.home
+        self.run_dir = self.where.work_root / run_id
         self.path = self.run_dir / "integration" if parallel else self.run_dir
         self._id: list[str] | None = None
 
     def _git(
         self, *args: str, cwd: Path | None = None, check: bool = True, env: dict[str, str] | None = None
     ) -> GitResult[str]:
-        return git(cwd or self.ws.root, *args, check=check, timeout=TIMEOUT, env=env)
+        return git(cwd or self.home, *args, check=check, timeout=TIMEOUT, env=env)
 
     def identity(self) -> list[str]:
         """`-c user.*` when the repository has no identity (asked of git once)."""
@@ -89,17 +107,18 @@ class WorkBranch:
         is: the branch holds the run's commits, and is never reset then."""
         if (self.path / ".git").exists():
             return self.path
-        if not (self.ws.root / ".git").exists():
+        if self.home == self.ws.root and not (self.ws.root / ".git").exists():
             raise NoGit(f"{self.ws.root} is not a git repository")
-        if self._git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False).code != 0:
-            raise NoGit(f"the repository in {self.ws.root} has no commit yet")
+        start = self.where.start
+        if self._git("rev-parse", "-q", "--verify", f"{start}^{{commit}}", check=False).code != 0:
+            raise NoGit(f"the repository in {self.home} has no commit yet")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._git("worktree", "prune")
         exists = self._git("rev-parse", "-q", "--verify", f"refs/heads/{self.branch}", check=False).code == 0
         if resumed and exists:
             self._git("worktree", "add", "--quiet", "--force", str(self.path), self.branch)
         else:
-            self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), "HEAD")
+            self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), start)
         return self.path
 
     def uncommit_leftovers(self) -> bool:
@@ -127,8 +146,8 @@ class WorkBranch:
 
     def task_commits(self) -> dict[str, str]:
         """{MT id: commit} of this run's micro-task commits: those on the work branch that
-        the channel branch (the workspace's HEAD) does not have yet. Asked before landing."""
-        out = self._git("log", "--format=%H %s", self.branch, "--not", "HEAD", "--", check=False).out
+        the channel branch (or the repository's base) does not have yet. Asked before landing."""
+        out = self._git("log", "--format=%H %s", self.branch, "--not", self.where.upstream, "--", check=False).out
         prefix = f"{self.mp_id} "
         found: dict[str, str] = {}
         for line in out.splitlines():
@@ -217,7 +236,7 @@ class WorkBranch:
             refs = self._git("for-each-ref", "--format=%(refname)", prefix, check=False).out.split()
             if refs:
                 git(
-                    self.ws.root,
+                    self.home,
                     "update-ref",
                     "--stdin",
                     check=False,

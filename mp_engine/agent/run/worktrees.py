@@ -44,10 +44,10 @@ class TaskWorktrees:
         path = self.path(mt_id)
         if not (path / ".git").exists():
             if not self._pruned:  # once per run: what a crash left of removed worktrees
-                self._git(self.work.ws.root, "worktree", "prune")
+                self._git(self.work.home, "worktree", "prune")
                 self._pruned = True
             self._git(
-                self.work.ws.root,
+                self.work.home,
                 "worktree",
                 "add",
                 "--quiet",
