@@ -46,6 +46,7 @@ class McpServer:
         self.log_path = tmp_path / "mcp.log"
         self.public_port = tunnel_port
         self.extra = extra
+        self.more_env: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     def env(self) -> dict[str, str]:
@@ -55,6 +56,7 @@ class McpServer:
             "MP_ENGINE_MCP_PASSPHRASE": PASSPHRASE,
             "MP_ENGINE_MCP_STORE": str(self.store),
             "MP_ENGINE_MCP_TOKEN": TOKEN,  # not --token: that shows in `ps`
+            **self.more_env,
         }
 
     def start(self) -> McpServer:

@@ -34,8 +34,11 @@ pytestmark = pytest.mark.daemon
 GUESSER, OWNER = "127.0.0.2", "127.0.0.3"
 
 
-def serve(tmp_path, url, tunnel: Tunnel, *extra: str) -> McpServer:
-    server = McpServer(tmp_path, url, tunnel.port, *extra)
+def serve(tmp_path, url, tunnel: Tunnel, **env: str) -> McpServer:
+    """The server behind `tunnel`; settings by environment (`MP_ENGINE_MCP_LIMITS`,
+    `MP_ENGINE_MCP_TRUSTED_PROXY`), which a server from before issue #46 starts with too."""
+    server = McpServer(tmp_path, url, tunnel.port)
+    server.more_env = env
     tunnel.backend_port = server.port
     return server.start()
 
@@ -58,9 +61,11 @@ def test_rotating_headers_requests_and_clients_meets_the_servers_backoff_and_the
     engine, tmp_path
 ):
     bare, url, ws, d = engine
-    with Tunnel(0) as tunnel:
-        server = serve(tmp_path, url, tunnel, "--limit", "backoff_s=3600", "--limit", "backoff_max_s=3600",
-                       "--limit", "registrations_per_hour=100")  # fmt: skip
+    # A tunnel that sends no X-Forwarded-For: the guesser's own header reaches the server
+    # as written, as in the probe of issue #46.
+    with Tunnel(0, forwards_for=False) as tunnel:
+        limits = "backoff_s=3600 backoff_max_s=3600 registrations_per_hour=100"
+        server = serve(tmp_path, url, tunnel, MP_ENGINE_MCP_LIMITS=limits)
         try:
             with tunnel.sync_client(GUESSER) as http:
                 statuses = guesses(http, tunnel.url, 120)
@@ -95,7 +100,7 @@ def test_rotating_headers_requests_and_clients_meets_the_servers_backoff_and_the
 
 def test_others_wrong_passphrases_never_keep_the_owner_out_longer_than_the_backoff(engine, tmp_path):
     bare, url, ws, d = engine
-    with Tunnel(0) as tunnel:
+    with Tunnel(0, forwards_for=False) as tunnel:  # every client comes from the tunnel's 127.0.0.1
         server = serve(tmp_path, url, tunnel)
         try:
             with tunnel.sync_client(GUESSER) as http:
@@ -138,8 +143,8 @@ def test_others_wrong_passphrases_never_keep_the_owner_out_longer_than_the_backo
 def test_a_trusted_proxy_names_the_address_and_nothing_else_does(engine, tmp_path):
     bare, url, ws, d = engine
     with Tunnel(0) as tunnel:
-        server = serve(tmp_path, url, tunnel, "--trusted-proxy", "127.0.0.1",
-                       "--limit", "registrations_per_address_per_hour=50")  # fmt: skip
+        server = serve(tmp_path, url, tunnel, MP_ENGINE_MCP_TRUSTED_PROXY="127.0.0.1",
+                       MP_ENGINE_MCP_LIMITS="registrations_per_address_per_hour=50")  # fmt: skip
         try:
             with tunnel.sync_client(GUESSER) as http:
                 # the guesser claims the owner's address; the tunnel appends the one it saw

@@ -20,8 +20,11 @@ from tests.e2e.cmd_mcp.tunnel import Tunnel  # noqa: E402
 pytestmark = pytest.mark.daemon
 
 
-def serve(tmp_path, url, tunnel: Tunnel, *extra: str) -> McpServer:
-    server = McpServer(tmp_path, url, tunnel.port, *extra)
+def serve(tmp_path, url, tunnel: Tunnel, limits: str = "") -> McpServer:
+    """The server behind `tunnel`, its limits by environment (a server from before issue
+    #46 starts with them too)."""
+    server = McpServer(tmp_path, url, tunnel.port)
+    server.more_env = {"MP_ENGINE_MCP_LIMITS": limits} if limits else {}
     tunnel.backend_port = server.port
     return server.start()
 
@@ -29,9 +32,7 @@ def serve(tmp_path, url, tunnel: Tunnel, *extra: str) -> McpServer:
 def test_registration_is_bounded_rate_limited_and_forgets_clients_no_one_allowed(engine, tmp_path):
     bare, url, ws, d = engine
     with Tunnel(0) as tunnel:
-        server = serve(
-            tmp_path, url, tunnel, "--limit", "registrations_per_hour=3", "--limit", "unconsented_client_s=2"
-        )
+        server = serve(tmp_path, url, tunnel, "registrations_per_hour=3 unconsented_client_s=2")
         try:
             with tunnel.sync_client() as http:
                 base = tunnel.url

@@ -23,8 +23,12 @@ NAME = "mp.test"
 
 
 class Tunnel:
-    def __init__(self, backend_port: int):
+    """`forwards_for=False`: a tunnel that sets no X-Forwarded-For (whatever a client wrote
+    there reaches the server as written)."""
+
+    def __init__(self, backend_port: int, forwards_for: bool = True):
         self.backend_port = backend_port
+        self.forwards_for = forwards_for
         self.ca = trustme.CA()
         self.cert = self.ca.issue_cert(NAME)
         with socket.socket() as s:
@@ -69,7 +73,8 @@ class Tunnel:
             writer.close()
             return
         seen = writer.get_extra_info("peername")[0]
-        await asyncio.gather(_requests(reader, up_writer, seen), _copy(up_reader, writer))
+        upstream = _requests(reader, up_writer, seen) if self.forwards_for else _copy(reader, up_writer)
+        await asyncio.gather(upstream, _copy(up_reader, writer))
 
     # -- the client's side ---------------------------------------------------------------
 
