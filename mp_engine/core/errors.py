@@ -13,7 +13,7 @@ class MpEngineError(Exception):
 
 
 class ConfigError(MpEngineError):
-    """mp-engine.toml or an MP_ENGINE_* override is invalid."""
+    """mp-engine.toml, an MP_ENGINE_* override or a command's option is invalid."""
 
 
 class WorkspaceError(MpEngineError):

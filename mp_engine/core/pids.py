@@ -113,6 +113,29 @@ def environ_has(pid: int, entries: list[str]) -> bool:
     return True
 
 
+def commands_of_user(*words: str) -> list[tuple[int, list[str], dict[str, str]]]:
+    """(pid, argv, environment) of every process of this user whose argv holds all of
+    `words` (doctor looks for `mp-engine mcp --http`); the environment is {} where it
+    cannot be read."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline", "uids"]):
+        try:
+            argv = p.info["cmdline"] or []
+            if p.info["uids"] is None or p.info["uids"].real != os.getuid() or p.pid == os.getpid():
+                continue
+            if all(any(w == a or a.startswith(w + "=") for a in argv) for w in words):
+                try:
+                    env = p.environ()
+                except psutil.Error:
+                    env = {}
+                found.append((p.pid, list(argv), env))
+        except psutil.Error:
+            continue
+    return found
+
+
 def children(pid: int) -> list[int]:
     """The direct children of `pid`; [] when it does not exist. The daemon asks before every
     pass (`process.reap_orphans`), so on Linux they are read from the kernel's list of
