@@ -1,5 +1,5 @@
 """The orchestrator's side of the channel as calls that return data: what `mp-engine mcp`
-serves as tools (commands/mcp.py), built on the same `Sender` as `mp-engine send`.
+serves as tools (client/mcp/), built on the same `Sender` as `mp-engine send`.
 
 Each call fetches the remote branch into the sender's working clone (a sparse,
 blob-filtered clone, shared by the calls and guarded by one lock) and answers from the

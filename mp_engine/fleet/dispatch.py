@@ -1,6 +1,6 @@
 """The engine's side of the fleet: `Fleet` is the connection (one event loop in a thread
 of its own, for the daemon's life); `FleetRunner` runs one MP's attempts on it, called
-from the scheduler's worker threads (agent/parallel.py) as the local runner would be.
+from the scheduler's worker threads (agent/run/scheduler.py) as the local runner would be.
 
 An attempt: the task's worktree goes to the work remote as a commit (snapshot.py); the
 attempt starts under its id (`mp-engine/<run>/<MT>/<n>`, spec.py), or, when Temporal

@@ -2,7 +2,7 @@
 exact commit the attempt names, the agent call with the level of that name from the
 worker's own configuration (its credentials never travel), the task's checks, and the
 work pushed back to `mp-task/<MP-id>/<MT-id>`. The same parts as on the engine
-(agent/parts.py): a scratch run archive holds the call's evidence and the checks' steps
+(agent/run/parts.py): a scratch run archive holds the call's evidence and the checks' steps
 while the attempt runs; what goes back is their record and output tails, redacted with
 the worker's secrets.
 """

@@ -5,7 +5,7 @@ A tick, under the workspace lock:
   1. poll the channel when due (a sync problem ends as an ERROR result);
   2. finish or resume any run a crash or a stop left open (the ledger says where);
   3. otherwise, if the inbox holds a complete MP: read and parse it (never run half an MP),
-     respect a halt, claim it (RUNNING), execute, validate;
+     admit it (validation, signatures, a halt), claim it (RUNNING), execute it;
   4. record the outcome in the ledger and finalize: result, state, inbox cleared, push.
 Step 4 is idempotent, so a crash anywhere in it is finished on the next tick.
 """

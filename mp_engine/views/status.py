@@ -77,7 +77,7 @@ def last_error(events_file: Path) -> dict[str, Any] | None:
 
 def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, Any]:
     """State, the pending MP, the halt and how to lift it, and who holds the lock.
-    `config` as `Config`, or as its JSON (config_cache.py: what `status` reads).
+    `config` as `Config`, or as its JSON (config/cache.py: what `status` reads).
     Long because it is the report's fields, each read from one file, in the order `status`
     prints them."""
     cfg = config if isinstance(config, dict) else config.model_dump(mode="json")

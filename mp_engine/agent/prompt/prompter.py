@@ -1,7 +1,7 @@
 """What a prompt of the agent run is made of: a worker's (prompt.py lays it out), the
 planner's (planning.py) and the reflector's, each built from artifacts only: the loop's
 state, the learnings file, the failing checks' output tails, the diff of the workspace
-and the repository map within `[agent] token_budget` (workcontext.py).
+and the repository map within `[agent] token_budget` (context.py).
 
 One `Prompter` per workspace (a task's worktree, whose map and diff it reads).
 """

@@ -125,7 +125,7 @@ class PullRequestRounds:
     def _push(self, state: RunState) -> None:
         mirror, forge = self.rr.repo.mirror, self.rr.repo.forge
         sha = mirror.push(self.work.path, self.rr.branch, expect=self.session.pushed)
-        rec = {"happened": Happened.PUSHED.value, "sha": sha, "at": now_iso()}
+        rec: dict[str, Any] = {"happened": Happened.PUSHED.value, "sha": sha, "at": now_iso()}
         self._record(PR_STEP, f"PR-{len(self.session.history) + 1}", rec)
         self.session = happen(self.session, Happened.PUSHED, rec)
         self.emit("pull_request_pushed", id="MPE-PR-PUSH", repo=self.rr.repo.name, branch=self.rr.branch, sha=sha)
@@ -196,8 +196,8 @@ class PullRequestRounds:
         last = state.last_record or {}
         checks = tuple((c["id"], bool(c["ok"])) for c in last.get("checks", []))
         used = state.usage.total
-        tokens = sum(int(used.get(k) or 0) for k in ("input", "output", "cache_read", "cache_write"))
-        cost = used.get("cost_usd") if used.get("priced") else None
+        tokens = used["input"] + used["output"] + used["cache_read"] + used["cache_write"]
+        cost = used["cost_usd"] if used["priced"] else None
         final = state.final.type if state.final else "?"
         return PullRequestReport(
             self.rr.mp_id, self.title, self.run_id, final, tasks, checks, tokens or None, cost, self.rr.issue

@@ -231,7 +231,7 @@ class WorkBranch:
         else:
             self._git("worktree", "remove", "--force", str(self.path), check=False)
         self._git("worktree", "prune", check=False)
-        if self.parallel:  # the tasks' scratch branches (taskbranch.py)
+        if self.parallel:  # the tasks' scratch branches (worktrees.py)
             prefix = f"refs/heads/mp-task/{self.branch.removeprefix('mp/')}/"
             refs = self._git("for-each-ref", "--format=%(refname)", prefix, check=False).out.split()
             if refs:

@@ -70,10 +70,10 @@ def add_client(
         client_id_issued_at=int(time.time()),
         client_secret_expires_at=0,
         client_name=name,
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        redirect_uris=[redirect_uri],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
-        token_endpoint_auth_method=auth_method,  # type: ignore[arg-type]
+        token_endpoint_auth_method=auth_method,
         scope=scope,
     )
     Store(store).add_client(info.model_dump(mode="json", exclude_none=True), consented=True)

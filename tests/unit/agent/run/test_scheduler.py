@@ -1,4 +1,4 @@
-"""Parallel tasks (mp_engine/agent/parallel.py, issue #29) through `Engine.tick()`, with
+"""Parallel tasks (mp_engine/agent/run/scheduler.py, issues #29 and #40) through `Engine.tick()`, with
 fake agent CLIs that take a set time per call, in a real git repository: tasks overlap,
 each in its own worktree; each accepted task is one commit on `mp/<MP-id>`, integrated
 one at a time; a conflict or a check that breaks on the combined work sends it back."""

@@ -1,4 +1,4 @@
-"""Plans, re-plans and drift checks as decisions on records (campaignstate.py): the same
+"""Plans, re-plans and drift checks as decisions on records (state/planning.py, state/campaign.py): the same
 records, live or replayed, give the same state."""
 
 from __future__ import annotations
