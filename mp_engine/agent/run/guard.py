@@ -5,6 +5,8 @@ already runs finishes and is recorded first (the scheduler waits for it)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 
 from mp_engine.agent.judge import certificate as cert
@@ -13,6 +15,30 @@ from mp_engine.agent.state import ending
 from mp_engine.agent.state.model import RunState
 
 STOPPED = "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts"
+
+
+class Halt(threading.Event):
+    """The stop event of a run's work: set by the run (its end) and set whenever the
+    engine's own `stop_now` is (a cancel, a second signal), so every part built with it,
+    a planning round's call in the scheduler's own thread included, stops at once."""
+
+    SLICE = 0.05  # seconds between looks at the engine's event while waiting
+
+    def __init__(self, outer: threading.Event):
+        super().__init__()
+        self.outer = outer
+
+    def is_set(self) -> bool:
+        return super().is_set() or self.outer.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = self.SLICE if end is None else min(self.SLICE, end - time.monotonic())
+            if left <= 0:
+                return False
+            super().wait(left)
+        return True
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
 
 from mp_engine.agent.memory.distill import DISTILL_DIR
 from mp_engine.commands.status import render_status
@@ -13,7 +15,21 @@ from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from mp_engine.record.ledger import idempotency_key
 from mp_engine.views.status import status_report
-from tests.agentutil import GATE, GREET, ONE, add_route, calls, configure, level, only_run, progress, records
+from tests.agentutil import (
+    GATE,
+    GREET,
+    ONE,
+    PLANNED,
+    add_route,
+    calls,
+    configure,
+    level,
+    only_run,
+    planner,
+    progress,
+    records,
+    task,
+)
 from tests.conftest import drop, events, read_state, result_field, wait_for
 from tests.gitutil import git
 
@@ -129,7 +145,7 @@ def test_an_echoed_status_block_without_the_nonce_does_not_count(engine_for, ws,
 
 def test_a_hanging_agent_is_killed_by_the_idle_timeout_then_the_loop_goes_on(engine_for, ws, tmp_path):
     flag, pids = tmp_path / "hung-once", tmp_path / "child.pid"
-    engine = engine_for([level("hang", "hang.py", "--flag", str(flag), "--pids", str(pids), idle_timeout=0.5)])
+    engine = engine_for([level("hang", "hang.py", "--flag", str(flag), "--pids", str(pids), idle_timeout=2.0)])
     assert run_mp(engine, ws).action == "completed"
     first, second = records(only_run(ws))
     assert first["call"]["kind"] == "timeout" and first["call"]["idle_timed_out"] and not first["gate"]
@@ -453,3 +469,47 @@ def test_without_after_a_failure_skips_every_later_micro_task(engine_for, ws):
     assert [t["status"] for t in doc["micro_tasks"]] == ["failed", "skipped", "skipped"]
     assert [t["iterations"] for t in doc["micro_tasks"][1:]] == [0, 0]  # today's order: nothing ran after
     engine.shutdown()
+
+
+def test_a_second_stop_kills_the_planners_call_at_once(engine_for, ws, tmp_path):
+    """A planning round's call runs in the scheduler's own thread, with parts built on the
+    run's `halt` (guard.py `Halt`): a second stop signal sets it too, and kills the call."""
+    log, gate = tmp_path / "calls.jsonl", tmp_path / "gate"
+    plan = {
+        "tasks": [
+            task("T1", ("hello", "out/a.txt"), checks=["check-001"]),
+            task("T2", ("bye", "out/b.txt"), checks=["check-002"]),
+        ]
+    }
+    slow = planner(tmp_path / "answers", plan)
+    slow["argv"] += ["--log", str(log), "--wait-for", str(gate)]  # busy until the test opens the gate
+    engine = engine_for([level("good", "good.py")], planner=slow)
+    drop(ws, PLANNED)
+    done: list = []
+    ticking = threading.Thread(target=lambda: done.append(engine.tick()))
+    ticking.start()
+    try:
+        wait_for(lambda: len(calls(log)) == 1, what="the planner's call under way")
+        engine.stop.set()
+        engine.stop_now.set()  # the second signal
+        t0 = time.monotonic()
+        ticking.join(timeout=8)
+        took = time.monotonic() - t0
+        pid = calls(log)[0]["pid"]
+        still = alive(pid)
+    finally:
+        gate.touch()
+        ticking.join(timeout=60)
+    assert not still, "the planner's process survived a second stop"
+    assert took < 8, f"the run took {took:.1f} s to stop after a second signal"
+    assert done and done[0].action == "interrupted"
+
+
+def test_one_usage_limit_one_at_a_time_is_one_pause_event(engine_for, ws, tmp_path):
+    """A usage limit is announced once (FR-EVT-MT-007), when the level is held; the run's
+    wait that follows says nothing more."""
+    count = tmp_path / "count"
+    engine = engine_for([level("limited", "limited.py", "--kind", "usage", "--count", str(count), "--reset", "60")])
+    drop(ws, ONE)
+    assert engine.tick().action == "waiting"
+    assert len(events(ws, "micro_task_pause_requested")) == 1
