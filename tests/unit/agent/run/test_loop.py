@@ -198,6 +198,7 @@ def test_no_progress_opens_the_circuit_breaker(engine_for, ws):
     assert len(records(only_run(ws))) == 3
     assert result_field(ws, "Error-Kind") == "agent_breaker"
     assert "Circuit breaker no_progress opened on MT-001" in ws.result_file.read_text()
+    assert status_report(ws, load_config(ws.root))["loop"] == {"state": "circuit_open", "next_reset_at": None}
 
 
 def test_a_stop_file_ends_the_loop_with_backpressure(engine_for, ws):
@@ -289,6 +290,8 @@ def test_the_hourly_call_limit_waits_and_status_shows_it(engine_for, ws):
     shown = render_status(status_report(ws, load_config(ws.root)))
     assert "agent:           MT-001 (1 of 1), iteration 1, level 0 (wrong), residual 1  [waiting]" in shown
     assert "1/1 agent calls in the last hour" in shown and "waiting:         rate_limit until" in shown
+    loop = status_report(ws, load_config(ws.root))["loop"]  # Loopr's names (issue #44)
+    assert loop == {"state": "waiting", "next_reset_at": waiting["resume_at"]}
     assert not events(ws, "mp_failed")
 
 
