@@ -192,6 +192,15 @@ def test_wrong_at_level_0_right_at_level_1_drops_back_and_writes_distillation_ca
     assert "Distillation candidate: `SYSTEM/distill/" in ws.result_file.read_text()
 
 
+def test_with_distill_off_the_same_escalation_writes_no_candidate(engine_for, ws):
+    # issue #44: the spec's `policy.enable_distillation`, as `[agent] distill`.
+    engine = engine_for([level("small", "wrong.py"), level("big", "good.py")], fail_threshold=1, distill=False)
+    assert run_mp(engine, ws).action == "completed"
+    assert [(r["level"], r["gate"]) for r in records(only_run(ws))] == [(0, False), (1, True)]
+    assert not (ws.system_dir / DISTILL_DIR).exists() and "FR-EVT-MT-015" not in ids(ws)
+    assert "Distillation candidate" not in ws.result_file.read_text()
+
+
 def test_no_progress_opens_the_circuit_breaker(engine_for, ws):
     engine = engine_for([level("idle", "idle.py")])
     assert run_mp(engine, ws).action == "error"
