@@ -10,6 +10,7 @@ import time
 from mp_engine.agent.memory.distill import DISTILL_DIR
 from mp_engine.commands.status import render_status
 from mp_engine.config.load import load_config
+from mp_engine.core import disk
 from mp_engine.core.pids import proc
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
@@ -218,6 +219,19 @@ def test_a_stop_file_ends_the_loop_with_backpressure(engine_for, ws):
     assert result_field(ws, "Certificate") == "BACKPRESSURE"
     assert "Delete SYSTEM/STOP" in ws.result_file.read_text()
     assert ids(ws)[-1] == "FR-EVT-MT-011" and progress(only_run(ws))["status"] == "cancelled"
+
+
+def test_a_disk_fuller_than_max_disk_used_ends_the_loop_with_backpressure(engine_for, ws):
+    # issue #44: Phuc's disk-usage backpressure, measured on the workspace's real file system.
+    used = disk.used_fraction(ws.root)
+    assert used is not None and 0 < used < 1
+    engine = engine_for([level("good", "good.py")], max_disk_used=used / 2)
+    assert run_mp(engine, ws).action == "error"
+    assert records(only_run(ws)) == []  # stopped before the first iteration
+    assert result_field(ws, "Certificate") == "BACKPRESSURE" and result_field(ws, "Error-Kind") == "agent_backpressure"
+    doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
+    assert doc["certificate"]["reason"] == "disk_usage" and "above `[agent] max_disk_used`" in doc["diagnosis"]["text"]
+    assert "raise `[agent] max_disk_used`" in doc["fix"] and "FR-EVT-MT-011" in ids(ws)
 
 
 def test_an_unconfigured_chain_or_missing_checks_is_need_info(engine_for, ws):
