@@ -8,8 +8,6 @@ tick waits for the lock the way it would behind a wedged second engine.
 
 from __future__ import annotations
 
-from mp_engine.core.clock import parse_iso
-
 import os
 import re
 import secrets
@@ -20,6 +18,7 @@ import time
 
 import pytest
 
+from mp_engine.core.clock import parse_iso
 from mp_engine.core.lock import WorkspaceLock
 from tests.conftest import drop, events, read_state, wait_for
 from tests.serviceutil import BLOCKING_MP, NotifySocket, scrape

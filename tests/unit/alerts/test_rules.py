@@ -2,7 +2,6 @@
 for which MP, and the one command that acts on it."""
 
 from mp_engine.alerts.rules import Rules
-
 from mp_engine.config.notify import ALERT_KINDS as ALL
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from mp_engine import __version__
-
 from mp_engine.record import digest
 from mp_engine.record.diagnosis import Diagnosis, invalid_mp
 from mp_engine.record.digest import read_index, write_digest

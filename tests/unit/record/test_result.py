@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from mp_engine import __version__
-
 import json
 
+from mp_engine import __version__
 from mp_engine.record.archive import create_run
 from mp_engine.record.diagnosis import Diagnosis, engine_error
 from mp_engine.record.digest import document, read_result, write_digest

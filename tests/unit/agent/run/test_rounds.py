@@ -9,8 +9,8 @@ import pytest
 
 from mp_engine.agent.progress import load_report, render_lines
 from mp_engine.alerts.rules import Rules
-from mp_engine.config.notify import ALERT_KINDS
 from mp_engine.config.load import load_config
+from mp_engine.config.notify import ALERT_KINDS
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from tests.agentutil import (
