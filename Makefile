@@ -28,11 +28,13 @@ test: $(STAMP) lint
 		echo "make test: pytest collected no tests (exit 5); expected the suite under tests/" >&2; exit 1; \
 	fi; exit $$rc
 
-# ruff (the rules, then the layout: `ruff format` decides it, nothing opts out), then the
-# layer contracts in pyproject.toml (import-linter): part of `make test`.
+# ruff (the rules, then the layout: `ruff format` decides it, nothing opts out), the types
+# (mypy, [tool.mypy] in pyproject.toml: strict on agent/ and pipeline/), then the layer
+# contracts in pyproject.toml (import-linter): part of `make test`.
 lint: $(STAMP)
 	$(BIN)/ruff check mp_engine tests bench
 	$(BIN)/ruff format --check mp_engine tests bench
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)

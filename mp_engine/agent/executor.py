@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mp_engine.agent.consult import Suggestion, consult
 from mp_engine.agent.plan.decompose import decompose
 from mp_engine.agent.run.loop import AgentRun, Dispatch
@@ -11,16 +13,20 @@ from mp_engine.config.load import Config
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext
+from mp_engine.forge.repository import Repository
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.diagnosis import Diagnosis
 
 
 class AgentExecutor:
     name = "agent"
+    works_on_repos = True  # an MP's `Repo:` runs in that repository's worktree (issue #41)
 
-    def __init__(self, dispatch: Dispatch | None = None):
-        """`dispatch`: where attempts run when not here (the fleet, `[fleet]`)."""
+    def __init__(self, dispatch: Dispatch | None = None, repos: Mapping[str, Repository] | None = None):
+        """`dispatch`: where attempts run when not here (the fleet, `[fleet]`); `repos`: the
+        configured repositories (`[repos.NAME]`), opened once at start."""
         self.dispatch = dispatch
+        self.repos = repos or {}
 
     def time_budget(self, config: Config) -> tuple[float, str]:
         return config.agent.wall_budget, "wall_budget"
@@ -40,7 +46,7 @@ class AgentExecutor:
         return config if agent is config.agent else config.model_copy(update={"agent": agent})
 
     def run(self, ctx: StepContext) -> ExecResult:
-        return AgentRun(ctx, self.dispatch).run()
+        return AgentRun(ctx, self.dispatch, self.repos).run()
 
     def advise(self, ctx: StepContext, diagnosis: Diagnosis, error_output: str) -> Suggestion | None:
         """`[diagnose] level`'s opinion on the failure of the MP `ctx` ran (any executor's),

@@ -43,7 +43,7 @@ class Progress:
         run_id: str,
         policy: dict[str, Any],
         tasks: list[dict[str, Any]],
-        base: dict,
+        base: dict[str, Any],
         parallel: int = 1,
     ) -> Progress:
         """A new run's progress; `parallel`: its tasks at once, kept for a restart."""
@@ -76,11 +76,11 @@ class Progress:
 
     @property
     def nonce(self) -> str:
-        return self.data["nonce"]
+        return str(self.data["nonce"])
 
     @property
     def status(self) -> str:
-        return self.data["status"]
+        return str(self.data["status"])
 
     def save(self, *, durable: bool = False) -> None:
         self.data["updated_at"] = now_iso()

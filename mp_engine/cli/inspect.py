@@ -60,8 +60,17 @@ def history(root: Path, limit: int, as_json: bool) -> int:
 @click.option(
     "--listen", metavar="HOST:PORT", help="Where to serve it.  [default: [dashboard] listen, or 127.0.0.1:8470]"
 )
-@click.option("--token", envvar="MP_ENGINE_DASHBOARD_TOKEN", help="Required of every request; needed off loopback.")
-def dashboard(root: Path, listen: str | None, token: str | None) -> int:
+@click.option(
+    "--token",
+    envvar="MP_ENGINE_DASHBOARD_TOKEN",
+    help="Required of every request; needed off loopback. On the command line it shows in `ps` to every user "
+    "of the host: prefer $MP_ENGINE_DASHBOARD_TOKEN or --token-file.",
+)
+@click.option(
+    "--token-file", type=click.Path(dir_okay=False, path_type=Path), help="A file (mode 0600) holding the token."
+)
+@click.pass_context
+def dashboard(ctx: click.Context, root: Path, listen: str | None, token: str | None, token_file: Path | None) -> int:
     """Serve the live dashboard (read-only) in the foreground: the state, a halt and its fix,
     the queue, the running MP's steps or task board, history, tokens and cost.
 
@@ -71,7 +80,9 @@ def dashboard(root: Path, listen: str | None, token: str | None) -> int:
     """
     from mp_engine.web.server import dashboard as cmd  # lazy: Starlette only here
 
-    return cmd(root, listen, token, click.echo)
+    if ctx.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE:
+        _err("mp-engine dashboard: warning: --token shows in `ps`; prefer $MP_ENGINE_DASHBOARD_TOKEN or --token-file")
+    return cmd(root, listen, token, click.echo, token_file)
 
 
 @click.command("logs")

@@ -92,7 +92,17 @@ def _store(path: Path | None) -> Path:
 @click.option("--repo", metavar="URL_OR_PATH", help="The engine's git remote (as for `send`). Required to serve.")
 @click.option("--branch", default="main", show_default=True, help="Branch that carries MPs and results.")
 @click.option("--http", metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio (127.0.0.1:8765).")
-@click.option("--token", metavar="TOKEN", help="Static bearer token for HTTP clients (default: $MP_ENGINE_MCP_TOKEN).")
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    help="Static bearer token for HTTP clients. Shows in `ps` to every user of the host: prefer "
+    "$MP_ENGINE_MCP_TOKEN or --token-file.",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A file (mode 0600) holding the static bearer token.",
+)
 @click.option(
     "--public-url",
     metavar="URL",
@@ -101,6 +111,21 @@ def _store(path: Path | None) -> Path:
 )
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="HOST", help="Another Host value to answer to.")
 @click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    metavar="ADDRESS",
+    help="The address (or network) the tunnel connects from; only its X-Forwarded-For names the client's "
+    "address. Off by default ($MP_ENGINE_MCP_TRUSTED_PROXY).",
+)
+@click.option(
+    "--limit",
+    "limits",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Change one of the limits (docs/ORCHESTRATORS.md; $MP_ENGINE_MCP_LIMITS holds pairs too).",
+)
+@click.option(
     "--owner-passphrase-file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Turns OAuth on: the passphrase the owner enters on the consent page (or $MP_ENGINE_MCP_PASSPHRASE).",
@@ -108,7 +133,7 @@ def _store(path: Path | None) -> Path:
 @click.option("--access-token-ttl", type=click.IntRange(1), default=3600, show_default=True, help="Seconds.")
 @store_option
 @click.pass_context
-def mcp(ctx: click.Context, repo: str | None, http: str | None, token: str | None, **opts: Any) -> int:
+def mcp(ctx: click.Context, repo: str | None, http: str | None, **opts: Any) -> int:
     """Serve the orchestrator's side of the channel to an LLM client over MCP.
 
     Tools: send_mp, wait_result, get_status, list_results, get_run_file, approve, cancel, answer
@@ -124,27 +149,30 @@ def mcp(ctx: click.Context, repo: str | None, http: str | None, token: str | Non
     Examples:
       mp-engine mcp --repo git@github.com:me/mp-channel.git
       MP_ENGINE_MCP_PASSPHRASE=... mp-engine mcp --repo git@github.com:me/mp-channel.git \\
-          --http 127.0.0.1:8765 --public-url https://mp.example.org
+          --http 127.0.0.1:8765 --public-url https://mp.example.org --trusted-proxy 127.0.0.1
       mp-engine mcp clients                     # the OAuth clients; `mcp revoke ID` removes one
+      mp-engine mcp approve-login               # sign-ins waiting; approve one from the host
     """
     if ctx.invoked_subcommand is not None:
-        ctx.obj = _store(opts["store"])
+        ctx.obj = {"store": _store(opts["store"]), "limits": opts["limits"]}
         return ExitCode.OK
     if not repo:
-        raise click.UsageError("--repo is required to serve (or give a subcommand: clients, revoke)")
+        raise click.UsageError("--repo is required to serve (or give a subcommand: clients, revoke, approve-login)")
     if not _mcp_extra():
         return ExitCode.USAGE
-    from mp_engine.client.mcp.start import serve  # lazy: the MCP SDK only for this command
+    from mp_engine.client.mcp.start import Exposure, Secrets, serve  # lazy: the MCP SDK only for this command
 
+    if ctx.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE:
+        _err(
+            "mp-engine mcp: warning: --token shows in `ps` to every user of this host; prefer $MP_ENGINE_MCP_TOKEN or --token-file"
+        )
     return serve(
         repo,
         opts["branch"],
         http,
-        token,
         _err,
-        public_url=opts["public_url"],
-        allowed_hosts=opts["allowed_hosts"],
-        passphrase_file=opts["owner_passphrase_file"],
+        secrets_from=Secrets(opts["token"], opts["token_file"], opts["owner_passphrase_file"]),
+        exposure=Exposure(opts["public_url"], opts["allowed_hosts"], opts["trusted_proxies"], opts["limits"]),
         store=_store(opts["store"]),
         access_ttl=opts["access_token_ttl"],
     )
@@ -154,17 +182,23 @@ def mcp(ctx: click.Context, repo: str | None, http: str | None, token: str | Non
 @click.option("--json", "as_json", is_flag=True, help="Print them as JSON.")
 @click.pass_context
 def mcp_clients(ctx: click.Context, as_json: bool) -> int:
-    """List the OAuth clients: id, name, scopes, when added, when last used."""
+    """List the OAuth clients: id, name, scopes, when added, when last used, and when one
+    that the owner never allowed is forgotten."""
     if ctx.invoked_subcommand is not None or not _mcp_extra():
         return ExitCode.OK if ctx.invoked_subcommand else ExitCode.USAGE
     from mp_engine.client.mcp.clients import list_clients
 
-    return list_clients(ctx.obj, as_json, click.echo)
+    return list_clients(ctx.obj["store"], ctx.obj["limits"], as_json, click.echo)
 
 
 @mcp_clients.command("add")
 @click.option("--name", required=True, help="What the consent page calls it (for example: My Custom GPT).")
-@click.option("--redirect-uri", required=True, metavar="URI", help="The callback URL the client gives.")
+@click.option(
+    "--redirect-uri",
+    required=True,
+    metavar="URI",
+    help="The callback URL the client gives: https, http on loopback, or a native app's own scheme.",
+)
 @click.option("--scope", default="mp:read mp:write", show_default=True, help="Scopes it may ask for.")
 @click.option(
     "--auth-method",
@@ -173,25 +207,47 @@ def mcp_clients(ctx: click.Context, as_json: bool) -> int:
     show_default=True,
 )
 @click.pass_obj
-def mcp_clients_add(store: Path, name: str, redirect_uri: str, scope: str, auth_method: str) -> int:
+def mcp_clients_add(obj: dict[str, Any], name: str, redirect_uri: str, scope: str, auth_method: str) -> int:
     """Register a confidential client by hand (a Custom GPT's Action OAuth); print its id and secret."""
     if not _mcp_extra():
         return ExitCode.USAGE
     from mp_engine.client.mcp.clients import add_client
 
-    return add_client(store, name, redirect_uri, scope, auth_method, click.echo)
+    return add_client(obj["store"], name, redirect_uri, scope, auth_method, click.echo, _err)
 
 
 @mcp.command("revoke")
 @click.argument("client_id")
 @click.pass_obj
-def mcp_revoke(store: Path, client_id: str) -> int:
+def mcp_revoke(obj: dict[str, Any], client_id: str) -> int:
     """Remove an OAuth client and every token it holds."""
     if not _mcp_extra():
         return ExitCode.USAGE
     from mp_engine.client.mcp.clients import revoke
 
-    return revoke(store, client_id, click.echo, _err)
+    return revoke(obj["store"], client_id, click.echo, _err)
+
+
+@mcp.command("approve-login")
+@click.argument("request", required=False, metavar="REQUEST")
+@click.option("--read-only", is_flag=True, help="Grant mp:read only, whatever the client asked for.")
+@click.pass_obj
+def mcp_approve_login(obj: dict[str, Any], request: str | None, read_only: bool) -> int:
+    """Approve a sign-in waiting on the consent page, from the host, without the passphrase.
+
+    Without REQUEST, lists the sign-ins waiting (the lockout page shows the one to give).
+    With it, approves that one: the browser that opened it moves on to the client by
+    itself. Passes every lockout; only whoever can read the server's store can do it.
+
+    \b
+    Example:
+      mp-engine mcp approve-login k3J9xQ2vLm
+    """
+    if not _mcp_extra():
+        return ExitCode.USAGE
+    from mp_engine.client.mcp.clients import approve_login
+
+    return approve_login(obj["store"], request, read_only, click.echo, _err)
 
 
 COMMANDS = (send, mcp)

@@ -1,5 +1,5 @@
 """The orchestrator's side of the channel as calls that return data: what `mp-engine mcp`
-serves as tools (commands/mcp.py), built on the same `Sender` as `mp-engine send`.
+serves as tools (client/mcp/), built on the same `Sender` as `mp-engine send`.
 
 Each call fetches the remote branch into the sender's working clone (a sparse,
 blob-filtered clone, shared by the calls and guarded by one lock) and answers from the
@@ -154,7 +154,7 @@ class Orchestrator:
                 "error": f"no MP {ref} was sent or seen: it is not in the remote's inbox (nor queued in its history), "
                 "not running, and no result names it. Send it with send_mp first; waiting will not make it appear.",
             }
-        progress = {
+        progress: dict[str, Any] = {
             "done": False,
             "status": "RUNNING" if running else "waiting",
             "progress": progress_line(state, str(mp_id)),

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
@@ -51,6 +52,8 @@ from mp_engine.sync.signatures import INBOX_PATH
 
 RESULT_PATH = f"{SYSTEM_DIR}/{RESULT_FILE}"
 GIT_TIMEOUT = 120.0
+# What a precheck may answer instead of sending: `Already`, an exit code, or either.
+Refusal = TypeVar("Refusal", bound=Already | int)
 # What the orchestrator's clone checks out (git sparse-checkout, non-cone patterns).
 SPARSE = ["/Claude_Inbox/", f"/{STATE_FILE}", f"/{SYSTEM_DIR}/RESULT_last.*", f"/{SYSTEM_DIR}/results*.jsonl"]
 
@@ -199,8 +202,8 @@ class Sender:
         path: str,
         data: bytes,
         message: str,
-        precheck: Callable[[GitSession, str, bool], Already | int | None],
-    ) -> tuple[Path, str] | Already | int:
+        precheck: Callable[[GitSession, str, bool], Refusal | None],
+    ) -> tuple[Path, str] | Refusal:
         """Write `path` in the working clone, commit and push it on the remote's tip,
         redone on a fresh tip when another push got there first. `precheck(session, tip,
         first attempt)` may refuse with an exit code, or find it `Already` done."""

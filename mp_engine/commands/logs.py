@@ -190,6 +190,10 @@ def logs(root: Path, lines: int, follow_: bool, raw: bool, echo: Callable[[str],
     def show(line: str) -> None:
         echo(escape_controls(line if raw else render_event(line)))
 
+    def show_now(line: str) -> None:
+        show(line)
+        sys.stdout.flush()
+
     older = rotated_files(ws.events_file, ws.local_dir, config.engine.events_keep)
     start = position(ws.events_file)  # before reading: a line written meanwhile is followed, not lost
     for line in last_lines(ws.events_file, lines, older, upto=start[1] if start else None):
@@ -201,7 +205,7 @@ def logs(root: Path, lines: int, follow_: bool, raw: bool, echo: Callable[[str],
         sys.stdout.flush()
         follow(
             ws.events_file,
-            lambda line: (show(line), sys.stdout.flush()),
+            show_now,
             stop,
             start,
             archive_dir=ws.local_dir,

@@ -20,6 +20,8 @@ class DashboardConfig(Section):
     token_env: str = Field(
         "MP_ENGINE_DASHBOARD_TOKEN", description="the environment variable holding the token (required off loopback)"
     )
+    max_streams: int = Field(32, ge=1, description="live event streams open at once, in all (each is a connection)")
+    max_streams_per_client: int = Field(8, ge=1, description="live event streams one client address may hold")
 
     @model_validator(mode="after")
     def _address(self) -> DashboardConfig:

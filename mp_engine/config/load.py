@@ -131,7 +131,7 @@ def _describe(err: ValidationError, source: str, origin: dict[tuple[str, str], s
     for e in err.errors():
         loc = tuple(e["loc"])
         key = ".".join(str(p) for p in loc)
-        where = origin.get(tuple(str(p) for p in loc[:2])) if len(loc) >= 2 else None
+        where = origin.get((str(loc[0]), str(loc[1]))) if len(loc) >= 2 else None
         where = f"environment variable {where}" if where else source
         if e["type"] == "extra_forbidden":
             known = ", ".join(_known_keys(Config, loc)) or "(none)"

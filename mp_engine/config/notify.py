@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
 from mp_engine.config.section import Section
 
-ALERT_KINDS = ("halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused")
+AlertKind = Literal["halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused", "drift"]
+ALERT_KINDS: tuple[AlertKind, ...] = get_args(AlertKind)
 
 
 class NotifyConfig(Section):
     """`[notify]`: alerts when something needs a person (README, Operations). Off unless
     `urls`, `urls_env` or `command` is set."""
 
-    on: tuple[Literal[ALERT_KINDS], ...] = Field(  # type: ignore[valid-type]
-        ("halt", "blocked", "engine_down", "push_refused"), description="what is worth an alert"
+    on: tuple[AlertKind, ...] = Field(
+        ("halt", "blocked", "engine_down", "push_refused", "drift"), description="what is worth an alert"
     )
     urls: tuple[str, ...] = Field((), description="Apprise URLs: ntfy://, slack://, mailto://, json://, ...")
     urls_env: str = Field(

@@ -52,6 +52,7 @@ class RepoConfig(Section):
     reviewers: tuple[str, ...] = Field((), description="logins whose comments steer; empty: anyone with write access")
     ci_timeout: float = Field(1800.0, gt=0, description="seconds to wait for CI on one push")
     ci_rounds: int = Field(2, ge=1, description="pushes CI judges per cycle; red before the last is fixed")
+    ci_poll: float = Field(0.0, ge=0, description="seconds between looks at CI (0: 10 s at first, then every 30 s)")
     review_rounds: int = Field(3, ge=0, description="rounds of review comments acted on")
     merge: Literal["never", "when_green_and_approved"] = "never"
     issues_label: str = Field("", description="open issues with this label become agent MPs (empty: off)")

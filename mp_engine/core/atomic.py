@@ -131,7 +131,7 @@ def _writer_alive(name: str) -> bool:
 
 def sweep_temp_files(directory: Path) -> list[Path]:
     """Remove temp files a crashed writer left behind in `directory`; return what was removed."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(directory.iterdir())
     except FileNotFoundError:

@@ -13,7 +13,7 @@ class MpEngineError(Exception):
 
 
 class ConfigError(MpEngineError):
-    """mp-engine.toml or an MP_ENGINE_* override is invalid."""
+    """mp-engine.toml, an MP_ENGINE_* override or a command's option is invalid."""
 
 
 class WorkspaceError(MpEngineError):
@@ -63,6 +63,15 @@ class GitConfigChanged(SyncError):
 
 class RemoteUnreachable(SyncError):
     """The git remote could not be reached; results stay committed locally until it returns."""
+
+
+class CredentialsRefused(SyncError):
+    """The remote refused the engine's credentials (a token without the permission, a key
+    not allowed): trying again changes nothing; the message names the fix."""
+
+
+class BranchMissing(SyncError):
+    """The remote has no such branch (a `Base:` or `[repos.NAME] base` that does not exist)."""
 
 
 class SyncConflict(SyncError):

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import AnyStr, Generic, Literal, overload
 
 from mp_engine.core.errors import GitConfigChanged, RemoteUnreachable, SyncError
 
@@ -79,12 +80,13 @@ def noninteractive_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class GitResult:
-    """What one git process did."""
+class GitResult(Generic[AnyStr]):
+    """What one git process did: its stdout decoded (`GitResult[str]`), or its bytes
+    (`GitResult[bytes]`, `git(..., text=False)`)."""
 
     args: tuple[str, ...]
     code: int
-    out: str
+    out: AnyStr
     err: str
 
     @property
@@ -95,13 +97,14 @@ class GitResult:
 class GitFailed(SyncError):
     """`git ARGS` exited non-zero (or timed out); carries the evidence."""
 
-    def __init__(self, result: GitResult, message: str | None = None):
+    def __init__(self, result: GitResult[str] | GitResult[bytes], message: str | None = None):
         self.result = result
         super().__init__(message or describe_failure(result))
 
 
-def describe_failure(r: GitResult) -> str:
-    return f"`git {' '.join(r.args)}` failed (exit {r.code}): {(r.err or r.out).strip()}"
+def describe_failure(r: GitResult[str] | GitResult[bytes]) -> str:
+    out = r.out if isinstance(r.out, str) else r.out.decode("utf-8", errors="replace")
+    return f"`git {' '.join(r.args)}` failed (exit {r.code}): {(r.err or out).strip()}"
 
 
 # Repositories whose .git/config the engine guards: root -> (the copy it accepted, the
@@ -189,6 +192,30 @@ def _guard(cwd: str | os.PathLike[str]) -> None:
             raise GitConfigChanged(problem)
 
 
+@overload
+def git(
+    cwd: str | os.PathLike[str],
+    *args: str,
+    check: bool = True,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    input: str | bytes | None = None,
+    text: Literal[True] = True,
+    env: dict[str, str] | None = None,
+) -> GitResult[str]: ...
+
+
+@overload
+def git(
+    cwd: str | os.PathLike[str],
+    *args: str,
+    check: bool = True,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    input: str | bytes | None = None,
+    text: Literal[False],
+    env: dict[str, str] | None = None,
+) -> GitResult[bytes]: ...
+
+
 def git(
     cwd: str | os.PathLike[str],
     *args: str,
@@ -197,7 +224,7 @@ def git(
     input: str | bytes | None = None,
     text: bool = True,
     env: dict[str, str] | None = None,
-) -> GitResult:
+) -> GitResult[str] | GitResult[bytes]:
     """Run `git ARGS` in `cwd`. With `check`, a non-zero exit raises `GitFailed`, or
     `RemoteUnreachable` when git could not reach the remote (the engine keeps its commits
     and retries). A timeout kills git and counts as exit 124. `env`: extra variables.
@@ -205,6 +232,7 @@ def git(
     `GitConfigChanged` before git starts."""
     _guard(cwd)
     env = {**os.environ, **noninteractive_env(), **(env or {})}
+    result: GitResult[str] | GitResult[bytes]
     try:
         # Its own process group: on a timeout the whole group is killed, ssh or a credential
         # helper included, which would otherwise keep the pipes open and the call hanging.
@@ -218,7 +246,8 @@ def git(
             start_new_session=True,
         )
     except OSError as e:  # git itself is missing, or cwd vanished
-        result = GitResult(tuple(args), 127, "", f"could not start git in {cwd}: {e.strerror or e}")
+        message = f"could not start git in {cwd}: {e.strerror or e}"
+        result = GitResult(tuple(args), 127, "", message) if text else GitResult(tuple(args), 127, b"", message)
     else:
         data = input.encode() if isinstance(input, str) else input
         try:
@@ -229,20 +258,23 @@ def git(
             out, err = proc.communicate()
             code, err = TIMED_OUT, f"timed out after {timeout:g} s (git.timeout)".encode()
         decoded = err.decode("utf-8", errors="replace")
-        result = GitResult(tuple(args), code, out.decode("utf-8", errors="replace") if text else out, decoded)
+        if text:
+            result = GitResult(tuple(args), code, out.decode("utf-8", errors="replace"), decoded)
+        else:
+            result = GitResult(tuple(args), code, out, decoded)
     if check and not result.ok:
         raise failure(result)
     return result
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
 
 
-def failure(r: GitResult) -> SyncError:
+def failure(r: GitResult[str] | GitResult[bytes]) -> SyncError:
     """The error for a failed git call: `RemoteUnreachable` when the remote could not be
     reached (results stay committed locally), `GitFailed` otherwise."""
     if UNREACHABLE_RE.search(r.err):

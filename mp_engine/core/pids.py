@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 LINUX = sys.platform.startswith("linux")
@@ -36,10 +37,12 @@ def hostname() -> str:
     return os.uname().nodename
 
 
-def gone_here(record: dict | None) -> bool:
+def gone_here(record: Mapping[str, object] | None) -> bool:
     """True when `record` (`{pid, host}`: a daemon or a lock owner) names a process on this
     host that is no longer running; False for another host's, or no record."""
-    return bool(record) and record.get("host") == hostname() and not pid_alive(record.get("pid"))
+    if not record:
+        return False
+    return record.get("host") == hostname() and not pid_alive(record.get("pid"))
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def proc_stat(pid: int) -> tuple[int, float] | None:
 
 def is_zombie(pid: int) -> bool:
     p = proc(pid)
-    return bool(p) and p.zombie
+    return p is not None and p.zombie
 
 
 def group(pgid: int) -> list[Proc]:
@@ -108,6 +111,29 @@ def environ_has(pid: int, entries: list[str]) -> bool:
         if env.get(name) != value:
             return False
     return True
+
+
+def commands_of_user(*words: str) -> list[tuple[int, list[str], dict[str, str]]]:
+    """(pid, argv, environment) of every process of this user whose argv holds all of
+    `words` (doctor looks for `mp-engine mcp --http`); the environment is {} where it
+    cannot be read."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline", "uids"]):
+        try:
+            argv = p.info["cmdline"] or []
+            if p.info["uids"] is None or p.info["uids"].real != os.getuid() or p.pid == os.getpid():
+                continue
+            if all(any(w == a or a.startswith(w + "=") for a in argv) for w in words):
+                try:
+                    env = p.environ()
+                except psutil.Error:
+                    env = {}
+                found.append((p.pid, list(argv), env))
+        except psutil.Error:
+            continue
+    return found
 
 
 def children(pid: int) -> list[int]:

@@ -65,6 +65,7 @@ class Workspace:
     `inspect` would be a tenth of its start-up, bench figure 8.)"""
 
     __slots__ = ("root",)
+    root: Path  # set once in __init__, through object.__setattr__ (instances are immutable)
 
     def __init__(self, root: Path):
         object.__setattr__(self, "root", Path(root))

@@ -17,7 +17,7 @@ from mp_engine.core.workspace import INBOX_FILE, RUN_LEDGER, Workspace
 from mp_engine.record import journal
 
 if TYPE_CHECKING:  # `status` passes a record.stateview.StateView: same attributes, no pydantic
-    from mp_engine.record.state import SessionState
+    from mp_engine.record.stateview import StateFields
 SYNC_OK_FILE = "last_sync_ok"  # in SYSTEM/.engine/: when a sync last succeeded (for status)
 SYNC_FAILURES = ("sync_failed", "sync_unreachable", "sync_push_deferred", "sync_conflict", "sync_refused")
 
@@ -99,7 +99,7 @@ def current_step(ws: Workspace, run_id: str) -> dict[str, Any] | None:
     return out
 
 
-def status_line(ws: Workspace, state: SessionState, now: datetime | None = None) -> str:
+def status_line(ws: Workspace, state: StateFields, now: datetime | None = None) -> str:
     """One line for a person: "idle, last MP-1.4 COMPLETED 3 min ago", "running MP-1.5
     step 2/4", "running MP-1.5 MT-002 iteration 3 level 1", "halted: MP-1.5 ERROR awaiting approval"."""
     if state.halt is not None:

@@ -125,8 +125,11 @@ def _not_found(f: Failure) -> Any:
     return m or (f.exit_code == 127)
 
 
-def _killed_by_exit(f: Failure) -> bool:
-    return f.exit_code is not None and 128 < f.exit_code < 128 + 65 and f.exit_code != 128 + _signal.SIGPIPE
+def _killed_by_exit(f: Failure) -> int | None:
+    """The number of the signal that killed a command, when the exit code says so (128 + N)."""
+    if f.exit_code is not None and 128 < f.exit_code < 128 + 65 and f.exit_code != 128 + _signal.SIGPIPE:
+        return f.exit_code - 128
+    return None
 
 
 # Ordered: what is known for certain (a timeout, a signal) first, then the error output,
@@ -154,13 +157,13 @@ RULES: list[Rule] = [
     ),
     Rule(
         "killed",
-        lambda f: f.signal is not None,
-        lambda f, _: (
-            f"{f.where} killed by {_signal_name(f.signal)}",
-            f"{f.where.capitalize()} (`{f.first}`) was killed by {_signal_name(f.signal)}"
-            + (" (SIGKILL from outside usually means the out-of-memory killer)" if f.signal == _signal.SIGKILL else "")
+        lambda f: f.signal,  # the signal's number (never 0) or None
+        lambda f, number: (
+            f"{f.where} killed by {_signal_name(number)}",
+            f"{f.where.capitalize()} (`{f.first}`) was killed by {_signal_name(number)}"
+            + (" (SIGKILL from outside usually means the out-of-memory killer)" if number == _signal.SIGKILL else "")
             + ".",
-            f"Check the engine host's kernel log (`dmesg`) for who sent {_signal_name(f.signal)}, {f.resend}.",
+            f"Check the engine host's kernel log (`dmesg`) for who sent {_signal_name(number)}, {f.resend}.",
         ),
     ),
     Rule(
@@ -227,11 +230,10 @@ RULES: list[Rule] = [
     Rule(
         "killed",
         _killed_by_exit,
-        lambda f, _: (
-            f"{f.where}: a command was killed by {_signal_name(f.exit_code - 128)}",
-            f"{f.subject} was killed by {_signal_name(f.exit_code - 128)} (exit code {f.exit_code} = 128 + "
-            f"{f.exit_code - 128}).",
-            f"Find who sent {_signal_name(f.exit_code - 128)} to `{f.culprit}` (for SIGKILL, the kernel log: "
+        lambda f, number: (
+            f"{f.where}: a command was killed by {_signal_name(number)}",
+            f"{f.subject} was killed by {_signal_name(number)} (exit code {f.exit_code} = 128 + {number}).",
+            f"Find who sent {_signal_name(number)} to `{f.culprit}` (for SIGKILL, the kernel log: "
             f"`dmesg`), {f.resend}.",
         ),
     ),

@@ -11,6 +11,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -237,7 +238,9 @@ class ExitWaiter:
                 self._ready = lambda timeout: bool(poller.poll(timeout * 1000))
                 self._close = lambda: os.close(fd)
                 return
-        if hasattr(select, "kqueue"):
+        # kqueue: macOS and the BSDs. The platform test first: mypy checks for Linux, where
+        # `select` has no kqueue, and skips the block instead of failing on it.
+        if sys.platform != "linux" and hasattr(select, "kqueue"):
             kq = select.kqueue()
             event = select.kevent(
                 proc.pid,
@@ -308,7 +311,7 @@ def run_process(
         except OSError as e:
             raise ProcessError(f"could not start {argv[0]!r}: {e.strerror or e}") from e
         finally:
-            if stdin_path:
+            if not isinstance(stdin, int):  # a file we opened, not DEVNULL
                 stdin.close()
     if on_spawn:
         on_spawn(proc.pid)

@@ -19,9 +19,17 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from mp_engine.execute.relay_inside import MAP_FILE, serve
+
+
+class _Entry(TypedDict):
+    """One line of the map the inside half reads: the address it listens on, and our socket."""
+
+    listen: str
+    port: int
+    socket: str
 
 
 class Relay:
@@ -35,7 +43,8 @@ class Relay:
 
     def __enter__(self) -> Relay:
         self.dir = Path(tempfile.mkdtemp(prefix="mp-engine-relay-"))
-        entries, names = [], ["127.0.0.1 localhost", "::1 localhost ip6-localhost"]
+        entries: list[_Entry] = []
+        names = ["127.0.0.1 localhost", "::1 localhost ip6-localhost"]
         for i, spec in enumerate(self.hosts):
             host, _, port = spec.rpartition(":")
             listen = _address(host)

@@ -336,8 +336,8 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
                 markers=(f"MP_RUN_DIR={ctx.run.dir}", f"MP_STEP={block.step_id}"),
             )
     except ProcessError as e:
-        d = diag.start_failed(block.step_id, label, block.index, block.line, str(e), ctx.mp.mp_id)
-        return _record_failure(ctx, block, step, d, message=str(e))
+        failed = diag.start_failed(block.step_id, label, block.index, block.line, str(e), ctx.mp.mp_id)
+        return _record_failure(ctx, block, step, failed, message=str(e))
     ctx.budget.charge(res.duration)
     if res.interrupted and ctx.cancelled.is_set():  # cancelled while it ran: it ends here, with its output
         ref = write_artifact(
@@ -357,7 +357,7 @@ def _run_command(ctx: StepContext, block: Block, step: LedgerStep, label: str) -
     if res.interrupted:
         # Left in progress on purpose: recovery decides (rerun or report) on restart.
         return BlockRun(report_for(ctx, block, step), ok=False, interrupted=True)
-    d = None
+    d: Diagnosis | None = None
     if not res.ok:
         err_text, _ = read_capped(err_path, 64 * 1024)
         out_text, _ = read_capped(out_path, 16 * 1024)

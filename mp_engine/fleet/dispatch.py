@@ -1,6 +1,6 @@
 """The engine's side of the fleet: `Fleet` is the connection (one event loop in a thread
 of its own, for the daemon's life); `FleetRunner` runs one MP's attempts on it, called
-from the scheduler's worker threads (agent/parallel.py) as the local runner would be.
+from the scheduler's worker threads (agent/run/scheduler.py) as the local runner would be.
 
 An attempt: the task's worktree goes to the work remote as a commit (snapshot.py); the
 attempt starts under its id (`mp-engine/<run>/<MT>/<n>`, spec.py), or, when Temporal
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import CancelledError, TerminatedError, WorkflowAlreadyStartedError
+from temporalio.exceptions import CancelledError, TemporalError, TerminatedError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mp_engine.agent.api import (
@@ -50,13 +50,18 @@ from mp_engine.execute.steps import StepContext, block_key
 from mp_engine.fleet import snapshot
 from mp_engine.fleet.spec import WORKFLOW, AttemptResult, AttemptSpec, CheckOutcome, attempt_id
 from mp_engine.fleet.temporal import Poller, connect, pollers, queues
-from mp_engine.record.ledger import write_artifact
+from mp_engine.record.ledger import LedgerStep, write_artifact
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at a stop while an attempt runs
 DESCRIBE_EVERY = 2.0  # seconds between asking Temporal where an attempt runs
 BACKOFF_MAX = 30.0
 CANCEL_WAIT = 60.0  # seconds a cancelled attempt may take to stop its worker's processes
+
+
+def _fleet_runs(step: LedgerStep) -> int:
+    """The runs of the step's attempt the engine gave back: an extra field of its ledger step."""
+    return int((step.model_extra or {}).get("fleet_runs") or 0)
 
 
 class Fleet:
@@ -140,13 +145,13 @@ class FleetRunner:
         steps = parts.run.steps
         # The step's runs the engine gave back (a stop, a usage limit) each had an id of
         # their own; a crash gave nothing back, so a restart finds its attempt again.
-        done = int(getattr(a.step, "fleet_runs", 0) or 0)
+        done = _fleet_runs(a.step)
         try:
             out = self._attempt(parts, steps, a, done)
         finally:
             self._where.pop(a.mt_id, None)
         if not out.answered:
-            self._gave_back(steps, a, int(getattr(a.step, "fleet_runs", 0) or 0))  # runs again under a new id
+            self._gave_back(steps, a, _fleet_runs(a.step))  # runs again under a new id
         return out
 
     def _attempt(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, done: int) -> AttemptOutcome:
@@ -165,7 +170,9 @@ class FleetRunner:
 
     @staticmethod
     def _gave_back(steps: AgentSteps, a: Attempt, done: int) -> int:
-        a.step.fleet_runs = done + 1
+        extra = a.step.model_extra
+        assert extra is not None  # a ledger step allows extra fields (record/ledger.py): this is one
+        extra["fleet_runs"] = done + 1
         steps.ledger.save()
         return done + 1
 
@@ -220,7 +227,7 @@ class FleetRunner:
             except WorkflowFailureError as e:
                 return self._failed(e, spec)
             except GitFailed as e:  # the work remote refused the task's commit: a person must look
-                return Call("fleet", detail=f"the work remote {self.remote} refused the task's work: {e}")
+                return Call(CallKind.FLEET, detail=f"the work remote {self.remote} refused the task's work: {e}")
             except (RPCError, TimeoutError, RemoteUnreachable) as e:  # Temporal or the work remote is away
                 if isinstance(e, RPCError) and e.status == RPCStatusCode.NOT_FOUND:  # forgotten (retention)
                     return "again"
@@ -303,14 +310,18 @@ class FleetRunner:
             pass
 
     def _failed(self, e: WorkflowFailureError, spec: AttemptSpec) -> Any:
-        cause = e.cause
-        while getattr(cause, "cause", None) is not None and not isinstance(cause, CancelledError | TerminatedError):
+        cause: BaseException | None = e.cause
+        while (
+            isinstance(cause, TemporalError)
+            and cause.cause is not None
+            and not isinstance(cause, CancelledError | TerminatedError)
+        ):
             cause = cause.cause
         if isinstance(cause, CancelledError | TerminatedError):
             return "again"
         detail = f"attempt {spec.attempt_id} failed on every try ({spec.max_tries}, `[fleet] max_tries`): {cause}"
         self.ctx.events.emit("fleet_failed", mp=spec.mp_id, mt=spec.mt_id, attempt=spec.attempt_id, error=str(cause))
-        return Call("fleet", detail=detail[:1000])
+        return Call(CallKind.FLEET, detail=detail[:1000])
 
     # -- home --------------------------------------------------------------------------
 

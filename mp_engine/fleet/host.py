@@ -2,7 +2,7 @@
 exact commit the attempt names, the agent call with the level of that name from the
 worker's own configuration (its credentials never travel), the task's checks, and the
 work pushed back to `mp-task/<MP-id>/<MT-id>`. The same parts as on the engine
-(agent/parts.py): a scratch run archive holds the call's evidence and the checks' steps
+(agent/run/parts.py): a scratch run archive holds the call's evidence and the checks' steps
 while the attempt runs; what goes back is their record and output tails, redacted with
 the worker's secrets.
 """
@@ -19,6 +19,7 @@ from mp_engine.agent.api import (
     AgentSteps,
     Attempt,
     Call,
+    CallKind,
     CallLimiter,
     IterationEvidence,
     RunScope,
@@ -121,7 +122,9 @@ class WorkerHost:
                 f"worker {self.identity} has no agent level named {spec.level_name!r}; give its mp-engine.toml that "
                 f"level, or route the level to a queue whose workers have it (`[fleet] queues`)"
             )
-            return AttemptResult(Call("not_found", detail=detail).to_dict(), self.identity, tries, started_at=started)
+            return AttemptResult(
+                Call(CallKind.NOT_FOUND, detail=detail).to_dict(), self.identity, tries, started_at=started
+            )
         self._checkout(spec, name, path)
         try:
             result = self._attempt(spec, level, path, run_dir, cancel, tries)

@@ -23,7 +23,7 @@ IDENTITY = ("-c", "user.name=mp-engine", "-c", "user.email=mp-engine@localhost")
 TIMEOUT = 300.0
 
 
-def _git(cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> GitResult:
+def _git(cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> GitResult[str]:
     return git(cwd, *args, check=check, timeout=TIMEOUT, env=env)
 
 

@@ -2,7 +2,7 @@
 queue its agent level is routed to.
 
 Why a workflow per attempt, not one per MP (docs/FLEET.md): the engine's ledger and
-`LoopState` already decide what runs next and survive `kill -9`; a workflow per MP would
+the run's state (agent/state/) already decide what runs next and survive `kill -9`; a workflow per MP would
 be a second copy of that brain. An attempt's workflow id (`mp-engine/<run>/<MT>/<n>`)
 refuses a second start, so a restarted engine re-attaches to what runs.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mp_engine.core.errors import ForgeError
 from mp_engine.forge.base import (
@@ -21,6 +21,12 @@ from mp_engine.forge.base import (
 )
 from mp_engine.forge.credentials import Token
 from mp_engine.forge.githubapi import GitHubApi, since_param, unchanged
+
+if TYPE_CHECKING:
+    # githubkit's generated clients name a method `list`, which shadows the builtin in their
+    # own annotations (`-> Response[list[IssueComment], ...]`): mypy cannot read a listing's
+    # item type from them, so the listings below name it.
+    from githubkit_schemas.latest import models as gh
 
 ACTIONS_APP = "github-actions"  # its check runs' ids are the jobs' ids
 
@@ -108,7 +114,7 @@ class GitHubForge:
 
     def _pull(self, p: Any) -> PullRequest:
         merged = bool(getattr(p, "merged", False) or p.merged_at)
-        state = "merged" if merged else p.state
+        state: Literal["open", "closed", "merged"] = "merged" if merged else "open" if p.state == "open" else "closed"
         return PullRequest(p.number, p.html_url, p.head.ref, p.base.ref, p.head.sha, state, p.title, p.body or "")
 
     # --- comments and reviews ------------------------------------------------------------
@@ -116,7 +122,7 @@ class GitHubForge:
     def comments(self, number: int, since: str | None = None) -> list[Comment]:
         issues = self._api.rest.issues
         kwargs: dict[str, Any] = {"since": since_param(since)} if since else {}
-        items = self._api.pages(
+        items: list[gh.IssueComment] = self._api.pages(
             f"read the comments on #{number} of {self.slug}",
             "issues=read",
             lambda page: issues.list_comments(self.owner, self.repo, number, per_page=100, page=page, **kwargs),
@@ -136,12 +142,12 @@ class GitHubForge:
     def review_feedback(self, number: int, since: str | None = None) -> list[Comment]:
         pulls = self._api.rest.pulls
         kwargs: dict[str, Any] = {"since": since_param(since)} if since else {}
-        lines = self._api.pages(
+        lines: list[gh.PullRequestReviewComment] = self._api.pages(
             f"read the review comments on #{number} of {self.slug}",
             "pull_requests=read",
             lambda page: pulls.list_review_comments(self.owner, self.repo, number, per_page=100, page=page, **kwargs),
         )
-        reviews = self._api.pages(
+        reviews: list[gh.PullRequestReview] = self._api.pages(
             f"read the reviews of #{number} on {self.slug}",
             "pull_requests=read",
             lambda page: pulls.list_reviews(self.owner, self.repo, number, per_page=100, page=page),
@@ -230,7 +236,7 @@ class GitHubForge:
 
     def labelled_issues(self, label: str) -> list[Issue]:
         issues = self._api.rest.issues
-        items = self._api.pages(
+        items: list[gh.Issue] = self._api.pages(
             f"list the open issues labelled {label!r} on {self.slug}",
             "issues=read",
             lambda page: issues.list_for_repo(

@@ -13,6 +13,7 @@ no rate limit (GitHub's docs, "Use conditional requests").
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -62,11 +63,12 @@ def _auth(token: Token):
     return _Strategy()
 
 
-def _client(*args: Any, **kwargs: Any) -> GitHub:
+def _client(*args: Any, **kwargs: Any) -> tuple[GitHub[Any], Callable[[], None]]:
     """githubkit's client, with one httpx client (one connection pool, kept alive) for
     every call from every thread: githubkit otherwise opens and closes one per call outside
     a `with`, and its `with` holds the client in a ContextVar, which other threads do not
-    see. httpx's `Client` is thread-safe."""
+    see. httpx's `Client` is thread-safe. Returned with the function that closes the pool
+    (githubkit's `GitHub` has no `close`)."""
     from githubkit import GitHub
 
     class SharedGitHub(GitHub):
@@ -86,7 +88,8 @@ def _client(*args: Any, **kwargs: Any) -> GitHub:
                     self.shared.close()
                     self.shared = None
 
-    return SharedGitHub(*args, **kwargs)
+    client = SharedGitHub(*args, **kwargs)
+    return client, client.close
 
 
 class GitHubApi:
@@ -103,7 +106,7 @@ class GitHubApi:
     ):
         from githubkit.cache import MemCacheStrategy
 
-        self.gh = _client(
+        self.gh, self._close = _client(
             _auth(token),
             base_url=api_root,
             user_agent=f"mp-engine/{__version__}",
@@ -180,7 +183,7 @@ class GitHubApi:
         """Every item of a listing, 100 a page, until a page is short (at most 50 pages)."""
         items: list[T] = []
         for page in range(1, MAX_PAGES + 1):
-            got = self.call(call, needs, lambda page=page: fetch(page)).parsed_data
+            got = self.call(call, needs, functools.partial(fetch, page)).parsed_data
             items += got
             if len(got) < PAGE:
                 break
@@ -188,7 +191,7 @@ class GitHubApi:
 
     def close(self) -> None:
         """Close the connections."""
-        self.gh.close()
+        self._close()
 
 
 def unchanged(response: Response[Any]) -> bool:

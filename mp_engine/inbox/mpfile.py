@@ -28,11 +28,13 @@ understood or `InvalidMPError` is raised.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
 from mp_engine.core.errors import InvalidMPError
+from mp_engine.inbox import expect as expectations
 from mp_engine.inbox.header import HEADER_KEYS, decode, parse_header_line, parse_headers, sha256_hex
 from mp_engine.inbox.lines import BLANKS, Fence, closing_fence, dedent, fence_open, heading, interesting
 from mp_engine.inbox.metric import SYNTAX as METRIC_SYNTAX
@@ -47,6 +49,7 @@ MAX_KEY_NOTES = 20  # notes about misplaced header keys; the last says there may
 KEYS = tuple(HEADER_KEYS)
 HEAD_LINES = 2 + len(HEADER_KEYS)  # the header line, its keys, the line that ends them
 LEADING_BLANKS = re.compile(r"\s*")  # whitespace as `str.strip` sees it
+Searcher = Callable[[str, int], re.Match[str] | None]  # `Pattern.search` from an offset
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class Block:
     lang: str | None = None  # "bash", "sh" or "py" for commands and checks
     path: str | None = None  # for file blocks
     metric: Metric | None = None  # a Validate check's goal (metric.py)
+    expect: expectations.Expect | None = None  # what a check's output must and must not say (expect.py)
 
     @property
     def step_id(self) -> str:
@@ -161,7 +165,9 @@ def _head(text: str) -> tuple[int, list[str], int]:
     """(index of the first non-blank line, the lines from there that can hold the header
     and its keys (the last is the rest of the text), that line's offset)."""
     # The blank lines before the header: the leading whitespace, back to its last newline.
-    pos = text.rfind("\n", 0, LEADING_BLANKS.match(text).end()) + 1
+    blanks = LEADING_BLANKS.match(text)
+    assert blanks is not None  # `\s*` matches at the start of any text, if only the empty string
+    pos = text.rfind("\n", 0, blanks.end()) + 1
     return text.count("\n", 0, pos), text[pos:].split("\n", HEAD_LINES), pos
 
 
@@ -184,8 +190,8 @@ class _Body:
         validate: int | None = None  # heading level of the open Validate section
         open_from: int | None = line_no  # start of the instruction range being built
         keys, ranges = KEYS, self.ranges
-        search = interesting(validate, keys).search
-        searches = {None: search}  # by `validate`, while `keys` stays
+        search: Searcher = interesting(validate, keys).search
+        searches: dict[int | None, Searcher] = {None: search}  # by `validate`, while `keys` stays
         while pos <= size and (m := search(text, pos)) is not None:
             start = m.start()
             i = line_no if start == pos else line_no + text.count("\n", pos, start)
@@ -272,11 +278,12 @@ class _Body:
         lang = words[0].lower() if words else ""
         if lang in COMMAND_LANGS:
             seq = self.checks if in_validate else self.steps
-            kind = "check" if in_validate else "command"
-            goal = self._metric(words[1] if len(words) > 1 else "", i, in_validate)
-            seq.append(
-                Block(kind=kind, index=len(seq) + 1, line=i + 1, body=body, lang=COMMAND_LANGS[lang], metric=goal)
-            )
+            kind: Literal["command", "check"] = "check" if in_validate else "command"
+            info = words[1] if len(words) > 1 else ""
+            said = self._expect(info, i, in_validate)
+            goal = self._metric(expectations.without(info), i, in_validate)
+            lang_of = COMMAND_LANGS[lang]
+            seq.append(Block(kind, len(seq) + 1, i + 1, body, lang_of, metric=goal, expect=said))
         elif lang == FILE_LANG:
             path = words[1].strip() if len(words) > 1 else ""
             if not path:
@@ -317,6 +324,24 @@ class _Body:
                 mp_id=self.mp_id,
             )
         return goal
+
+    def _expect(self, info: str, i: int, in_validate: bool) -> expectations.Expect | None:
+        """The `stdout_contains="..."` / `stdout_not_contains="..."` of a check's fence (expect.py)."""
+        try:
+            said = expectations.parse(info)
+        except ValueError as e:
+            raise InvalidMPError(
+                str(e), f"Correct the fence at line {i + 1}: {expectations.SYNTAX}.", line=i + 1, mp_id=self.mp_id
+            ) from e
+        if said is not None and not in_validate:
+            raise InvalidMPError(
+                f"the block at line {i + 1} says what its output must contain but is a step, not a check",
+                "Move it under the Validate heading (only checks are judged by their output), or drop "
+                "stdout_contains=/stdout_not_contains= from its fence.",
+                line=i + 1,
+                mp_id=self.mp_id,
+            )
+        return said
 
 
 def _heading(line: str) -> tuple[int, bool]:

@@ -7,6 +7,8 @@ with the reason (an event; an MP that answers gets it as its ERROR result)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from mp_engine.agent.api import add_answer
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox import answer as answer_file
@@ -20,7 +22,9 @@ from mp_engine.record.state import SessionState, Status
 from mp_engine.record.unrun import ended_run
 
 
-def waiting(ctx: EngineContext, state: SessionState, mp_id: str, mt: str | None) -> tuple[RunArchive, dict] | str:
+def waiting(
+    ctx: EngineContext, state: SessionState, mp_id: str, mt: str | None
+) -> tuple[RunArchive, dict[str, Any]] | str:
     """The run of `mp_id` and the question it ended on, or why it waits for no answer."""
     halt = state.halt
     if halt is None:
@@ -42,7 +46,7 @@ def waiting(ctx: EngineContext, state: SessionState, mp_id: str, mt: str | None)
     return run, asked
 
 
-def reopen(ctx: EngineContext, mp_id: str, run: RunArchive, asked: dict, text: str, source: str) -> None:
+def reopen(ctx: EngineContext, mp_id: str, run: RunArchive, asked: dict[str, Any], text: str, source: str) -> None:
     """Give the run the answer and open it again; the next tick resumes it."""
     add_answer(run.dir, mt=asked["mt"], question=asked["question"], answer=text, source=source)
     run.ledger().reopen(f"answered via {source}")

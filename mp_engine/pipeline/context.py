@@ -48,7 +48,7 @@ class TickResult:
     run_id: str | None = None
     wait_until: float | None = None  # monotonic time worth waking up at
     detail: str | None = None
-    sync: SyncOutcome | None = None  # the sync point the pass ended with, for synced.settle to answer
+    sync: SyncOutcome | None = None  # the sync point the pass ended with, for synced.after_sync to answer
 
 
 @dataclass

@@ -68,7 +68,7 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         ctx.state.update(waiting=waiting, reason=f"waiting: {waiting['kind']} until {waiting['resume_at']}")
         ctx.events.emit("mp_waiting", mp=mp.mp_id, run=run.run_id, **waiting)
         return TickResult(
-            "waiting",
+            Action.WAITING,
             mp_id=mp.mp_id,
             run_id=run.run_id,
             wait_until=time.monotonic() + seconds_until(waiting["resume_at"]),

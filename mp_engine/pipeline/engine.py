@@ -5,7 +5,7 @@ A tick, under the workspace lock:
   1. poll the channel when due (a sync problem ends as an ERROR result);
   2. finish or resume any run a crash or a stop left open (the ledger says where);
   3. otherwise, if the inbox holds a complete MP: read and parse it (never run half an MP),
-     respect a halt, claim it (RUNNING), execute, validate;
+     admit it (validation, signatures, a halt), claim it (RUNNING), execute it;
   4. record the outcome in the ledger and finalize: result, state, inbox cleared, push.
 Step 4 is idempotent, so a crash anywhere in it is finished on the next tick.
 """
@@ -37,11 +37,12 @@ from mp_engine.core.workspace import EVENTS_FILE, Workspace, move_legacy_event_l
 from mp_engine.execute.base import Executor
 from mp_engine.execute.sandbox import require as require_sandbox
 from mp_engine.execute.shell import ShellExecutor
+from mp_engine.forge.repository import open_repositories
 from mp_engine.inbox.answer import pending as pending_answer
 from mp_engine.inbox.answer import requested as answer_requested
 from mp_engine.inbox.cancel_request import pending as pending_cancels
 from mp_engine.inbox.cancel_request import requested as cancel_requested
-from mp_engine.inbox.intake import Entry, Inbox
+from mp_engine.inbox.intake import Entry, Inbox, Signature
 from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.inbox.queue import SEEN
 from mp_engine.pipeline import answering, synced
@@ -61,6 +62,7 @@ from mp_engine.sync.local import LocalChannel
 from mp_engine.sync.redact import Redactor
 
 if TYPE_CHECKING:
+    from mp_engine.alerts.deliver import Alerter
     from mp_engine.fleet.dispatch import Fleet
 
 log = structlog.get_logger("mp_engine.pipeline.engine")
@@ -95,22 +97,13 @@ class Engine:
         self.lock = WorkspaceLock(ws.lock_file, config.engine.lock_timeout, stop=self.stop)
         self.fleet = fleet
         dispatch = fleet.runner if fleet else None
-        agent = AgentExecutor(dispatch)
+        # `[repos.NAME]` (issue #41): each repository's mirror and forge, built once; a missing
+        # token or `[github]` extra stops the engine here with the fix, not a run later.
+        self.repos = open_repositories(ws.local_dir, config, secretenv.environ()) if config.repos else {}
+        agent = AgentExecutor(dispatch, self.repos)
         self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": agent}
         self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
-        self.alerts = None  # [notify]: alerts from the events, delivered by a thread of their own
-        if config.notify.enabled:
-            from mp_engine.alerts.deliver import Alerter
-
-            self.alerts = Alerter(
-                config.notify,
-                ws.local_dir / "alerts.jsonl",
-                str(ws.root),
-                emit=self.events.emit,
-                redact=self.redact,
-                environ=secretenv.environ(),
-            )
-            self.events.listeners.append(self.alerts.on_event)
+        self.alerts = self._alerter() if config.notify.enabled else None
         self.mode = "daemon"
         self.ctx = EngineContext(
             ws,
@@ -126,7 +119,22 @@ class Engine:
             advise=agent.advise if config.diagnose.level else None,
         )
         self._recovery_scan_done = False
-        self._held_notice: tuple | None = None
+        self._held_notice: tuple[Signature, str] | None = None
+
+    def _alerter(self) -> Alerter:
+        """[notify]: alerts from the events, delivered by a thread of their own."""
+        from mp_engine.alerts.deliver import Alerter
+
+        alerts = Alerter(
+            self.config.notify,
+            self.ws.local_dir / "alerts.jsonl",
+            str(self.ws.root),
+            emit=self.events.emit,
+            redact=self.redact,
+            environ=secretenv.environ(),
+        )
+        self.events.listeners.append(alerts.on_event)
+        return alerts
 
     @classmethod
     def build(cls, ws: Workspace, config: Config) -> Engine:
@@ -311,10 +319,12 @@ class Engine:
             return finalize(self.ctx, *reject(self.ctx, entry, data, verdict.error))
         if isinstance(verdict, Held):
             if verdict.mp is not None:
+                assert data is not None  # the MP held was parsed from it
                 self.inbox.queue.add(data, SEEN)  # replaced while held, it still gets a result
             return self._hold(state, entry, verdict.why)
         if isinstance(verdict, Ended):
             return verdict.result
+        assert data is not None  # the MP admitted was parsed from it
         run, ledger = claim(self.ctx, verdict.mp, data, verdict.executor.name)
         return drive(self.ctx, run, ledger, verdict.mp, verdict.executor)
 
@@ -368,7 +378,9 @@ class Engine:
             if state.halt is None:
                 return None
             daemon = getattr(state, "daemon", None)
-            alive = bool(daemon) and daemon.get("host") == socket.gethostname() and pid_alive(daemon.get("pid"))
+            alive = (
+                isinstance(daemon, dict) and daemon.get("host") == socket.gethostname() and pid_alive(daemon.get("pid"))
+            )
             self.state.update(
                 halt=None, current=IDLE, status=Status.ONLINE if alive else Status.OFFLINE, reason=f"approved via {via}"
             )

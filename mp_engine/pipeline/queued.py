@@ -66,12 +66,12 @@ def _take_entry(
         why = "a newer MP arrived while the engine was halted and this one does not approve the halt"
         return _superseded(ctx, q, data, mp_id, title, why)
     if isinstance(verdict, Refused):
-        e = verdict.error
+        refused = verdict.error
         run, ledger = error_run(
             ctx.ws,
             ctx.events,
-            mp_id=e.mp_id or mp_id,
-            diagnosis=diag.invalid_mp(e.reason, e.fix, e.line),
+            mp_id=refused.mp_id or mp_id,
+            diagnosis=diag.invalid_mp(refused.reason, refused.fix, refused.line),
             data=data,
             sha256=q.sha256,
             source=q.source,

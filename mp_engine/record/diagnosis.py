@@ -24,7 +24,9 @@ class Diagnosis:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Diagnosis:
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+        # Read from JSON: a field the file lacks is None, as it always was.
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        return cls(**fields)
 
 
 # The kind of an MP refused before anything ran (invalid, unsigned): an ERROR result, but

@@ -245,10 +245,14 @@ class Ledger:
         """A run that ended asking a person goes on after the answer (issue #32): its
         outcome is kept under `answered`, it is open again and will end with a new one; its
         inbox slot was released at its first end and is left alone."""
-        earlier = list(getattr(self.model, "answered", None) or [])
+        # `answered` is one of the model's extra fields: in the file only once a run was
+        # answered (declared, every ledger would carry an empty one).
+        extra = self.model.model_extra
+        assert extra is not None  # extra="allow": pydantic keeps them in a dict
+        earlier = list(extra.get("answered") or [])
         if self.model.outcome is not None:
             earlier.append(self.model.outcome)
-        self.model.answered = earlier
+        extra["answered"] = earlier
         self.model.outcome = None
         self.model.status = "open"
         self.model.inbox_entry = "untouched"

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 import structlog
+from structlog.typing import Processor
 
 # watchdog logs this at ERROR when its inotify thread is stopped while a read is in flight
 # (upstream PR gorakhargosh/watchdog#963): a benign shutdown race, so it is demoted to DEBUG.
@@ -22,12 +24,12 @@ class _StderrHandler(logging.StreamHandler):
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
-    def stream(self):
+    @property
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value) -> None:
+    def stream(self, _value: TextIO) -> None:
         pass
 
 
@@ -43,7 +45,7 @@ def configure(level: str = "info", json_lines: bool | None = None) -> None:
         json_lines = not sys.stderr.isatty()
     numeric = getattr(logging, level.upper(), logging.INFO)
     renderer = structlog.processors.JSONRenderer() if json_lines else structlog.dev.ConsoleRenderer(colors=False)
-    shared = [
+    shared: list[Processor] = [
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]

@@ -10,9 +10,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mp_engine.core.errors import StateError
+
+
+class HaltFields(Protocol):
+    """What a line about a halt reads: `state.Halt` or `HaltView`."""
+
+    @property
+    def mp_id(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class StateFields(Protocol):
+    """What a line about the state reads: `state.SessionState` or `StateView`."""
+
+    @property
+    def current(self) -> str: ...
+    @property
+    def run_id(self) -> str | None: ...
+    @property
+    def halt(self) -> HaltFields | None: ...
+    @property
+    def waiting(self) -> dict[str, Any] | None: ...
+    @property
+    def last_result(self) -> dict[str, Any] | None: ...
 
 
 class HaltView:
@@ -55,7 +79,7 @@ class StateView:
         }
 
 
-FIELDS = ("engine_version", "last_completed", "current", "status", "last_updated", "run_id", "halt")
+FIELDS: tuple[str, ...] = ("engine_version", "last_completed", "current", "status", "last_updated", "run_id", "halt")
 FIELDS += ("last_result", "waiting")
 
 

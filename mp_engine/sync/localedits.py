@@ -22,7 +22,7 @@ from mp_engine.sync.session import GitSession
 NOTE = "mp-engine: uncommitted edits set aside while the branch moved"
 
 
-def carry_over(s: GitSession, head: str, new: str, emit: Callable[..., None]) -> SyncConflict | None:
+def carry_over(s: GitSession, head: str, new: str, emit: Callable[..., object]) -> SyncConflict | None:
     """Move the branch from `head` to `new`. An uncommitted edit in a path that differs
     between them is set aside (that path alone: `git stash push -- PATH`) and merged back
     over the new version (it comes back unstaged). Returns a `SyncConflict`, with nothing
@@ -56,7 +56,7 @@ def carry_over(s: GitSession, head: str, new: str, emit: Callable[..., None]) ->
 
 
 def drop_leftovers(
-    s: GitSession, head: str, new: str, edited: list[str], untracked: list[str], emit: Callable[..., None]
+    s: GitSession, head: str, new: str, edited: list[str], untracked: list[str], emit: Callable[..., object]
 ) -> tuple[list[str], list[str]]:
     """Put back what a move cut short left: a full disk let git write the working tree but
     not the index (issue #45), so a path in the way holds exactly a version one of the

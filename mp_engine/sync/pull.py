@@ -114,7 +114,7 @@ def integrate(sync: SyncContext, s: GitSession, remote_sha: str, allowed_signers
 
 
 def bring_in(
-    s: GitSession, head: str, processed: str | None, remote_sha: str, emit: Callable[..., None]
+    s: GitSession, head: str, processed: str | None, remote_sha: str, emit: Callable[..., object]
 ) -> str | SyncConflict:
     """Move the branch to `remote_sha`: a fast-forward, or the engine's unpushed commits
     (its landing merges included) replayed onto it without rewriting its files in the tree.
@@ -171,7 +171,7 @@ def refuse_unsigned(
     )
 
 
-def _fast_forward(s: GitSession, head: str, remote_sha: str, emit: Callable[..., None]) -> SyncConflict | None:
+def _fast_forward(s: GitSession, head: str, remote_sha: str, emit: Callable[..., object]) -> SyncConflict | None:
     """`git merge --ff-only`, which keeps what the operator staged. When git refuses because
     a local change (or an untracked file) is in the way, the move is `carry_over`'s: only
     those paths set aside, never `--autostash`, which stashed every dirty file and so wrote

@@ -26,6 +26,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 from mp_engine.config.load import Config
@@ -218,7 +219,7 @@ def redact_file(path: os.PathLike[str] | str, redact: Redactor) -> bool:
     try:
         if not redact.finds(_chunks(path)):
             return False
-        atomic_write(path, (piece.encode("utf-8") for piece in redact.stream(_chunks(path))))
+        atomic_write(Path(path), (piece.encode("utf-8") for piece in redact.stream(_chunks(path))))
     except (OSError, UnicodeDecodeError):
         return False
     return True

@@ -41,7 +41,7 @@ from mp_engine.sync.signatures import INBOX_PATH
 FIELD = "%x00"
 
 
-def replay(s: GitSession, head: str, onto: str, emit: Callable[..., None]) -> SyncConflict | None:
+def replay(s: GitSession, head: str, onto: str, emit: Callable[..., object]) -> SyncConflict | None:
     """Replay `head`'s (HEAD's) commits since the merge base onto `onto` and move the
     branch there.
 
@@ -57,7 +57,8 @@ def replay(s: GitSession, head: str, onto: str, emit: Callable[..., None]) -> Sy
 def replayed(s: GitSession, head: str, onto: str) -> str | SyncConflict:
     """The commit `head`'s line becomes on top of `onto`, made in the object database only."""
     base = s.run("merge-base", head, onto).strip()
-    new, done = onto, {}
+    new = onto
+    done: dict[str, str] = {}  # each local commit, as replayed
     remote_inbox = _inbox_entry(s, onto)
     merge_with = onto
     if remote_inbox != (base_inbox := _inbox_entry(s, base)):

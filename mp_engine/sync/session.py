@@ -95,7 +95,7 @@ class GitSession:
     def blob(self, commit: str, path: str) -> bytes | None:
         """The exact bytes of `path` at `commit` (a verdict is keyed by their SHA-256)."""
         r = git(self.root, "cat-file", "blob", f"{commit}:{path}", check=False, text=False, timeout=self.timeout)
-        return r.out if r.ok else None  # type: ignore[return-value]
+        return r.out if r.ok else None
 
     def staged(self) -> list[str]:
         """Paths staged in the index (one `git diff --cached`)."""

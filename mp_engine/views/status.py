@@ -21,6 +21,7 @@ from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status
 from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.record.digest import read_result
 from mp_engine.record.stateview import StateView, read_view
+from mp_engine.views.loopstate import loop_state
 
 if TYPE_CHECKING:
     from mp_engine.config.load import Config
@@ -77,7 +78,7 @@ def last_error(events_file: Path) -> dict[str, Any] | None:
 
 def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, Any]:
     """State, the pending MP, the halt and how to lift it, and who holds the lock.
-    `config` as `Config`, or as its JSON (config_cache.py: what `status` reads).
+    `config` as `Config`, or as its JSON (config/cache.py: what `status` reads).
     Long because it is the report's fields, each read from one file, in the order `status`
     prints them."""
     cfg = config if isinstance(config, dict) else config.model_dump(mode="json")
@@ -103,9 +104,9 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
             **halt.model_dump(),
             "lift_with": [f"an MP whose header has `Approves: {halt.mp_id}`", "`mp-engine approve` on this host"],
         }
-        pending = report.get("pending")
-        if pending and pending.get("approves") not in (halt.mp_id, halt.run_id):
-            pending["held"] = f"waits: the engine is halted on {halt.mp_id} and this MP does not approve it"
+        waiting_mp = report.get("pending")
+        if waiting_mp and waiting_mp.get("approves") not in (halt.mp_id, halt.run_id):
+            waiting_mp["held"] = f"waits: the engine is halted on {halt.mp_id} and this MP does not approve it"
     if state.run_id:  # a live agent run: MT, iteration, level, residual, budget (docs/AGENT.md)
         if (agent := load_report(ws.runs_dir / state.run_id)) is not None:
             report["agent"] = agent
@@ -127,8 +128,9 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     if step:
         report["step"] = running_step(ws, cfg["execution"], str(state.run_id), step)
     last = state.last_result
+    res = (run_result(ws, last.get("run_id")) or {}) if last else {}
+    report["loop"] = loop_state(state, res)  # Loopr's state names and next_reset_at (issue #44)
     if last:
-        res = run_result(ws, last.get("run_id")) or {}
         cert = res.get("certificate")
         d = res.get("diagnosis") or {}
         report["last_mp"] = {

@@ -24,8 +24,17 @@ if TYPE_CHECKING:
 ANY = ("0.0.0.0", "::")  # listen on every address
 
 
-def token_for(config: Config, given: str | None = None) -> str | None:
-    """The token: given on the command line, else from `[dashboard] token_env`."""
+def token_for(config: Config, given: str | None = None, token_file: Path | None = None) -> str | None:
+    """The token: from `--token-file` (mode 0600), given on the command line, else from
+    `[dashboard] token_env`."""
+    if token_file is not None:
+        try:
+            text = token_file.read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise ConfigError(f"cannot read --token-file {token_file}: {e.strerror}") from e
+        if token_file.stat().st_mode & 0o077:
+            raise ConfigError(f"{token_file} is readable by others; `chmod 600 {token_file}` first")
+        return text or None
     return given or secretenv.environ().get(config.dashboard.token_env) or None
 
 
@@ -95,7 +104,10 @@ class Served:
         docs = Documents(ws, config.model_dump(mode="json"), Redactor.from_config(config))
         # On every address any name reaches it (the token guards it); on one, its own name.
         hosts = ("*",) if host in ANY else () if is_loopback(host) else (host,)
-        self.dashboard = Dashboard(docs, token=token, hosts=hosts, stop=self.stop, on_refused=on_refused)
+        streams = (config.dashboard.max_streams_per_client, config.dashboard.max_streams)
+        self.dashboard = Dashboard(
+            docs, token=token, hosts=hosts, stop=self.stop, on_refused=on_refused, streams=streams
+        )
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -131,7 +143,9 @@ class Served:
         self.sock.close()
 
 
-def dashboard(root: Path, listen: str | None, token: str | None, echo: Callable[[str], Any]) -> ExitCode:
+def dashboard(
+    root: Path, listen: str | None, token: str | None, echo: Callable[[str], Any], token_file: Path | None = None
+) -> ExitCode:
     """`mp-engine dashboard`: serve the workspace's dashboard in the foreground until ^C.
     Read-only: it runs beside a daemon, or with none (then it shows the archive)."""
     from mp_engine.config.cache import load_for_reading
@@ -141,7 +155,7 @@ def dashboard(root: Path, listen: str | None, token: str | None, echo: Callable[
     if warning:
         echo(f"warning: {warning}")
     where = DashboardConfig(listen=listen or config.dashboard.listen or DEFAULT_LISTEN).address
-    served = Served(ws, config, *where, token_for(config, token))
+    served = Served(ws, config, *where, token_for(config, token, token_file))
     echo(f"mp-engine dashboard: {opening(served, config.dashboard.token_env)}  (read-only; ^C stops it)")
     served.run()
     served.sock.close()

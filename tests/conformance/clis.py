@@ -9,7 +9,7 @@ Each goes into its own npm prefix or virtualenv under `$MP_ENGINE_CONFORMANCE_CA
 so it is installed once and kept between runs.
 To run the suite against another version: `MP_ENGINE_CONFORMANCE_CODEX=0.170.0 make test`
 (or `.venv/bin/python -m pytest tests/conformance`); the pins below are the versions the
-suite passed on, which `docs/AGENT.md` and `agent/presets.CONFORMANCE` name.
+suite passed on, which `docs/AGENT.md` and `agent/call/presets.CONFORMANCE` name.
 """
 
 from __future__ import annotations

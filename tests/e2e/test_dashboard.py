@@ -1,13 +1,17 @@
 """The dashboard served by the real daemon (`[dashboard] listen`, issue #32): its JSON API
-against the schema docs/PROTOCOL.md §9 gives, before, during and after an MP; and a real
-browser (Debian's headless Chromium, driven by Selenium through Debian's chromedriver)
-watching a planned agent MP's tasks move from pending to running to done without a
-reload, a halt showing its fix, and an MP title with HTML in it shown as text.
-Screenshots are saved under the test's tmp_path (`screenshots/`)."""
+against the schema docs/PROTOCOL.md §9 gives, before, during and after an MP; its token
+kept as a derived session cookie, security headers on every answer, and capped event
+streams (issue #46); and a real browser (Debian's headless Chromium, driven by Selenium
+through Debian's chromedriver) watching a planned agent MP's tasks move from pending to
+running to done without a reload, under the dashboard's Content-Security-Policy, a halt
+showing its fix, and an MP title with HTML in it shown as text. Screenshots are saved
+under the test's tmp_path (`screenshots/`)."""
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
 import urllib.request
 from typing import Any
 
@@ -96,6 +100,85 @@ def test_the_api_before_during_and_after_an_mp(ws, daemon_factory):
         d.wait()
 
 
+TOKEN = "dashboard-token-0123456789"
+
+
+def answer(base: str, path: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request("GET", path, headers=headers or {})
+    got = conn.getresponse()
+    got.read()
+    conn.close()
+    return got
+
+
+def stream_from(base: str, source: str) -> tuple[socket.socket, int]:
+    """An event stream opened from the loopback address `source`: the socket, kept open,
+    and the status it was answered with."""
+    host, port = base.removeprefix("http://").split(":")
+    s = socket.socket()
+    s.bind((source, 0))
+    s.settimeout(10)
+    s.connect((host, int(port)))
+    s.sendall(f"GET /api/v1/stream HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n" not in head:
+        head += s.recv(1)
+    return s, int(head.split()[1])
+
+
+def test_the_token_becomes_a_session_every_answer_is_guarded_and_streams_are_capped(ws, daemon_factory):
+    env = {
+        "MP_ENGINE_DASHBOARD_TOKEN": TOKEN,
+        "MP_ENGINE_DASHBOARD__MAX_STREAMS": "3",
+        "MP_ENGINE_DASHBOARD__MAX_STREAMS_PER_CLIENT": "2",
+    }
+    d, base = serve(ws, daemon_factory, env)
+    opened: list[socket.socket] = []
+    try:
+        link = answer(base, f"/?token={TOKEN}")
+        cookie = link.headers["set-cookie"]
+        assert link.status == 303 and cookie.startswith("mp_dashboard_session=") and TOKEN not in cookie
+        session = cookie.split(";", 1)[0]
+        assert answer(base, "/", {"Cookie": session}).status == 200
+        assert answer(base, "/", {"Cookie": f"mp_dashboard_session={TOKEN}"}).status == 401
+        for path, headers in (
+            ("/", {"Cookie": session}),
+            ("/api/v1/state", {"Cookie": session}),
+            ("/static/dashboard.js", {"Cookie": session}),
+            ("/", {}),
+        ):
+            got = answer(base, path, headers)
+            policy = got.headers["content-security-policy"]
+            assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy, (path, policy)
+            assert (
+                got.headers["referrer-policy"] == "no-referrer" and got.headers["x-content-type-options"] == "nosniff"
+            )
+        # Two streams per client, three in all; before issue #46 there was no cap at all.
+        statuses = []
+        for source in ("127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.3"):
+            s, status = stream_from(base, source)
+            opened.append(s)
+            statuses.append(status)
+        assert statuses == [200, 200, 429, 200, 429]
+        opened.pop(0).close()  # a tab closed: its place is free again
+
+        def reopened() -> bool:
+            s, status = stream_from(base, "127.0.0.3")
+            opened.append(s)
+            return status == 200
+
+        wait_for(reopened, timeout=20, interval=0.2, what="a stream's place freed by a closed one")
+    finally:
+        for s in opened:
+            s.close()
+        d.signal(15)
+        d.wait()
+    refused = events(ws, "dashboard_refused")
+    assert any(e.get("reason") == "too many event streams open" for e in refused), refused
+
+
 # -- the browser ---------------------------------------------------------------------------
 
 PLANNED_HTML = """# MP-9.7 <img src=x onerror="window.pwned=1"> three <b>files</b>
@@ -175,6 +258,7 @@ def test_a_browser_watches_tasks_move_sees_a_halt_and_its_fix_and_html_as_text(w
         assert driver.execute_script("return window.pwned") is None and not driver.find_elements(
             "css selector", "main img"
         )
+        assert "Content Security Policy" not in console(driver)  # the page keeps to its own policy
 
         # A halt: its fix appears, and the MP's title (HTML) is shown as text.
         drop(ws, '# MP-9.8 <b>bold</b> fails\n\n```bash\necho "no such thing" >&2; exit 3\n```\n')

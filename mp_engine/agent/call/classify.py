@@ -9,7 +9,7 @@ import errno
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mp_engine.agent.call.invoke import Call, CallKind
@@ -140,7 +140,7 @@ def _hour(hour: int, ampm: str | None) -> int | None:
     return hour if hour <= 23 else None
 
 
-def _zone(name: str | None):
+def _zone(name: str | None) -> tzinfo | None:
     """The stated zone, or the host's local zone when none is stated."""
     if not name:
         return None

@@ -86,7 +86,7 @@ class Call:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Call:
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
 def run_agent(

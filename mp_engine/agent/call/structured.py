@@ -89,7 +89,7 @@ def _claude(objs: list[dict[str, Any]]) -> Structured | None:
     status = result.get("api_error_status")
     answer = str(result.get("result") or "")
     is_error = bool(result.get("is_error"))
-    used = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    used = u if isinstance(u := result.get("usage"), dict) else {}
     cost = result.get("total_cost_usd")
     return Structured(
         answer=answer,
@@ -117,7 +117,7 @@ def _codex(objs: list[dict[str, Any]], now: datetime) -> Structured:
     turns: list[dict[str, Any]] = []
     for obj in objs:
         kind = obj.get("type")
-        item = obj.get("item") if isinstance(obj.get("item"), dict) else {}
+        item = i if isinstance(i := obj.get("item"), dict) else {}
         if kind == "item.completed" and item.get("type") == "agent_message":
             said.append(str(item.get("text") or ""))
         elif kind == "turn.completed":
@@ -125,7 +125,7 @@ def _codex(objs: list[dict[str, Any]], now: datetime) -> Structured:
             if isinstance(obj.get("usage"), dict):
                 turns.append(obj["usage"])
         elif kind in ("turn.failed", "error"):
-            err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
+            err = e if isinstance(e := obj.get("error"), dict) else obj
             failure = str(err.get("message") or failure)
             resets_at = _reset(err, now) or resets_at
     status = STATUS_RE.search(failure)
@@ -194,7 +194,7 @@ def text_usage(text: str) -> dict[str, Any] | None:
 def _reset(event: dict[str, Any], now: datetime | None = None) -> str | None:
     """When a limit resets, from `resetsAt`/`resets_at` (epoch seconds or ISO) or
     `resets_in_seconds`, as ISO UTC."""
-    info = event.get("rate_limit_info") if isinstance(event.get("rate_limit_info"), dict) else event
+    info = i if isinstance(i := event.get("rate_limit_info"), dict) else event
     raw = info.get("resetsAt") or info.get("resets_at")
     seconds = info.get("resets_in_seconds")
     try:

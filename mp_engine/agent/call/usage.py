@@ -5,9 +5,23 @@ check's `usage`); this is their sum, rebuilt by replay like the rest of the stat
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
 
-KINDS = ("input", "output", "cache_read", "cache_write")
+TokenKind = Literal["input", "output", "cache_read", "cache_write"]
+KINDS: tuple[TokenKind, ...] = ("input", "output", "cache_read", "cache_write")
+
+
+class Tally(TypedDict):
+    """One sum of usage: tokens of each kind, dollars, calls and the calls that were priced."""
+
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    cost_usd: float
+    calls: int
+    priced: int
 
 
 def used(rec: dict[str, Any]) -> dict[str, Any] | None:
@@ -19,12 +33,12 @@ def used(rec: dict[str, Any]) -> dict[str, Any] | None:
 class Usage:
     def __init__(self) -> None:
         self.total = self._zero()
-        self.by_level: dict[str, dict[str, Any]] = {}
-        self.by_task: dict[str, dict[str, Any]] = {}
+        self.by_level: dict[str, Tally] = {}
+        self.by_task: dict[str, Tally] = {}
 
     @staticmethod
-    def _zero() -> dict[str, Any]:
-        return {**dict.fromkeys(KINDS, 0), "cost_usd": 0.0, "calls": 0, "priced": 0}
+    def _zero() -> Tally:
+        return {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "cost_usd": 0.0, "calls": 0, "priced": 0}
 
     def add(self, rec: dict[str, Any], *, task: str, level: str) -> None:
         u = used(rec)
@@ -54,7 +68,7 @@ class Usage:
         return describe(self.total)
 
 
-def describe(t: dict[str, Any]) -> str:
+def describe(t: Mapping[str, Any]) -> str:
     """The one line a person reads (the result, `status`): tokens, calls and, when priced, dollars."""
     cost = f", ${t['cost_usd']:.4f}" + (
         "" if t["priced"] == t["calls"] else f" ({t['priced']} of {t['calls']} calls priced)"

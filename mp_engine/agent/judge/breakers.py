@@ -12,6 +12,7 @@ model deserves a fresh start, and escalation is the first answer to repeated fai
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from mp_engine.config.agent import AgentConfig
 
@@ -54,5 +55,5 @@ class Breakers:
             return "test_only", f"{self.test_only} iterations in a row that only ran tests"
         return None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -8,7 +8,8 @@
     BLOCKED       the agent said it is blocked, the hard gate was reached, the planner gave
                   no valid plan, or the agent CLI cannot work (auth, not installed,
                   outage): a person must act
-    BACKPRESSURE  a STOP file in SYSTEM/ (ends the MP); SIGTERM and usage limits are also
+    BACKPRESSURE  a STOP file in SYSTEM/, or a disk fuller than `[agent] max_disk_used`
+                  (ends the MP); SIGTERM and usage limits are also
                   backpressure but only pause the loop, which resumes later
     NEED_INFO     no checks while `[agent] require_checks`, no agent chain configured, or a
                   plan asked for without `[agent.planner]`
@@ -211,6 +212,34 @@ RULES: list[_Rule] = [
             f"write the MP as a numbered list with `Plan: list`, {e.resend}.",
         ),
     ),
+    _Rule(
+        _is(BLOCKED, "ci_failed"),
+        lambda e: (
+            "pull_request_ci_failed",
+            "CI still failed on the pull request",
+            e.cert.detail,
+            f"Read the failing checks on the pull request and push a fix to its branch mp/{e.mp_id} (CI and a "
+            f"reviewer take it from there), or say what to change in an MP with `Approves: {e.mp_id}`.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "branch_moved"),
+        lambda e: (
+            "pull_request_branch_moved",
+            f"someone else pushed to mp/{e.mp_id}",
+            e.cert.detail,
+            f"Keep their work on another branch (or reset mp/{e.mp_id} to the engine's last push), then {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "forge_auth"),
+        lambda e: (
+            "forge_auth",
+            "the forge refused the engine's token",
+            e.cert.detail,
+            f"Give the token the permission the detail names (docs/PULL_REQUESTS.md), then {e.resend}.",
+        ),
+    ),
     _Rule(  # the agent CLI could not work: its fix comes with the record (calling.fatal)
         lambda c: c.type == BLOCKED and c.reason.startswith("agent_") and c.reason != "agent_blocked",
         lambda e: (
@@ -229,6 +258,15 @@ RULES: list[_Rule] = [
             f"Answer it{e.asked}: {e.answer}.",
         ),
         own_fix=True,
+    ),
+    _Rule(
+        _is(BACKPRESSURE, "disk_usage"),
+        lambda e: (
+            "agent_backpressure",
+            "stopped: the workspace's disk is too full",
+            e.cert.detail,
+            f"Free space on the workspace's file system (or raise `[agent] max_disk_used`), {e.resend}.",
+        ),
     ),
     _Rule(
         _is(BACKPRESSURE),

@@ -21,7 +21,7 @@ class IterationCheck(Block):
 
     @property
     def check_id(self) -> str:
-        return Block.step_id.fget(self)  # type: ignore[attr-defined]
+        return super().step_id
 
     @property
     def step_id(self) -> str:

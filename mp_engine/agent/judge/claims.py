@@ -137,7 +137,7 @@ def parse_claims(output: str, nonce: str) -> Claims:
             claims.claimed_complete, claims.evidence = True, body[:4000]
         else:
             claims.blocked, claims.blocked_reason = True, body[:2000] or "(no reason given)"
-    problem = "no status block"
+    problem: str | None = "no status block"
     for m in STATUS_RE.finditer(output):
         values = _parse_status(m.group(1))
         if values.get("NONCE") != nonce:

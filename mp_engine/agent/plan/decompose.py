@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.lines import Fence, fence_open, heading
@@ -37,7 +38,9 @@ class MicroTask:
     checks: tuple[int, ...] | None = None  # a planned task: the checks that accept it (planning.py)
     ref: str = ""  # a planned task: the planner's id for it
     files: tuple[str, ...] = ()  # a planned task: the files it names (shown in its prompt)
-    pause: bool = False  # `(pause)`: the run stops before it starts, for a person to look (pausestate.py)
+    pause: bool = (
+        False  # `(pause)`: the run stops before it starts, for a person to look (run/guard.py, state/ending.py)
+    )
 
     @property
     def title(self) -> str:
@@ -60,7 +63,9 @@ class Plan:
         checks the plan gives it and those of every task it needs, directly or not (they
         all passed, or it would have been skipped)."""
         if self.tasks and self.tasks[mt_index].checks is not None:
-            seen, todo, out = set(), [mt_index], set()
+            seen: set[int] = set()
+            out: set[int] = set()
+            todo = [mt_index]
             while todo:
                 k = todo.pop()
                 if k not in seen:
@@ -97,7 +102,7 @@ class Plan:
         after = self.tasks[mt_index].after
         return set(range(mt_index)) if after is None else set(after)
 
-    def summary(self, mp: MicroProject) -> list[dict]:
+    def summary(self, mp: MicroProject) -> list[dict[str, Any]]:
         return [
             {
                 "id": t.mt_id,

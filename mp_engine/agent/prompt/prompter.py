@@ -1,13 +1,14 @@
 """What a prompt of the agent run is made of: a worker's (prompt.py lays it out), the
 planner's (planning.py) and the reflector's, each built from artifacts only: the loop's
 state, the learnings file, the failing checks' output tails, the diff of the workspace
-and the repository map within `[agent] token_budget` (workcontext.py).
+and the repository map within `[agent] token_budget` (context.py).
 
 One `Prompter` per workspace (a task's worktree, whose map and diff it reads).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from mp_engine.agent.prompt import context as workcontext
@@ -80,19 +81,18 @@ class Prompter:
             for i, t in enumerate(state.tasks)
             if t.status is TaskStatus.COMPLETED
         ]
-        parts = {
-            "mp": self.mp,
-            "goal": state.plan.goal,
-            "nonce": self.nonce,
-            "round_": state.campaign.plan_round,
-            "done": done,
-            "failure": self._replan_failure(state),
-            "previous_error": state.campaign.plan_error,
-            "memory": self.run.memory,
-        }
-        return workcontext.fill(
-            self.cfg.token_budget, lambda context: planning.prompt(repo_map=context, **parts), "", self.repomap
+        prompt = functools.partial(
+            planning.prompt,
+            mp=self.mp,
+            goal=state.plan.goal,
+            nonce=self.nonce,
+            round_=state.campaign.plan_round,
+            done=done,
+            failure=self._replan_failure(state),
+            previous_error=state.campaign.plan_error,
+            memory=self.run.memory,
         )
+        return workcontext.fill(self.cfg.token_budget, lambda context: prompt(repo_map=context), "", self.repomap)
 
     def _replan_failure(self, state: RunState) -> str:
         """Why a re-plan: the cause, the failed task's failing checks' output tails, the

@@ -15,13 +15,17 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from mp_engine.core.atomic import atomic_write
 from mp_engine.core.gitcmd import git
 from mp_engine.core.workspace import WORK_PATHSPEC
 
-LANGS = {
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+    from tree_sitter_language_pack import SupportedLanguage
+
+LANGS: dict[str, SupportedLanguage] = {
     ".py": "python",
     ".pyi": "python",
     ".js": "javascript",
@@ -99,13 +103,21 @@ MAX_DEPTH = 3
 SIG_CHARS = 160
 
 
+class FileSigs(TypedDict):
+    """One file's signatures, and the size and mtime (ns) they were parsed at."""
+
+    size: int
+    mtime: int
+    sigs: list[str]
+
+
 @dataclass
 class RepoMap:
     """One worktree's map, kept between iterations (`refresh` re-reads changed files)."""
 
     root: Path
     cache_file: Path | None = None
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> {size, mtime, sigs}
+    files: dict[str, FileSigs] = field(default_factory=dict)  # by path
     parsed: int = 0  # files parsed since the last `paths` (the others came from the cache)
     _dirty: bool = False
 
@@ -176,10 +188,10 @@ def _listed(root: Path) -> list[str]:
     return sorted({p for p in out.split("\0") if p})
 
 
-_parsers: dict[str, Any] = {}
+_parsers: dict[str, Parser | None] = {}
 
 
-def _parser(lang: str) -> Any | None:
+def _parser(lang: SupportedLanguage) -> Parser | None:
     if lang not in _parsers:
         try:
             from tree_sitter_language_pack import get_parser
@@ -206,7 +218,7 @@ def _signatures(path: Path, size: int) -> list[str]:
     return out
 
 
-def _walk(node: Any, source: bytes, depth: int, out: list[str]) -> None:
+def _walk(node: Node, source: bytes, depth: int, out: list[str]) -> None:
     for child in node.named_children:
         if child.type in DEFS:
             out.append("  " * depth + _signature(child, source))
@@ -218,7 +230,7 @@ def _walk(node: Any, source: bytes, depth: int, out: list[str]) -> None:
             _walk(child, source, depth, out)
 
 
-def _signature(node: Any, source: bytes) -> str:
+def _signature(node: Node, source: bytes) -> str:
     body = node.child_by_field_name("body")
     end = body.start_byte if body is not None and body.start_byte > node.start_byte else node.end_byte
     text = " ".join(source[node.start_byte : end].decode("utf-8", "replace").split())

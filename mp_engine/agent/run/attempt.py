@@ -1,6 +1,6 @@
 """One attempt at one micro-task: the agent call of an iteration, the agent's claims and
 the task's checks, all in one workspace (`work`), then the iteration's record
-(`record`). It decides nothing: the run applies the record (`LoopState.apply`) or, when
+(`record`). It decides nothing: the run applies the record (state/apply.py) or, when
 the call did not answer, pauses, waits or ends. `work` (the call, the checks and the
 evidence) is the unit that runs beside others (each task in its own worktree, in a thread
 of its own), or elsewhere (a `Runner`: the fleet runs the call and the checks on a worker

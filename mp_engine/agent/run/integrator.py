@@ -13,7 +13,7 @@ the integration runs again from the start; a task is never integrated twice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.judge.checks import Checker
@@ -26,6 +26,15 @@ TIMEOUT = 120.0
 DIFF_CAP = 16 * 1024  # the conflict shown in the task's next prompt
 
 
+class CheckResult(TypedDict):
+    """One check run on the combined work."""
+
+    id: str
+    step: str
+    ok: bool
+    exit_code: int | None
+
+
 @dataclass
 class Integration:
     outcome: str  # integrated | conflict | broke | interrupted
@@ -34,7 +43,7 @@ class Integration:
     detail: str = ""
     conflict: list[str] = field(default_factory=list)  # the files in conflict
     diff: str = ""  # the conflict as git shows it (markers included)
-    checks: list[dict] = field(default_factory=list)  # {id, step, ok, exit_code}
+    checks: list[CheckResult] = field(default_factory=list)
 
     @property
     def failing(self) -> list[str]:
@@ -84,7 +93,7 @@ class Integrator:
         self.work = work
         self.checker = checker  # runs in the integration worktree (work.path)
 
-    def _git(self, *args: str, check: bool = True) -> GitResult:
+    def _git(self, *args: str, check: bool = True) -> GitResult[str]:
         return git(self.work.path, *args, check=check, timeout=TIMEOUT)
 
     def tip(self) -> str:
@@ -130,7 +139,9 @@ class Integrator:
         if ran is None:  # a stop or a cancel: undone, it runs again (or never)
             self._git("reset", "--quiet", "--hard", base)
             return Integration("interrupted", base, detail="stopped during the integration's checks")
-        results = [{"id": c.check_id, "step": c.step_id, "ok": ok, "exit_code": code} for c, ok, code in ran]
+        results: list[CheckResult] = [
+            {"id": c.check_id, "step": c.step_id, "ok": ok, "exit_code": code} for c, ok, code in ran
+        ]
         failing = [r["id"] for r in results if not r["ok"]]
         if failing:
             self._git("reset", "--quiet", "--hard", base)

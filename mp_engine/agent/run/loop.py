@@ -17,7 +17,8 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 
 from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.evidence import Snapshot, Worktree
@@ -27,8 +28,10 @@ from mp_engine.agent.plan.decompose import Plan, decompose, goal_of
 from mp_engine.agent.progress import BASELINE_FILE, Progress
 from mp_engine.agent.run import answers
 from mp_engine.agent.run.attempt import Local, Runner
+from mp_engine.agent.run.guard import Halt
 from mp_engine.agent.run.placement import InPlace, Placement, Worktrees
-from mp_engine.agent.run.publisher import Publisher, missing, need_info
+from mp_engine.agent.run.publisher import Publisher, iso_utc, missing, need_info
+from mp_engine.agent.run.repo import PullRequestRounds, RepoLanding, RepoRun
 from mp_engine.agent.run.resume import records, report_resume
 from mp_engine.agent.run.scheduler import Scheduler
 from mp_engine.agent.run.sidesteps import SideSteps
@@ -41,13 +44,21 @@ from mp_engine.agent.state.kinds import TaskStatus
 from mp_engine.agent.state.model import RunState
 from mp_engine.config.agent import AgentConfig
 from mp_engine.core.atomic import atomic_write_json
+from mp_engine.core.errors import BranchMissing, CredentialsRefused, RemoteUnreachable, SyncError
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext, wall_used
+from mp_engine.forge.repository import Repository
 from mp_engine.inbox.mpfile import MicroProject
+from mp_engine.record.diagnosis import Diagnosis
 
 # Where a run's attempts run when not in this engine's threads (the fleet, `[fleet]`): made
 # for the run's scope and its tasks' worktrees.
 Dispatch = Callable[[StepContext, TaskWorktrees], Runner]
+
+
+def _refused(kind: str, what: str, e: Exception, fix: str) -> ExecResult:
+    """The run ends before it starts: the repository it works on cannot be used as it is."""
+    return ExecResult(status="failed", diagnosis=Diagnosis(kind, what, str(e), fix))
 
 
 def parallel_limit(cfg: AgentConfig, mp: MicroProject) -> int:
@@ -59,7 +70,10 @@ def parallel_limit(cfg: AgentConfig, mp: MicroProject) -> int:
 class AgentRun:
     """One MP's run; rebuilt from the run archive on every (re-)entry."""
 
-    def __init__(self, ctx: StepContext, dispatch: Dispatch | None = None):
+    def __init__(
+        self, ctx: StepContext, dispatch: Dispatch | None = None, repos: Mapping[str, Repository] | None = None
+    ):
+        """`repos`: the configured repositories (`[repos.NAME]`), for an MP's `Repo:`."""
         self.ctx = ctx
         self.dispatch = dispatch
         self.cfg = ctx.config.agent
@@ -79,6 +93,13 @@ class AgentRun:
         self.isolated = self.limit > 1 or dispatch is not None
         self.work = WorkBranch(ctx.ws, ctx.mp.mp_id, ctx.run.run_id, parallel=self.isolated)
         self.steps = AgentSteps(ctx.ledger, ctx.run.steps_dir)
+        # `Repo: NAME` (issue #41): the work is on that repository's mirror, and lands there.
+        name = ctx.mp.repo
+        self.repo = (
+            RepoRun(repos[name], mp_id=ctx.mp.mp_id, base=ctx.mp.headers.get("Base"), issue=ctx.mp.headers.get("Issue"))
+            if name is not None and repos is not None and name in repos
+            else None
+        )
 
     def emit(self, name: str, **fields: object) -> None:
         self.ctx.events.emit(name, mp=self.mp.mp_id, run=self.ctx.run.run_id, **fields)
@@ -92,9 +113,10 @@ class AgentRun:
         memory = snapshot(self.ctx.ws, self.run_dir, self.cfg.memory)
         learnings = self.run_dir / "agent" / "learnings.md"
         run = RunScope(self.ctx, self.cfg, progress.nonce, self.steps, limiter, learnings, memory)
-        # The tasks' work stops at once when the run stops it (its end, a cancel, a second
-        # signal): `halt`; the run's wall time is charged by the scheduler, shared by its tasks.
-        halt = threading.Event()
+        # The tasks' work stops at once when the run stops it (its end) or the engine does
+        # (a cancel, a second signal): `halt`; the run's wall time is charged by the
+        # scheduler, shared by its tasks.
+        halt = Halt(self.ctx.stop_now)
         tasks = run.beside(stop_now=halt, budget=self.ctx.budget.shared())
         placement = self._placement(tasks, base)
         state = RunState.begin(
@@ -106,6 +128,7 @@ class AgentRun:
         )
         replay(state, records(self.ctx.ledger, self.ctx.run.steps_dir))
         publisher = Publisher(run, progress, self.work)
+        rounds = self._landing(run, publisher)
         runner: Runner = Local()
         if self.dispatch is not None and isinstance(placement, Worktrees):
             runner = self.dispatch(self.ctx, placement.trees)
@@ -126,10 +149,7 @@ class AgentRun:
         # durable at once (a power loss costs at most the running iteration).
         self.ctx.ledger.durable, self.ctx.ledger.deferred = False, True
         try:
-            paused = scheduler.run(state)
-            if paused is not None:
-                return paused
-            return publisher.finish(state, self.ctx, distilled(self.ctx.ws, self.ctx.run.run_id, state.tasks))
+            return self._drive(scheduler, rounds, publisher, state)
         except Exception:
             # The run ends here: the pipeline records the error (a full disk, a bug) and a
             # closed run is never resumed, so nothing else would remove its worktrees and
@@ -142,9 +162,28 @@ class AgentRun:
             self.ctx.events.sync()
             self.ctx.ledger.save(durable=True)
 
+    def _drive(
+        self, scheduler: Scheduler, rounds: PullRequestRounds | None, publisher: Publisher, state: RunState
+    ) -> ExecResult:
+        """Schedule the tasks until the run ends (its result) or waits (paused, a question,
+        a pull request's CI)."""
+        while True:  # a pull request's CI may send the run back to work (run/repo.py)
+            paused = scheduler.run(state)
+            if paused is not None:
+                return paused
+            waiting = rounds.round(state) if rounds is not None else None
+            if waiting is not None:
+                return waiting
+            if state.final is not None:
+                return publisher.finish(state, self.ctx, distilled(self.ctx.ws, self.ctx.run.run_id, state.tasks))
+
     def _preconditions(self) -> ExecResult | None:
         """NEED_INFO before anything runs; otherwise the worktree, made (or found) now."""
         lacking = missing(self.cfg, self.mp, self.first_plan, self.planned)
+        if lacking is None and self.repo is not None:
+            away = self._on_repository()
+            if away is not None:
+                return away
         if lacking is None:
             try:
                 self.work.ensure(resumed=Progress.load(self.run_dir) is not None)
@@ -160,6 +199,55 @@ class AgentRun:
         return need_info(
             *lacking, mp=self.mp, plan=self.first_plan, run_dir=self.run_dir, run_rel=run_rel, emit=self.emit
         )
+
+    def _on_repository(self) -> ExecResult | None:
+        """The work branch on the repository's mirror, brought up to date; a repository that
+        cannot be reached makes the run wait (the engine comes back to it); one that refuses
+        the engine's credentials, has no such base, or fails otherwise ends it with the fix."""
+        assert self.repo is not None
+        name = self.repo.repo.name
+        try:
+            where = self.repo.where()
+        except RemoteUnreachable as e:
+            resume_at = iso_utc(time.time() + 60)
+            why = f"[repos.{name}] could not be reached: {e}"
+            return ExecResult(
+                status="waiting", extra={"waiting": {"kind": "repository", "reason": why, "resume_at": resume_at}}
+            )
+        except CredentialsRefused as e:
+            fix = (
+                f"Give the token [repos.{name}] token_env names Contents read and write on "
+                f"{self.repo.cfg.url} (docs/PULL_REQUESTS.md), then send the MP again."
+            )
+            return _refused("repository_refused", f"[repos.{name}] refused the engine", e, fix)
+        except BranchMissing as e:
+            fix = f"Send the MP again with a `Base:` that exists, or set [repos.{name}] base to one."
+            return _refused("repository_base", f"[repos.{name}] has no such base branch", e, fix)
+        except SyncError as e:
+            fix = f"Run `git --git-dir {self.repo.repo.mirror.git_dir} fsck` and fix what it says, then send the MP again."
+            return _refused("repository_git", f"git failed on [repos.{name}]'s mirror", e, fix)
+        self.work = WorkBranch(self.ctx.ws, self.mp.mp_id, self.ctx.run.run_id, parallel=self.isolated, where=where)
+        return None
+
+    def _landing(self, run: RunScope, publisher: Publisher) -> PullRequestRounds | None:
+        """For `Repo:`, how the work lands there (the publisher's lander), and the pull
+        request's rounds when it lands as one."""
+        if self.repo is None:
+            return None
+        rounds = None
+        if self.repo.cfg.land == "pull_request":
+            rounds = PullRequestRounds(
+                self.repo,
+                self.work,
+                self.steps,
+                publisher,
+                run_id=self.ctx.run.run_id,
+                title=self.mp.title,
+                redact=self.ctx.events.redact,
+                emit=run.emit,
+            )
+        publisher.lander = RepoLanding(self.repo, self.work, rounds)
+        return rounds
 
     def _progress(self) -> tuple[Progress, Snapshot, bool]:
         """The run's progress file and the workspace as the run found it (made on its first

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mp_engine.agent.call.chain import chain_for, runnable
 from mp_engine.agent.judge import certificate as cert
@@ -115,8 +115,18 @@ def need_info(
     )
 
 
+class Lander(Protocol):
+    """How a run on another repository lands, and what the result says of it (run/repo.py)."""
+
+    def land(self, exact: bool) -> Landing: ...
+
+    def result(self) -> dict[str, Any]: ...
+
+
 class Publisher:
-    def __init__(self, run: RunScope, progress: Progress, work: WorkBranch):
+    def __init__(self, run: RunScope, progress: Progress, work: WorkBranch, lander: Lander | None = None):
+        """`lander`: how the work lands at the end (a configured repository's, issue #41);
+        by default, on the channel's branch per `[agent] land`."""
         self.run = run
         self.cfg = run.cfg
         self.mp = run.mp
@@ -127,6 +137,7 @@ class Publisher:
         self.limiter = run.limiter
         self.work = work
         self.cancel_requested = run.ctx.cancelled
+        self.lander: Lander | None = lander
 
     # -- the snapshot ------------------------------------------------------------------
 
@@ -191,17 +202,19 @@ class Publisher:
         self.publish(state)
         return ExecResult(status="interrupted")
 
-    def wait(self, state: RunState, kind: str, reason: str, resume_at: str) -> ExecResult:
-        """BACKPRESSURE that pauses: persist `resume_at`; the engine re-enters after it."""
+    def wait(self, state: RunState, kind: str, reason: str, resume_at: str, *, announced: bool = False) -> ExecResult:
+        """BACKPRESSURE that pauses: persist `resume_at`; the engine re-enters after it.
+        `announced`: the pause's event was emitted already (a level's usage limit, when hit)."""
         self.progress.pause(kind, reason, resume_at)
-        self.run.emit(
-            "micro_task_pause_requested",
-            id="FR-EVT-MT-007",
-            **where(state),
-            kind=kind,
-            reason=reason,
-            resume_at=resume_at,
-        )
+        if not announced:
+            self.run.emit(
+                "micro_task_pause_requested",
+                id="FR-EVT-MT-007",
+                **where(state),
+                kind=kind,
+                reason=reason,
+                resume_at=resume_at,
+            )
         self.publish(state)
         return ExecResult(status="waiting", extra={"waiting": {"kind": kind, "reason": reason, "resume_at": resume_at}})
 
@@ -211,7 +224,7 @@ class Publisher:
         self.progress.data["status"] = "cancelled"
         self.publish(state)
         self.progress.save(durable=True)
-        landing = self.work.land(self.cfg.land, exact=False)
+        landing = self._land(exact=False)
         self.work.remove()
         self.run.emit("micro_task_loop_cancelled", id="FR-EVT-MT-011", **where(state), reason="cancel request")
         return ExecResult(status="cancelled", extra={"work": landing.to_dict()})
@@ -232,7 +245,7 @@ class Publisher:
         p.save(durable=True)
         atomic_write_json(self.run_dir / "agent" / "certificate.json", c.to_dict())
         commits = self.work.task_commits()
-        landing = self.work.land(self.cfg.land, exact=c.type == cert.EXACT)
+        landing = self._land(exact=c.type == cert.EXACT)
         self.work.remove()
         self.run.emit(
             "micro_task_work_landed", id="MPE-MT-WORK", branch=landing.branch, how=landing.how, commit=landing.commit
@@ -266,6 +279,11 @@ class Publisher:
             res.error_output, _ = read_capped(path, 16 * 1024)
             res.error_output_ref = f"{rec['evidence']}/stderr.txt" if res.error_output else None
         return res
+
+    def _land(self, *, exact: bool) -> Landing:
+        if self.lander is not None:
+            return self.lander.land(exact)
+        return self.work.land(self.cfg.land, exact=exact)
 
     def _extra(
         self, state: RunState, ctx: StepContext, landing: Landing, commits: dict[str, str], distilled: list[str]
@@ -301,6 +319,8 @@ class Publisher:
         if extra["lessons"]:  # finalize adds them to SYSTEM/memory.md
             body = "\n".join(f"- {ln}" for ln in extra["lessons"])
             extra["sections"].append({"title": "Lessons for SYSTEM/memory.md", "body": body})
+        if self.lander is not None:  # the repository the work is on, and its pull request
+            extra["pull_request"] = self.lander.result()
         confined = sandbox_summary(ctx.config.agent)
         if confined is not None:  # what ran in the sandbox; each call's rules are in its evidence
             extra["sandbox"] = confined

@@ -59,14 +59,16 @@ class Recorder:
     ) -> dict[str, Any]:
         passed = [c.check_id for c, ok, _ in checks if ok]
         failing = [c.check_id for c, ok, _ in checks if not ok]
-        metrics = [
-            {"id": c.check_id, **measure(c.metric, read_value(self.run.ctx.run.steps_dir / f"{c.step_id}.stdout"))}
+        steps_dir = self.run.ctx.run.steps_dir
+        measured = [
+            (c.check_id, c.metric, read_value(steps_dir / f"{c.step_id}.stdout"))
             for c, _ok, _code in checks
             if c.metric is not None
         ]
+        metrics = [{"id": k, **measure(metric, value)} for k, metric, value in measured]
         # What is left: 1 per failing check, a failing metric check its distance to the target
         # (in (0, 1]; inbox/metric.py), so an agent getting closer shows as a smaller residual.
-        distance = {m["id"]: m["distance"] for m in metrics}
+        distance = {k: metric.distance(value) for k, metric, value in measured}
         residual = round(sum(distance.get(k, 1) for k in failing), 6)
         gate = claims.claimed_complete and not failing and not claims.blocked
         return {

@@ -75,7 +75,7 @@ def sections(
     out = [{"title": "Halting certificate", "body": "\n".join(lines)}]
     if state is None:
         return out
-    # Tasks that ran at once (parallel.py): when each ran, and beside which.
+    # Tasks that ran at once (placement.py, Worktrees): when each ran, and beside which.
     timed = ["Started", "Ended", "Ran with"] if state.isolated else []
     fleet = ["Ran on"] if any(t.workers for t in state.tasks) else []  # the fleet's workers (docs/FLEET.md)
     head = ["MT", "Instruction", "Status", "Iterations", "Levels", "Commit", "Last evidence", *timed, *fleet]

@@ -23,6 +23,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mp_engine.core.gitcmd import GitResult, git
 from mp_engine.core.workspace import WORK_PATHSPEC, Workspace
@@ -46,7 +47,7 @@ class Landing:
     commit: str | None  # the work branch's tip
     note: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"branch": self.branch, "landed": self.landed, "how": self.how, "commit": self.commit, "note": self.note}
 
 
@@ -54,20 +55,40 @@ def branch_name(mp_id: str) -> str:
     return "mp/" + re.sub(r"[^A-Za-z0-9._-]", "_", mp_id).strip(".") or "mp/UNPARSED"
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where a run's work branch and worktrees live: the channel's repository (the
+    workspace's own, by default), or a configured repository's mirror (`Repo:`, issue #41)."""
+
+    home: Path  # where git keeps the branch: the workspace, or the mirror (a bare repository)
+    work_root: Path  # the run's worktrees go under `work_root/<run>/`
+    start: str = "HEAD"  # where a new work branch starts
+    upstream: str = "HEAD"  # what the branch's task commits are counted from (the channel, or the base)
+
+    @classmethod
+    def channel(cls, ws: Workspace) -> Where:
+        return cls(ws.root, ws.local_dir / "work")
+
+
 class WorkBranch:
-    def __init__(self, ws: Workspace, mp_id: str, run_id: str, *, parallel: bool = False):
+    def __init__(self, ws: Workspace, mp_id: str, run_id: str, *, parallel: bool = False, where: Where | None = None):
         """`parallel`: tasks run at once, each in a worktree of its own beside this one
-        (taskbranch.py), so this one (the integrator's) is `work/<run>/integration/`."""
+        (worktrees.py), so this one (the integrator's) is `work/<run>/integration/`.
+        `where`: the channel's repository (default) or a configured repository's mirror."""
         self.ws = ws
         self.mp_id = mp_id
         self.branch = branch_name(mp_id)
         self.parallel = parallel
-        self.run_dir = ws.local_dir / "work" / run_id
+        self.where = where or Where.channel(ws)
+        self.home = self.where.home
+        self.run_dir = self.where.work_root / run_id
         self.path = self.run_dir / "integration" if parallel else self.run_dir
         self._id: list[str] | None = None
 
-    def _git(self, *args: str, cwd: Path | None = None, check: bool = True, env=None) -> GitResult:
-        return git(cwd or self.ws.root, *args, check=check, timeout=TIMEOUT, env=env)
+    def _git(
+        self, *args: str, cwd: Path | None = None, check: bool = True, env: dict[str, str] | None = None
+    ) -> GitResult[str]:
+        return git(cwd or self.home, *args, check=check, timeout=TIMEOUT, env=env)
 
     def identity(self) -> list[str]:
         """`-c user.*` when the repository has no identity (asked of git once)."""
@@ -86,17 +107,18 @@ class WorkBranch:
         is: the branch holds the run's commits, and is never reset then."""
         if (self.path / ".git").exists():
             return self.path
-        if not (self.ws.root / ".git").exists():
+        if self.home == self.ws.root and not (self.ws.root / ".git").exists():
             raise NoGit(f"{self.ws.root} is not a git repository")
-        if self._git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False).code != 0:
-            raise NoGit(f"the repository in {self.ws.root} has no commit yet")
+        start = self.where.start
+        if self._git("rev-parse", "-q", "--verify", f"{start}^{{commit}}", check=False).code != 0:
+            raise NoGit(f"the repository in {self.home} has no commit yet")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._git("worktree", "prune")
         exists = self._git("rev-parse", "-q", "--verify", f"refs/heads/{self.branch}", check=False).code == 0
         if resumed and exists:
             self._git("worktree", "add", "--quiet", "--force", str(self.path), self.branch)
         else:
-            self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), "HEAD")
+            self._git("worktree", "add", "--quiet", "--force", "-B", self.branch, str(self.path), start)
         return self.path
 
     def uncommit_leftovers(self) -> bool:
@@ -124,8 +146,8 @@ class WorkBranch:
 
     def task_commits(self) -> dict[str, str]:
         """{MT id: commit} of this run's micro-task commits: those on the work branch that
-        the channel branch (the workspace's HEAD) does not have yet. Asked before landing."""
-        out = self._git("log", "--format=%H %s", self.branch, "--not", "HEAD", "--", check=False).out
+        the channel branch (or the repository's base) does not have yet. Asked before landing."""
+        out = self._git("log", "--format=%H %s", self.branch, "--not", self.where.upstream, "--", check=False).out
         prefix = f"{self.mp_id} "
         found: dict[str, str] = {}
         for line in out.splitlines():
@@ -209,12 +231,12 @@ class WorkBranch:
         else:
             self._git("worktree", "remove", "--force", str(self.path), check=False)
         self._git("worktree", "prune", check=False)
-        if self.parallel:  # the tasks' scratch branches (taskbranch.py)
+        if self.parallel:  # the tasks' scratch branches (worktrees.py)
             prefix = f"refs/heads/mp-task/{self.branch.removeprefix('mp/')}/"
             refs = self._git("for-each-ref", "--format=%(refname)", prefix, check=False).out.split()
             if refs:
                 git(
-                    self.ws.root,
+                    self.home,
                     "update-ref",
                     "--stdin",
                     check=False,

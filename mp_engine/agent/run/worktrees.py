@@ -26,7 +26,7 @@ class TaskWorktrees:
         self.root = work.run_dir
         self._pruned = False
 
-    def _git(self, cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> GitResult:
+    def _git(self, cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> GitResult[str]:
         return git(cwd, *args, check=check, timeout=TIMEOUT, env=env)
 
     def path(self, mt_id: str) -> Path:
@@ -44,10 +44,10 @@ class TaskWorktrees:
         path = self.path(mt_id)
         if not (path / ".git").exists():
             if not self._pruned:  # once per run: what a crash left of removed worktrees
-                self._git(self.work.ws.root, "worktree", "prune")
+                self._git(self.work.home, "worktree", "prune")
                 self._pruned = True
             self._git(
-                self.work.ws.root,
+                self.work.home,
                 "worktree",
                 "add",
                 "--quiet",

@@ -10,6 +10,7 @@ from typing import Any
 from mp_engine.agent.judge import certificate as cert
 from mp_engine.agent.state import ending
 from mp_engine.agent.state.answer import reduce_answer
+from mp_engine.agent.state.ci import reduce_ci
 from mp_engine.agent.state.iteration import reduce_iteration
 from mp_engine.agent.state.kinds import Effect, RecordKind
 from mp_engine.agent.state.model import RunState
@@ -40,6 +41,7 @@ REDUCERS: dict[RecordKind, Reducer] = {
     RecordKind.START: reduce_start,
     RecordKind.INTEGRATE: reduce_integration,
     RecordKind.ANSWER: reduce_answer,
+    RecordKind.CI: reduce_ci,
     RecordKind.FATAL: reduce_fatal,
 }
 
@@ -50,8 +52,9 @@ def kind_of(step_kind: str, rec: dict[str, Any]) -> RecordKind:
 
 
 def apply(s: RunState, kind: RecordKind, rec: dict[str, Any]) -> list[Effect]:
-    """Account one record. Once the run has ended only an answer moves it again."""
-    if s.final is not None and kind is not RecordKind.ANSWER:
+    """Account one record. Once the run has ended only an answer, or CI's verdict on the
+    pull request its end opened, moves it again."""
+    if s.final is not None and kind not in (RecordKind.ANSWER, RecordKind.CI):
         return []
     if kind is RecordKind.ITERATION and "mt" not in rec:
         return []

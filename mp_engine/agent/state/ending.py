@@ -12,7 +12,7 @@ from mp_engine.agent.state.kinds import LIVE, Effect, TaskStatus
 from mp_engine.agent.state.model import RunState
 
 # Ends that are the run's, not one task's: every task in a worktree of its own stops with them.
-GLOBAL_ENDS = ("stop_file", "wall_budget", "max_iterations", "cost_budget")
+GLOBAL_ENDS = ("stop_file", "wall_budget", "max_iterations", "cost_budget", "disk_usage")
 
 
 def end(s: RunState, type_: str, reason: str, detail: str) -> cert.Certificate:
@@ -123,8 +123,8 @@ def settle(s: RunState) -> list[Effect]:
         if t.status is TaskStatus.PENDING and s.verified and not s.checks_of(j):
             skip(s, j, "every check that accepts it belongs to a micro-task that did not pass", effects)
     quiet = s.final is None and s.campaign.pending is None
-    if quiet and not s.live() and (j := pause_ready(s)) is not None:
-        pause_before(s, j)  # nothing else can go on before it: the run pauses there
+    if quiet and not s.live() and (ready := pause_ready(s)) is not None:
+        pause_before(s, ready)  # nothing else can go on before it: the run pauses there
     if quiet and s.final is None and not any(t.status in (TaskStatus.PENDING, *LIVE) for t in s.tasks):
         s.focus = len(s.tasks)  # no task in focus: the run's certificate
         finish(s)

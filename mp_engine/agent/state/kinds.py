@@ -22,6 +22,7 @@ class RecordKind(StrEnum):
     START = "start"
     INTEGRATE = "integrate"
     ANSWER = "answer"
+    CI = "ci"  # CI's verdict on a push of the work branch, on a pull request (issue #41)
     FATAL = "fatal"
 
 

@@ -3,8 +3,10 @@ client and the scopes it asks for; the owner approves by entering the server's p
 (`--owner-passphrase-file` or `$MP_ENGINE_MCP_PASSPHRASE`) and may leave `mp:write` out.
 
 - The passphrase is compared in constant time (on SHA-256 digests, so its length does not
-  show either). Five wrong answers in a row from one address lock that address out for 15
-  minutes (429, kept in the store, so a restart does not reset it).
+  show either). Wrong answers count per consent request, per client, per address (one a
+  trusted proxy vouches for) and on the whole server (gate/lockout.py; kept in the store,
+  so a restart resets nothing). A lockout page says how long, and how the owner passes
+  it: `mp-engine mcp approve-login` on the host, after which the page moves on by itself.
 - The form is CSRF-protected (double submit: a hidden field equal to a SameSite=Strict
   cookie, both random per request) and needs no JavaScript. The page may not be framed.
 - Approval sends the browser on to the client's redirect URI with a code; "Deny" with
@@ -19,25 +21,26 @@ import hashlib
 import hmac
 import html
 import time
+from collections.abc import Callable
 
 import structlog
 from mcp.server.auth.provider import construct_redirect_uri
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
-from mp_engine.client.mcp.guard import refuse_because
+from mp_engine.client.mcp.gate import lockout
+from mp_engine.client.mcp.gate.body import BodyCap, megabytes
+from mp_engine.client.mcp.gate.limits import Limits
+from mp_engine.client.mcp.gate.peer import distinct
+from mp_engine.client.mcp.guard import PAGE_HEADERS, refuse_because
 from mp_engine.client.mcp.provider import READ, WRITE, Provider
-from mp_engine.client.mcp.store import LOCKOUT_FAILURES, LOCKOUT_SECONDS
+from mp_engine.client.mcp.store import Pending
 
 log = structlog.get_logger("mp_engine.mcp")
 CSRF_COOKIE = "mp_engine_csrf"
-HEADERS = {
-    "Cache-Control": "no-store",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-    "Referrer-Policy": "no-referrer",
-}
+HEADERS = PAGE_HEADERS
 # The page that moves on holds no form and no script; the code it carries must not stay in
 # a cache, and no-referrer keeps the consent URL from the client.
 ONWARD_HEADERS = {
@@ -82,76 +85,167 @@ ONWARD = """<!doctype html>
 </body></html>
 """
 
+# A lockout: how long, and the way past it from the host. It looks again every 10 s, so
+# the owner's `approve-login` moves the browser on without a click.
+LOCKED = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>mp-engine: passphrases refused for now</title>
+<meta http-equiv="refresh" content="10; url={again}">
+<style>body{{font:16px system-ui,sans-serif;max-width:36em;margin:3em auto;padding:0 1em}}</style>
+</head><body><h1>Passphrases refused for now</h1><p>{why}</p>
+<p>If you are the owner, approve this sign-in on the host instead:</p>
+<pre>mp-engine mcp approve-login {short}</pre>
+<p>This page looks again every 10 seconds and moves on once you have (<a href="{again}">look now</a>).</p>
+</body></html>
+"""
+WHY = {
+    lockout.REQUEST: "This sign-in request had {n} wrong passphrases: it takes no more.",
+    lockout.CLIENT: "{client} had {n} wrong passphrases in a row: it is locked out for {wait}.",
+    lockout.ADDRESS: "Your address had {n} wrong passphrases in a row: it is locked out for {wait}.",
+    lockout.SERVER: "This server had too many wrong passphrases, from anyone: every passphrase waits {wait}.",
+}
+
 
 class Consent:
-    def __init__(self, provider: Provider, passphrase: str):
+    def __init__(
+        self, provider: Provider, passphrase: str, limits: Limits | None = None, clock: Callable[[], float] = time.time
+    ):
         self.provider = provider
         self.store = provider.store
+        self.limits = limits or provider.limits
+        self.clock = clock
         self._digest = hashlib.sha256(passphrase.encode()).digest()
 
     def routes(self) -> list[Route]:
-        return [Route("/consent", self.handle, methods=["GET", "POST"])]
+        capped = BodyCap(self.handle_asgi, self.limits.consent_body_bytes, _too_big)
+        return [Route("/consent", capped, methods=["GET", "POST"])]
+
+    async def handle_asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handle(Request(scope, receive))
+        await response(scope, receive, send)
 
     async def handle(self, request: Request) -> Response:
         if request.method == "GET":
-            return self._page(request.query_params.get("request", ""), None)
+            return self._look(request, request.query_params.get("request", ""))
         form = await request.form()
-        request_id = str(form.get("request", ""))
-        pending = self.store.pending(request_id)
+        pending = self.store.pending(str(form.get("request", "")))
         if pending is None:
             return _gone()
-        client_id, params, csrf = pending
-        name = self._name(client_id)
-        sent = str(form.get("csrf", ""))
-        cookie = request.cookies.get(CSRF_COOKIE, "")
-        if not (
-            hmac.compare_digest(sent.encode(), csrf.encode()) and hmac.compare_digest(cookie.encode(), csrf.encode())
-        ):
-            refuse_because(request, f"the consent form came without its CSRF cookie, for {self._who(client_id)}")
+        if not _csrf_ok(request, str(form.get("csrf", "")), pending.csrf):
+            refuse_because(
+                request, f"the consent form came without its CSRF cookie, for {self._who(pending.client_id)}"
+            )
             return HTMLResponse("<p>The form expired or came from elsewhere: start again from the client.</p>", 403)
         address = request.client.host if request.client else "?"
+        if pending.approved is not None:  # the owner approved it on the host meanwhile
+            return self._grant(pending, pending.approved, "allowed on the host", address)
         if form.get("decision") == "deny":
-            self.store.drop_pending(request_id)
-            log.info("mcp_consent", client_id=client_id, outcome="denied", address=address)
+            self.store.drop_pending(pending.id)
+            log.info("mcp_consent", client_id=pending.client_id, outcome="denied", address=address)
             return _onward(
-                params,
-                name,
+                pending.params,
+                self._name(pending.client_id),
                 "You denied the request.",
                 error="access_denied",
                 error_description="the owner denied the request",
             )
-        refused = self._passphrase(request, str(form.get("passphrase", "")), address, request_id, client_id)
+        refused = self._passphrase(request, str(form.get("passphrase", "")), pending)
         if refused is not None:
             return refused
-        granted = [s for s in params["scopes"] if s == READ or (s == WRITE and form.get("scope_write"))]
+        granted = [s for s in pending.params["scopes"] if s == READ or (s == WRITE and form.get("scope_write"))]
+        return self._grant(pending, granted, "allowed", address)
+
+    def _look(self, request: Request, request_id: str) -> Response:
+        """GET: the form; the lockout page while a lock holds; the way on once the owner
+        approved the request on the host (`mcp approve-login`), for the browser that has
+        the request's cookie."""
+        pending = self.store.pending(request_id)
+        if pending is None:
+            return _gone()
+        if pending.approved is not None:
+            if not hmac.compare_digest(request.cookies.get(CSRF_COOKIE, "").encode(), pending.csrf.encode()):
+                refuse_because(
+                    request, f"an approved sign-in was opened without its cookie, for {self._who(pending.client_id)}"
+                )
+                return HTMLResponse(
+                    "<p>Approved on the host: go on in the browser that started it.</p>", 403, headers=HEADERS
+                )
+            address = request.client.host if request.client else "?"
+            return self._grant(pending, pending.approved, "allowed on the host", address)
+        now = self.clock()
+        held = lockout.holding(self._strikes(self._attempt(request, pending)), now)
+        if held is not None:
+            refuse_because(request, f"passphrases refused ({held.kind} locked out), for {self._who(pending.client_id)}")
+            return self._locked(pending, held, now)
+        return self._page(pending, None)
+
+    def _grant(self, pending: Pending, granted: list[str], outcome: str, address: str) -> Response:
         if READ not in granted:
             granted.insert(0, READ)
-        self.store.drop_pending(request_id)
-        code = self.provider.grant(client_id, params, granted)
-        log.info("mcp_consent", client_id=client_id, outcome="allowed", scopes=granted, address=address)
-        return _onward(params, name, "Allowed.", code=code)
+        self.store.drop_pending(pending.id)
+        code = self.provider.grant(pending.client_id, pending.params, granted)
+        log.info("mcp_consent", client_id=pending.client_id, outcome=outcome, scopes=granted, address=address)
+        return _onward(pending.params, self._name(pending.client_id), "Allowed.", code=code)
 
-    def _passphrase(
-        self, request: Request, given: str, address: str, request_id: str, client_id: str
-    ) -> Response | None:
-        """None when `given` is the passphrase; otherwise the refusal (the page again, or locked out)."""
-        who = self._who(client_id)
-        now = time.time()
-        locked = self.store.locked_until(address, now)
-        if locked is not None:
-            refuse_because(request, f"locked out after {LOCKOUT_FAILURES} wrong passphrases, for {who}")
-            return _locked(locked - now)
+    # -- the passphrase and its lockout ----------------------------------------------------
+
+    def _attempt(self, request: Request, pending: Pending) -> lockout.Attempt:
+        return lockout.Attempt(pending.id, pending.client_id, distinct(request))
+
+    def _strikes(self, attempt: lockout.Attempt) -> dict[str, lockout.Strike]:
+        keys = attempt.keys()
+        stored = self.store.strikes(list(keys.values()))
+        return {kind: lockout.Strike(*stored[key]) if key in stored else lockout.Strike() for kind, key in keys.items()}
+
+    def _passphrase(self, request: Request, given: str, pending: Pending) -> Response | None:
+        """None when `given` is the passphrase; otherwise the refusal (the page again, or a
+        lockout). The strikes are read and written with no await between: one server's
+        requests cannot interleave there."""
+        who, now = self._who(pending.client_id), self.clock()
+        attempt = self._attempt(request, pending)
+        strikes = self._strikes(attempt)
+        held = lockout.holding(strikes, now)
+        if held is not None:
+            refuse_because(request, f"passphrases refused ({held.kind} locked out), for {who}")
+            return self._locked(pending, held, now)
+        keys = attempt.keys()
         if hmac.compare_digest(hashlib.sha256(given.encode()).digest(), self._digest):
-            self.store.succeed(address)
+            self.store.clear_strikes(list(keys.values()))
             return None
-        count = self.store.fail(address, now)
-        log.warning("mcp_consent", client_id=client_id, outcome="wrong passphrase", address=address, failures=count)
-        refuse_because(request, f"wrong passphrase for {who}" + ("; locked out" if count == 0 else ""))
-        if count == 0:  # that was the last try
-            return _locked(LOCKOUT_SECONDS)
-        left = LOCKOUT_FAILURES - count
+        after, held = lockout.failed(strikes, now, self.limits)
+        self.store.put_strikes(
+            {keys[k]: (s.count, s.until, s.trips) for k, s in after.items()}, now, now - self.limits.lockout_s
+        )
+        address = request.client.host if request.client else "?"
+        log.warning(
+            "mcp_consent",
+            client_id=pending.client_id,
+            outcome="wrong passphrase",
+            address=address,
+            failures=after[lockout.REQUEST].count,
+        )
+        refuse_because(request, f"wrong passphrase for {who}" + (f"; {held.kind} locked out" if held else ""))
+        if held is not None:
+            return self._locked(pending, held, now)
+        left = lockout.tries_left(after, self.limits)
         tries = f"{left} more {'try' if left == 1 else 'tries'}"
-        return self._page(request_id, f"Wrong passphrase. {tries}, then 15 minutes locked out.", 401)
+        return self._page(pending, f"Wrong passphrase. {tries} on this sign-in request, then it takes no more.", 401)
+
+    def _locked(self, pending: Pending, held: lockout.Lock, now: float) -> Response:
+        wait = held.until - now
+        counts = {
+            lockout.REQUEST: self.limits.request_failures,
+            lockout.CLIENT: self.limits.client_failures,
+            lockout.ADDRESS: self.limits.address_failures,
+            lockout.SERVER: self.limits.global_failures,
+        }
+        why = WHY[held.kind].format(n=counts[held.kind], wait=_duration(wait), client=self._name(pending.client_id))
+        again = f"consent?request={pending.id}"
+        body = LOCKED.format(why=html.escape(why), again=html.escape(again), short=html.escape(pending.id[:10]))
+        return self._with_cookie(
+            HTMLResponse(body, 429, headers={**HEADERS, "Retry-After": str(int(wait) + 1)}), pending
+        )
+
+    # -- pages ---------------------------------------------------------------------------
 
     def _name(self, client_id: str) -> str:
         info = self.store.client(client_id) or {}
@@ -161,13 +255,9 @@ class Consent:
         """The client in a refusal's reason; repr, as the name is the client's own text."""
         return f"client {client_id} ({self._name(client_id)!r})"
 
-    def _page(self, request_id: str, error: str | None, status: int = 200) -> Response:
-        pending = self.store.pending(request_id)
-        if pending is None:
-            return _gone()
-        client_id, params, csrf = pending
+    def _page(self, pending: Pending, error: str | None, status: int = 200) -> Response:
         boxes = []
-        for scope in params["scopes"]:
+        for scope in pending.params["scopes"]:
             if scope == WRITE:  # the owner may grant reading only
                 boxes.append(
                     f'<label><input type="checkbox" name="scope_write" value="1" checked> <code>{WRITE}</code>: {html.escape(WHAT[WRITE])}</label>'
@@ -177,20 +267,28 @@ class Consent:
                     f'<label><input type="checkbox" checked disabled> <code>{scope}</code>: {html.escape(WHAT[scope])}</label>'
                 )
         body = PAGE.format(
-            client=html.escape(self._name(client_id)),
-            client_id=html.escape(client_id),
+            client=html.escape(self._name(pending.client_id)),
+            client_id=html.escape(pending.client_id),
             resource=html.escape(self.provider.public_url),
-            request_id=html.escape(request_id),
-            csrf=html.escape(csrf),
+            request_id=html.escape(pending.id),
+            csrf=html.escape(pending.csrf),
             scopes="\n".join(boxes),
-            redirect=html.escape(str(params["redirect_uri"])),
+            redirect=html.escape(str(pending.params["redirect_uri"])),
             error=f'<p class="err">{html.escape(error)}</p>' if error else "",
         )
-        response = HTMLResponse(body, status, headers=HEADERS)
-        response.set_cookie(
-            CSRF_COOKIE, csrf, httponly=True, samesite="strict", secure=self.provider.public_url.startswith("https:")
-        )
+        return self._with_cookie(HTMLResponse(body, status, headers=HEADERS), pending)
+
+    def _with_cookie(self, response: Response, pending: Pending) -> Response:
+        """The request's CSRF cookie: the form needs it, and so does the way on after an
+        approval on the host, for a browser that saw only the lockout page."""
+        secure = self.provider.public_url.startswith("https:")
+        response.set_cookie(CSRF_COOKIE, pending.csrf, httponly=True, samesite="strict", secure=secure)
         return response
+
+
+def _csrf_ok(request: Request, sent: str, csrf: str) -> bool:
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    return hmac.compare_digest(sent.encode(), csrf.encode()) and hmac.compare_digest(cookie.encode(), csrf.encode())
 
 
 def _onward(params: dict, client: str, outcome: str, **query: str) -> Response:
@@ -220,10 +318,13 @@ def _gone() -> Response:
     )
 
 
-def _locked(seconds: float) -> Response:
-    minutes = max(1, round(seconds / 60))
+def _too_big(limit: int) -> Response:
     return HTMLResponse(
-        f"<p>Too many wrong passphrases from this address: try again in {minutes} minutes.</p>",
-        429,
-        headers={**HEADERS, "Retry-After": str(int(seconds) + 1)},
+        f"<p>The form is larger than {megabytes(limit)}: start again from the client.</p>", 413, headers=HEADERS
     )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, round(seconds))} seconds"
+    return f"{round(seconds / 60)} minutes"

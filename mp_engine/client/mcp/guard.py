@@ -6,10 +6,10 @@ an event for every refused request.
   page, /openapi.json) derives from the public URL; without one it is the bound address.
 - A request whose Host is not the public URL's host, a loopback name of the bound port, or an
   `--allowed-host` gets 421 on every path (DNS rebinding), before any route runs.
-- Every 401, 403, 421 and 429 is logged (`mcp_refused`) with the status, the path, the
-  client's address (uvicorn takes it from X-Forwarded-For when the tunnel connects on
-  loopback) and the reason: the one the route gave (`refuse_because`), else the one the
-  response gives.
+- Every 401, 403, 421 and 429, and any answer a route gave a reason for
+  (`refuse_because`), is logged (`mcp_refused`) with the status, the path, the client's
+  address (gate/peer.py: from X-Forwarded-For only through a `--trusted-proxy`) and the
+  reason: the one the route gave, else the one the response gives.
 """
 
 from __future__ import annotations
@@ -29,6 +29,14 @@ from mp_engine.config.section import is_loopback
 
 PUBLIC_URL_ENV = "MP_ENGINE_MCP_PUBLIC_URL"
 REFUSED = (401, 403, 421, 429)
+# Every page for a person (the consent form, a lockout, an authorization that cannot go
+# on): never cached, never framed, nothing loaded, a form only to itself.
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+}
 log = structlog.get_logger("mp_engine.mcp")
 
 
@@ -114,7 +122,9 @@ class Guard:
             if message["type"] == "http.response.start":
                 seen["status"] = message["status"]
                 seen["auth"] = Headers(raw=message.get("headers", [])).get("www-authenticate", "")
-            elif message["type"] == "http.response.body" and seen["status"] in REFUSED:
+            elif message["type"] == "http.response.body" and (
+                seen["status"] in REFUSED or (scope.get("state") or {}).get("refused_because")
+            ):
                 seen["body"] = (seen["body"] + message.get("body", b""))[:2048]
                 if not message.get("more_body"):
                     client = scope.get("client")

@@ -5,7 +5,8 @@ OAuth with a client added by `mp-engine mcp clients add`) and the same scopes.
 
 Reads are GET with query parameters, writes POST with a JSON body. A failure answers with
 the same JSON as the MCP tool and an HTTP status: 400 invalid argument or MP, 403 missing
-scope, 404 nothing by that name, 409 refused (the engine is halted).
+scope, 404 nothing by that name, 409 refused (the engine is halted), 413 a body over the
+cap (an MP at the engine's size limit, JSON-escaped), refused before it is read in full.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route, Router
 
 from mp_engine import __version__
+from mp_engine.client.mcp.gate.body import BodyCap, megabytes
 from mp_engine.client.mcp.provider import SCOPES
 from mp_engine.client.mcp.tools import Operation, call, failed
 
@@ -130,15 +132,18 @@ def _parameter(name: str, prop: dict[str, Any], where: str, required: bool) -> d
     }
 
 
-def routes(ops: dict[str, Operation], public_url: str, oauth: bool, resource_metadata_url: Any) -> list[Any]:
-    """`/openapi.json` (open) and the operations under /api/v1 (behind the bearer check)."""
+def routes(
+    ops: dict[str, Operation], public_url: str, oauth: bool, resource_metadata_url: Any, body_limit: int = 2 << 20
+) -> list[Any]:
+    """`/openapi.json` (open) and the operations under /api/v1 (behind the bearer check,
+    then a cap on the body, before anything reads it: issue #46)."""
     spec = document(ops, public_url, oauth)
 
     async def openapi(request: Request) -> JSONResponse:
         return JSONResponse(spec)
 
     api = [Route(path, _endpoint(name, ops[name]), methods=[method.upper()]) for name, (method, path) in PATHS.items()]
-    guarded = RequireAuthMiddleware(Router(api), [], resource_metadata_url)
+    guarded = RequireAuthMiddleware(BodyCap(Router(api), body_limit, _too_big), [], resource_metadata_url)
     return [Route("/openapi.json", openapi, methods=["GET"]), Mount(PREFIX, app=guarded)]
 
 
@@ -167,6 +172,16 @@ def _endpoint(name: str, op: Operation) -> Any:
         return JSONResponse(out, _status(out))
 
     return endpoint
+
+
+def _too_big(limit: int) -> JSONResponse:
+    return JSONResponse(
+        {
+            "error": f"the request's body is larger than {megabytes(limit)}",
+            "fix": "Send a smaller MP: the engine refuses one over 1 MiB ([engine] max_mp_bytes).",
+        },
+        413,
+    )
 
 
 def _status(out: dict[str, Any]) -> int:

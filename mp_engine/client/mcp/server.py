@@ -8,6 +8,9 @@ streamable HTTP (`--http HOST:PORT`; ChatGPT's developer mode, Claude.ai's conne
 served by uvicorn with:
 
 - the public URL and Host checks of guard.py, and an event for every refused request;
+- gate/: the client's address only from a `--trusted-proxy`, bounded registration and
+  redirect URIs, /authorize's early errors as pages, capped request bodies, the
+  passphrase lockout (issue #46);
 - a static bearer token (`--token`), and with an owner passphrase OAuth 2.1 on the SDK's
   auth (provider.py, consent.py, store.py): dynamic registration, PKCE, refresh rotation,
   revocation, scopes `mp:read` and `mp:write`;
@@ -32,11 +35,17 @@ from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, Re
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from mp_engine import __version__
 from mp_engine.client.mcp.consent import Consent
-from mp_engine.client.mcp.guard import Guard, Public
+from mp_engine.client.mcp.gate.authorize import AuthorizeFront
+from mp_engine.client.mcp.gate.body import BodyCap, megabytes
+from mp_engine.client.mcp.gate.limits import Limits
+from mp_engine.client.mcp.gate.peer import Peers, TrustedProxies
+from mp_engine.client.mcp.gate.registration import RegistrationGate
+from mp_engine.client.mcp.guard import PAGE_HEADERS, Guard, Public
 from mp_engine.client.mcp.openapi import routes as api_routes
 from mp_engine.client.mcp.provider import SCOPES, Provider
 from mp_engine.client.mcp.store import Store
@@ -77,6 +86,8 @@ class HttpAuth:
     passphrase: str | None
     store_path: Path
     access_ttl: int = 3600
+    proxies: TrustedProxies = TrustedProxies()
+    limits: Limits = Limits()
 
 
 def _tool(name: str, op: Operation) -> Callable[..., CallToolResult]:
@@ -98,7 +109,7 @@ def build_server(orch: Orchestrator, auth: HttpAuth | None = None) -> tuple[MCPS
     settings: dict[str, Any] = {}
     provider = None
     if auth is not None:
-        provider = Provider(Store(auth.store_path), auth.public.url, auth.token, auth.access_ttl)
+        provider = Provider(Store(auth.store_path), auth.public.url, auth.token, auth.access_ttl, auth.limits)
         oauth = auth.passphrase is not None
         # Without a passphrase no one can consent: no OAuth endpoints, tokens only.
         settings = {
@@ -120,19 +131,37 @@ def build_server(orch: Orchestrator, auth: HttpAuth | None = None) -> tuple[MCPS
 
 
 def http_app(orch: Orchestrator, auth: HttpAuth) -> Any:
-    """The whole HTTP side: MCP at /mcp, OAuth and consent, the GPT Action, behind Guard."""
+    """The whole HTTP side: MCP at /mcp, OAuth and consent, the GPT Action, behind Guard,
+    behind Peers (the client's address)."""
     server, provider = build_server(orch, auth)
     assert provider is not None
     security = TransportSecuritySettings(allowed_hosts=auth.public.hosts, allowed_origins=auth.public.origins)
     app = server.streamable_http_app(transport_security=security)
     oauth = auth.passphrase is not None
+    limits = auth.limits
     if oauth:
         assert auth.passphrase is not None
-        app.router.routes.extend(Consent(provider, auth.passphrase).routes())
+        app.router.routes.extend(Consent(provider, auth.passphrase, limits).routes())
+        for route in app.router.routes:
+            if isinstance(route, Route) and route.path == "/register":
+                gate = RegistrationGate(route.app, provider.store, limits, provider.clock)
+                route.app = BodyCap(gate, limits.register_body_bytes, _json_too_big)
+            elif isinstance(route, Route) and route.path == "/authorize":
+                front = AuthorizeFront(route.app, provider.get_client, provider.store.consented)
+                route.app = BodyCap(front, limits.consent_body_bytes, _page_too_big)
     metadata_url = build_resource_metadata_url(f"{auth.public.url}/mcp")  # type: ignore[arg-type]
     app.router.routes.append(_at_the_root(app.router.routes, str(metadata_url)))
-    app.router.routes.extend(api_routes(operations(orch), auth.public.url, oauth, metadata_url))
-    return Guard(app, auth.public)
+    app.router.routes.extend(api_routes(operations(orch), auth.public.url, oauth, metadata_url, limits.api_body_bytes))
+    return Peers(Guard(app, auth.public), auth.proxies)
+
+
+def _json_too_big(limit: int) -> Response:
+    why = f"the registration is larger than {megabytes(limit)}: send only the metadata a client needs"
+    return JSONResponse({"error": "invalid_client_metadata", "error_description": why}, 413)
+
+
+def _page_too_big(limit: int) -> Response:
+    return HTMLResponse(f"<p>The request is larger than {megabytes(limit)}.</p>", 413, headers=PAGE_HEADERS)
 
 
 def _at_the_root(routes: list[Any], metadata_url: str) -> Route:
@@ -155,5 +184,9 @@ def serve_http(orch: Orchestrator, auth: HttpAuth, host: str, port: int) -> None
     import uvicorn
 
     sys.stderr.flush()
-    config = uvicorn.Config(http_app(orch, auth), host=host, port=port, log_level="warning", lifespan="on")
+    # proxy_headers off: uvicorn would take the client's address from X-Forwarded-For on
+    # every loopback connection, the tunnel's; gate/peer.py does it for --trusted-proxy only.
+    config = uvicorn.Config(
+        http_app(orch, auth), host=host, port=port, log_level="warning", lifespan="on", proxy_headers=False
+    )
     uvicorn.Server(config).run()

@@ -1,14 +1,16 @@
 """The OAuth state of `mp-engine mcp` that survives restarts, in one SQLite file (mode 0600,
 default `~/.local/state/mp-engine/mcp.sqlite3`): registered clients, authorization codes,
-access and refresh tokens, consent requests waiting for the owner, and passphrase failures
-per address.
+access and refresh tokens, consent requests waiting for the owner, and the strikes of wrong
+passphrases (gate/lockout.py decides what they mean).
 
 Tokens and codes are kept as SHA-256 hashes, never as given out: a copy of the file lets no
 one call the server. (Client secrets are kept as issued: the MCP SDK's client
 authentication compares them, in constant time, with what the client sends.) An access
-token and the refresh token issued with it share a `grant`: revoking or rotating either
-ends both. Every call opens its own connection, so the CLI (`mcp clients`, `mcp revoke`)
-and a running server share the file safely.
+token and the refresh token issued with it share a `grant`: rotating or revoking the pair
+ends both. Every token issued from one consent shares a `family` (OAuth 2.1 §4.3.1): a used
+code or a rotated refresh token stays behind as a marker, so its reuse can end the family.
+Every call opens its own connection, so the CLI (`mcp clients`, `mcp revoke`, `mcp
+approve-login`) and a running server share the file safely.
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 STORE_ENV = "MP_ENGINE_MCP_STORE"
-LOCKOUT_FAILURES = 5
-LOCKOUT_SECONDS = 15 * 60
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS clients (
@@ -38,8 +38,24 @@ CREATE TABLE IF NOT EXISTS tokens (
     scopes TEXT NOT NULL, resource TEXT, expires_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS pending (
     id TEXT PRIMARY KEY, client_id TEXT NOT NULL, data TEXT NOT NULL, csrf TEXT NOT NULL, expires_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS failures (address TEXT PRIMARY KEY, count INTEGER NOT NULL, locked_until REAL);
+CREATE TABLE IF NOT EXISTS strikes (
+    key TEXT PRIMARY KEY, count INTEGER NOT NULL, until REAL, trips INTEGER NOT NULL, updated REAL NOT NULL);
+DROP TABLE IF EXISTS failures;
 """
+# Columns added by issue #46, with what a store from before gets: a client that got a token
+# was allowed (the others expire like new ones); its pairs are families of their own.
+COLUMNS = [
+    (
+        "clients",
+        "consented REAL",
+        "UPDATE clients SET consented = created WHERE last_used IS NOT NULL OR client_id IN (SELECT client_id FROM tokens)",
+    ),
+    ("clients", "address TEXT", ""),
+    ("codes", "family TEXT", ""),
+    ("tokens", "family TEXT", "UPDATE tokens SET family = grant_id"),
+    ("tokens", "rotated REAL", ""),
+    ("pending", "approved TEXT", ""),
+]
 
 
 def default_path() -> Path:
@@ -58,10 +74,23 @@ def digest(secret: str) -> str:
 class TokenRow:
     kind: str  # "access" or "refresh"
     client_id: str
-    grant_id: str
+    grant_id: str  # the pair
     scopes: list[str]
     resource: str | None
     expires_at: float
+    family: str = ""  # every token from one consent; "" means the pair's own
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A consent request waiting for the owner."""
+
+    id: str
+    client_id: str
+    params: dict[str, Any]  # the authorization request's parameters
+    csrf: str
+    expires_at: float
+    approved: list[str] | None  # the scopes `mcp approve-login` granted on the host
 
 
 class Store:
@@ -72,6 +101,12 @@ class Store:
         os.chmod(path, 0o600)
         with self._db() as db:
             db.executescript(SCHEMA)
+            for table, column, then in COLUMNS:
+                have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                if column.split()[0] not in have:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+                    if then:
+                        db.execute(then)
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -84,11 +119,12 @@ class Store:
 
     # -- clients -----------------------------------------------------------------------
 
-    def add_client(self, info: dict[str, Any]) -> None:
+    def add_client(self, info: dict[str, Any], *, address: str | None = None, consented: bool = False) -> None:
+        now = time.time()
         with self._db() as db:
             db.execute(
-                "INSERT OR REPLACE INTO clients (client_id, info, created) VALUES (?, ?, ?)",
-                (info["client_id"], json.dumps(info), time.time()),
+                "INSERT OR REPLACE INTO clients (client_id, info, created, consented, address) VALUES (?, ?, ?, ?, ?)",
+                (info["client_id"], json.dumps(info), now, now if consented else None, address),
             )
 
     def client(self, client_id: str) -> dict[str, Any] | None:
@@ -97,17 +133,56 @@ class Store:
         return json.loads(row[0]) if row else None
 
     def clients(self) -> list[dict[str, Any]]:
-        """Every client with `created` and `last_used` (epoch seconds, None if never)."""
+        """Every client with `created`, `last_used`, `consented` (epoch seconds, None if
+        never) and the `address` it registered from."""
         with self._db() as db:
-            rows = db.execute("SELECT info, created, last_used FROM clients ORDER BY created").fetchall()
-        return [{**json.loads(info), "created": created, "last_used": used} for info, created, used in rows]
+            rows = db.execute(
+                "SELECT info, created, last_used, consented, address FROM clients ORDER BY created"
+            ).fetchall()
+        return [
+            {**json.loads(info), "created": created, "last_used": used, "consented": consented, "address": address}
+            for info, created, used, consented, address in rows
+        ]
+
+    def consented(self, client_id: str) -> bool:
+        with self._db() as db:
+            row = db.execute("SELECT consented FROM clients WHERE client_id = ?", (client_id,)).fetchone()
+        return bool(row and row[0])
+
+    def consent(self, client_id: str) -> None:
+        """The owner allowed this client (once is enough: it is no longer forgotten)."""
+        with self._db() as db:
+            db.execute(
+                "UPDATE clients SET consented = COALESCE(consented, ?) WHERE client_id = ?", (time.time(), client_id)
+            )
+
+    def forget_unconsented(self, before: float) -> int:
+        """Remove the clients registered before `before` that no one ever allowed."""
+        with self._db() as db:
+            ids = [
+                r[0]
+                for r in db.execute("SELECT client_id FROM clients WHERE consented IS NULL AND created < ?", (before,))
+            ]
+        return sum(self.revoke_client(i) for i in ids)
+
+    def registered(self, since: float) -> list[tuple[float, str | None]]:
+        """(when, from which address) of each client registered since `since`."""
+        with self._db() as db:
+            return [
+                (r[0], r[1]) for r in db.execute("SELECT created, address FROM clients WHERE created >= ?", (since,))
+            ]
+
+    def count_clients(self) -> int:
+        with self._db() as db:
+            return int(db.execute("SELECT COUNT(*) FROM clients").fetchone()[0])
 
     def revoke_client(self, client_id: str) -> bool:
-        """Forget the client, its codes and its tokens; False when there was none."""
+        """Forget the client, its codes, tokens and consent requests; False when there was none."""
         with self._db() as db:
             gone = db.execute("DELETE FROM clients WHERE client_id = ?", (client_id,)).rowcount
             for table in ("codes", "tokens", "pending"):
                 db.execute(f"DELETE FROM {table} WHERE client_id = ?", (client_id,))  # noqa: S608 - fixed names
+            db.execute("DELETE FROM strikes WHERE key = ?", (f"client:{client_id}",))
         return gone > 0
 
     def touch(self, client_id: str, now: float) -> None:
@@ -116,50 +191,82 @@ class Store:
 
     # -- consent requests and codes ----------------------------------------------------
 
-    def add_pending(self, request_id: str, client_id: str, data: dict[str, Any], csrf: str, ttl: float) -> None:
+    def add_pending(
+        self, request_id: str, client_id: str, data: dict[str, Any], csrf: str, ttl: float, keep: int = 10
+    ) -> None:
+        """Park a consent request; a client keeps at most `keep` (the oldest go)."""
+        now = time.time()
         with self._db() as db:
-            db.execute("DELETE FROM pending WHERE expires_at < ?", (time.time(),))
+            db.execute("DELETE FROM pending WHERE expires_at < ?", (now,))
             db.execute(
-                "INSERT INTO pending VALUES (?, ?, ?, ?, ?)",
-                (request_id, client_id, json.dumps(data), csrf, time.time() + ttl),
+                "DELETE FROM pending WHERE id IN (SELECT id FROM pending WHERE client_id = ? "
+                "ORDER BY expires_at DESC LIMIT -1 OFFSET ?)",
+                (client_id, max(0, keep - 1)),
+            )
+            db.execute(
+                "INSERT INTO pending (id, client_id, data, csrf, expires_at) VALUES (?, ?, ?, ?, ?)",
+                (request_id, client_id, json.dumps(data), csrf, now + ttl),
             )
 
-    def pending(self, request_id: str) -> tuple[str, dict[str, Any], str] | None:
-        """(client id, the authorization parameters, CSRF token) of a live consent request."""
+    def pending(self, request_id: str) -> Pending | None:
+        """A live consent request."""
+        found = self.pendings(request_id)
+        return found[0] if len(found) == 1 and found[0].id == request_id else None
+
+    def pendings(self, prefix: str = "") -> list[Pending]:
+        """The live consent requests whose id starts with `prefix`, oldest first."""
         with self._db() as db:
-            row = db.execute(
-                "SELECT client_id, data, csrf FROM pending WHERE id = ? AND expires_at >= ?", (request_id, time.time())
-            ).fetchone()
-        return (row[0], json.loads(row[1]), row[2]) if row else None
+            rows = db.execute(
+                "SELECT id, client_id, data, csrf, expires_at, approved FROM pending "
+                "WHERE substr(id, 1, ?) = ? AND expires_at >= ? ORDER BY expires_at",
+                (len(prefix), prefix, time.time()),
+            ).fetchall()
+        return [Pending(r[0], r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None) for r in rows]
+
+    def approve_pending(self, request_id: str, scopes: list[str]) -> None:
+        with self._db() as db:
+            db.execute("UPDATE pending SET approved = ? WHERE id = ?", (json.dumps(scopes), request_id))
 
     def drop_pending(self, request_id: str) -> None:
         with self._db() as db:
             db.execute("DELETE FROM pending WHERE id = ?", (request_id,))
+            db.execute("DELETE FROM strikes WHERE key = ?", (f"request:{request_id}",))
 
     def add_code(self, code: str, client_id: str, data: dict[str, Any]) -> None:
         with self._db() as db:
+            db.execute("DELETE FROM codes WHERE expires_at < ?", (time.time(),))
             db.execute(
-                "INSERT INTO codes VALUES (?, ?, ?, ?)", (digest(code), client_id, json.dumps(data), data["expires_at"])
+                "INSERT INTO codes (hash, client_id, data, expires_at) VALUES (?, ?, ?, ?)",
+                (digest(code), client_id, json.dumps(data), data["expires_at"]),
             )
 
-    def code(self, code: str, client_id: str) -> dict[str, Any] | None:
+    def code(self, code: str, client_id: str) -> tuple[dict[str, Any], str | None] | None:
+        """The code's data, and the family of the tokens it bought (None: not used yet)."""
         with self._db() as db:
             row = db.execute(
-                "SELECT data FROM codes WHERE hash = ? AND client_id = ?", (digest(code), client_id)
+                "SELECT data, family FROM codes WHERE hash = ? AND client_id = ?", (digest(code), client_id)
             ).fetchone()
-        return json.loads(row[0]) if row else None
+        return (json.loads(row[0]), row[1]) if row else None
 
-    def take_code(self, code: str) -> bool:
-        """Delete the code; False when it was already used (a code works once)."""
+    def take_code(self, code: str, family: str, keep_until: float) -> bool:
+        """Mark the code used by `family`, kept as a marker until `keep_until`; False when
+        it was already used (a code works once)."""
         with self._db() as db:
-            return db.execute("DELETE FROM codes WHERE hash = ?", (digest(code),)).rowcount > 0
+            return (
+                db.execute(
+                    "UPDATE codes SET family = ?, expires_at = ? WHERE hash = ? AND family IS NULL",
+                    (family, keep_until, digest(code)),
+                ).rowcount
+                > 0
+            )
 
     # -- tokens --------------------------------------------------------------------------
 
     def add_token(self, token: str, row: TokenRow) -> None:
         with self._db() as db:
             db.execute(
-                "INSERT INTO tokens VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO tokens (hash, kind, client_id, grant_id, scopes, resource, expires_at, family) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     digest(token),
                     row.kind,
@@ -168,44 +275,66 @@ class Store:
                     " ".join(row.scopes),
                     row.resource,
                     row.expires_at,
+                    row.family or row.grant_id,
                 ),
             )
 
-    def token(self, token: str, kind: str) -> TokenRow | None:
-        """A live token of this kind whose client is still registered."""
+    def token(self, token: str, kind: str, *, rotated: bool = False) -> TokenRow | None:
+        """A live token of this kind whose client is still registered (with `rotated`: a
+        refresh token rotated away, kept as a marker)."""
         with self._db() as db:
             row = db.execute(
-                "SELECT t.kind, t.client_id, t.grant_id, t.scopes, t.resource, t.expires_at FROM tokens t "
-                "JOIN clients c ON c.client_id = t.client_id WHERE t.hash = ? AND t.kind = ? AND t.expires_at >= ?",
+                "SELECT t.kind, t.client_id, t.grant_id, t.scopes, t.resource, t.expires_at, t.family FROM tokens t "
+                "JOIN clients c ON c.client_id = t.client_id WHERE t.hash = ? AND t.kind = ? AND t.expires_at >= ? "
+                f"AND t.rotated IS {'NOT ' if rotated else ''}NULL",
                 (digest(token), kind, time.time()),
             ).fetchone()
-        if row is None:
-            return None
-        return TokenRow(row[0], row[1], row[2], row[3].split(), row[4], row[5])
+        return TokenRow(row[0], row[1], row[2], row[3].split(), row[4], row[5], row[6]) if row else None
 
-    def end_grant(self, grant_id: str) -> int:
-        """Delete the access and refresh tokens of one grant; how many there were."""
+    def rotate(self, grant_id: str) -> bool:
+        """End the pair `grant_id`, its refresh token kept as a rotated marker; False when
+        it was already rotated or ended."""
         with self._db() as db:
             db.execute("DELETE FROM tokens WHERE expires_at < ?", (time.time(),))
-            return db.execute("DELETE FROM tokens WHERE grant_id = ?", (grant_id,)).rowcount
+            marked = db.execute(
+                "UPDATE tokens SET rotated = ? WHERE grant_id = ? AND kind = 'refresh' AND rotated IS NULL",
+                (time.time(), grant_id),
+            ).rowcount
+            db.execute("DELETE FROM tokens WHERE grant_id = ? AND kind = 'access'", (grant_id,))
+        return marked > 0
 
-    # -- passphrase failures per address ---------------------------------------------------
-
-    def locked_until(self, address: str, now: float) -> float | None:
+    def end_grant(self, grant_id: str) -> int:
+        """Delete the access and refresh tokens of one pair; how many were live."""
         with self._db() as db:
-            row = db.execute("SELECT locked_until FROM failures WHERE address = ?", (address,)).fetchone()
-        return row[0] if row and row[0] and row[0] > now else None
+            db.execute("DELETE FROM tokens WHERE expires_at < ?", (time.time(),))
+            return db.execute("DELETE FROM tokens WHERE grant_id = ? AND rotated IS NULL", (grant_id,)).rowcount
 
-    def fail(self, address: str, now: float) -> int:
-        """Count a wrong passphrase; the fifth in a row locks the address out for 15 minutes.
-        Returns the failures counted so far (0 once it locked, the count starts over)."""
+    def end_family(self, family: str) -> int:
+        """Delete every token of one family, markers too; how many were live."""
         with self._db() as db:
-            row = db.execute("SELECT count FROM failures WHERE address = ?", (address,)).fetchone()
-            count = (row[0] if row else 0) + 1
-            locked = now + LOCKOUT_SECONDS if count >= LOCKOUT_FAILURES else None
-            db.execute("INSERT OR REPLACE INTO failures VALUES (?, ?, ?)", (address, 0 if locked else count, locked))
-        return 0 if locked else count
+            live = db.execute("SELECT COUNT(*) FROM tokens WHERE family = ? AND rotated IS NULL", (family,))
+            count = int(live.fetchone()[0])
+            db.execute("DELETE FROM tokens WHERE family = ?", (family,))
+        return count
 
-    def succeed(self, address: str) -> None:
+    # -- strikes of wrong passphrases (gate/lockout.py) --------------------------------
+
+    def strikes(self, keys: list[str]) -> dict[str, tuple[int, float | None, int]]:
+        """(count, locked until, trips) of each key that has a record."""
+        marks = ",".join("?" * len(keys))
         with self._db() as db:
-            db.execute("DELETE FROM failures WHERE address = ?", (address,))
+            rows = db.execute(f"SELECT key, count, until, trips FROM strikes WHERE key IN ({marks})", keys)  # noqa: S608
+            return {r[0]: (r[1], r[2], r[3]) for r in rows.fetchall()}
+
+    def put_strikes(self, records: dict[str, tuple[int, float | None, int]], now: float, forget_before: float) -> None:
+        """Write the records; forget those untouched since `forget_before` that lock nothing."""
+        with self._db() as db:
+            db.execute("DELETE FROM strikes WHERE updated < ? AND (until IS NULL OR until < ?)", (forget_before, now))
+            db.executemany(
+                "INSERT OR REPLACE INTO strikes VALUES (?, ?, ?, ?, ?)",
+                [(key, count, until, trips, now) for key, (count, until, trips) in records.items()],
+            )
+
+    def clear_strikes(self, keys: list[str]) -> None:
+        with self._db() as db:
+            db.executemany("DELETE FROM strikes WHERE key = ?", [(k,) for k in keys])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from mp_engine.commands.doctor import fleet, host, sandbox, workspace
+from mp_engine.commands.doctor import fleet, host, mcp, sandbox, workspace
 from mp_engine.commands.doctor import git as git_checks
 from mp_engine.commands.doctor.check import FAIL, OK, WARN, Check
 from mp_engine.config.load import Config, load_config
@@ -29,6 +29,7 @@ CHECKS: list[Callable[[Workspace, Config], Check]] = [
     sandbox.sandbox,
     sandbox.codex_home,
     fleet.fleet,
+    mcp.mcp_server,
     host.disk,
     git_checks.config_guard,  # last: it guards .git/config for the rest of this process
 ]

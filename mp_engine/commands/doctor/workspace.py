@@ -59,7 +59,7 @@ def state_file(ws: Workspace, config: Config) -> Check:
 def stale_run(ws: Workspace, config: Config) -> Check:
     """A lock owner or a RUNNING state whose process is gone (a crash, a kill -9)."""
     owner = WorkspaceLock(ws.lock_file, 1).owner()
-    if gone_here(owner):
+    if owner is not None and gone_here(owner):
         return Check(
             "lock",
             WARN,

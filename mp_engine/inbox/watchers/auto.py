@@ -3,10 +3,12 @@ place a mode name becomes a watcher."""
 
 from __future__ import annotations
 
+from watchdog.observers.api import BaseObserver
+
 from mp_engine.inbox.watchers.base import ObserverWatcher
 from mp_engine.inbox.watchers.events import WatchTarget
-from mp_engine.inbox.watchers.native import NativeWatcher
-from mp_engine.inbox.watchers.polling import PollingWatcher
+from mp_engine.inbox.watchers.native import NativeWatcher, native_observer
+from mp_engine.inbox.watchers.polling import PollingWatcher, polling_observer
 
 
 class AutoWatcher(ObserverWatcher):
@@ -15,10 +17,10 @@ class AutoWatcher(ObserverWatcher):
 
     mode = "native"
 
-    def _new_observer(self):
+    def _new_observer(self) -> BaseObserver:
         if self.mode == "polling":
-            return PollingWatcher._new_observer(self)
-        return NativeWatcher._new_observer(self)
+            return polling_observer(self.target)
+        return native_observer(self.target)
 
     def start(self) -> None:
         try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+from watchdog.observers.api import BaseObserver
+
 from mp_engine.inbox.watchers.events import INBOX_EVENTS, InboxEventHandler, WatchTarget
 
 
@@ -20,10 +22,10 @@ class ObserverWatcher:
 
     def __init__(self, target: WatchTarget):
         self.target = target
-        self.observer = None
+        self.observer: BaseObserver | None = None
         self._inbox_ino: int | None = None
 
-    def _new_observer(self):  # overridden by each implementation
+    def _new_observer(self) -> BaseObserver:  # overridden by each implementation
         raise NotImplementedError
 
     def start(self) -> None:
@@ -70,7 +72,7 @@ class ObserverWatcher:
         return True
 
 
-def _wait_until_watching(observer, timeout: float = 2.0) -> None:
+def _wait_until_watching(observer: BaseObserver, timeout: float = 2.0) -> None:
     """Return once every emitter has its kernel watch (inotify adds it in the emitter's own
     thread, after `start()` returned): a file closed in between would lose its
     close-write event and wait out the settle time instead."""

@@ -55,7 +55,7 @@ class WatchTarget:
     inbox_file: Path
     wake: Callable[[], None]  # set the loop's wake-up flag
     note_complete: Callable[[], None]  # a writer closed the file or renamed it into place
-    emit: Callable[..., None]  # the event log's `emit(event, **fields)`
+    emit: Callable[..., object]  # the event log's `emit(event, **fields)`
     polling_interval: float = 1.0  # `[watch] polling_interval`, for the polling observer
 
 

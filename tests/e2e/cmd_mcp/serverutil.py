@@ -1,17 +1,22 @@
 """`mp-engine mcp --http` as a real subprocess for the tests: started with a public URL
 behind the loopback tunnel, an owner passphrase and its own store; the MCP SDK's own OAuth
-client, with the owner's browser answering the consent page."""
+client, with the owner's browser answering the consent page; and the OAuth flow by hand
+(register, authorize with PKCE, the consent form, the token endpoint) for the tests that
+misuse it (issue #46)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import os
 import re
+import secrets
 import socket
 import subprocess
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
@@ -41,6 +46,7 @@ class McpServer:
         self.log_path = tmp_path / "mcp.log"
         self.public_port = tunnel_port
         self.extra = extra
+        self.more_env: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     def env(self) -> dict[str, str]:
@@ -49,10 +55,12 @@ class McpServer:
             "XDG_CACHE_HOME": str(self.tmp_path / "orchestrator-cache"),
             "MP_ENGINE_MCP_PASSPHRASE": PASSPHRASE,
             "MP_ENGINE_MCP_STORE": str(self.store),
+            "MP_ENGINE_MCP_TOKEN": TOKEN,  # not --token: that shows in `ps`
+            **self.more_env,
         }
 
     def start(self) -> McpServer:
-        args = [MP_ENGINE, "mcp", "--repo", self.repo, "--http", f"127.0.0.1:{self.port}", "--token", TOKEN]
+        args = [MP_ENGINE, "mcp", "--repo", self.repo, "--http", f"127.0.0.1:{self.port}"]
         if self.public_port is not None:
             args += ["--public-url", f"https://mp.test:{self.public_port}"]
         log = open(self.log_path, "ab")  # noqa: SIM115 - the process keeps it
@@ -173,4 +181,73 @@ def oauth(
     )
     return OAuthClientProvider(
         f"{tunnel.url}/mcp", metadata, storage, redirect_handler=browser.redirect, callback_handler=browser.callback
+    )
+
+
+# -- the flow by hand ----------------------------------------------------------------------
+
+CALLBACK = "http://127.0.0.1:33418/callback"  # never contacted: the code is read from the page
+
+
+def pkce() -> tuple[str, str]:
+    """(verifier, S256 challenge)."""
+    verifier = secrets.token_urlsafe(48)
+    return verifier, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+
+
+def register(http: Any, base: str, name: str, redirect_uri: str = CALLBACK, **more: Any) -> Any:
+    metadata = {
+        "client_name": name,
+        "redirect_uris": [redirect_uri],
+        "response_types": ["code"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        **more,
+    }
+    return http.post(f"{base}/register", json=metadata)
+
+
+def authorize_url(base: str, client_id: str, challenge: str, redirect_uri: str = CALLBACK, **more: str) -> str:
+    ask = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": redirect_uri,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "st",
+        **more,
+    }
+    return f"{base}/authorize?{urlencode(ask)}"
+
+
+def sign_in(http: Any, base: str, url: str, passphrase: str = PASSPHRASE, **headers: str) -> Any:
+    """Open an authorization URL and answer its consent page: the form's answer, or the first
+    answer that was not the next step (a lockout page, an error)."""
+    go = http.get(url, headers=headers)
+    if go.status_code != 302:
+        return go
+    page = http.get(go.headers["location"], headers=headers)
+    if page.status_code != 200:
+        return page
+    http.cookies.clear()
+    answers = {**form_of(page.text), "passphrase": passphrase, "decision": "allow", "scope_write": "1"}
+    return http.post(f"{base}/consent", data=answers, headers={"Cookie": cookie_of(page), **headers})
+
+
+def code_of(answer: Any) -> str:
+    return parse_qs(urlsplit(onward(answer)).query)["code"][0]
+
+
+def token(http: Any, base: str, client: dict[str, Any], **grant: str) -> Any:
+    """POST /token with the client's credentials: `code=..., code_verifier=...` or `refresh_token=...`."""
+    kind = "refresh_token" if "refresh_token" in grant else "authorization_code"
+    extra = {"redirect_uri": client["redirect_uris"][0]} if kind == "authorization_code" else {}
+    return http.post(
+        f"{base}/token",
+        data={
+            "grant_type": kind,
+            "client_id": client["client_id"],
+            "client_secret": client["client_secret"],
+            **extra,
+            **grant,
+        },
     )

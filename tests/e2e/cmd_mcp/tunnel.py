@@ -1,8 +1,10 @@
 """What a tunnel (cloudflared, ngrok, Tailscale Funnel) is to `mp-engine mcp --http`, on
 loopback: a TLS endpoint with a certificate for a public name (`mp.test`, from a test CA
-the client trusts) that forwards the bytes, Host header and all, to the server's plain
-HTTP port; and an httpx2 transport that reaches `https://mp.test:PORT` on 127.0.0.1 while
-keeping the name for the Host header and the certificate check (SNI)."""
+the client trusts) that forwards each request, Host header and all, to the server's plain
+HTTP port, appending the address it saw to X-Forwarded-For as those tunnels do (whatever
+the client wrote there stays, to the left); and an httpx2 transport that reaches
+`https://mp.test:PORT` on 127.0.0.1 (from another loopback address when asked, a client
+of its own) while keeping the name for the Host header and the certificate check (SNI)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,12 @@ NAME = "mp.test"
 
 
 class Tunnel:
-    def __init__(self, backend_port: int):
+    """`forwards_for=False`: a tunnel that sets no X-Forwarded-For (whatever a client wrote
+    there reaches the server as written)."""
+
+    def __init__(self, backend_port: int, forwards_for: bool = True):
         self.backend_port = backend_port
+        self.forwards_for = forwards_for
         self.ca = trustme.CA()
         self.cert = self.ca.issue_cert(NAME)
         with socket.socket() as s:
@@ -66,33 +72,62 @@ class Tunnel:
         except OSError:
             writer.close()
             return
-
-        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(OSError, asyncio.IncompleteReadError, ssl.SSLError):
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            with contextlib.suppress(OSError, RuntimeError):
-                dst.close()
-
-        await asyncio.gather(copy(reader, up_writer), copy(up_reader, writer))
+        seen = writer.get_extra_info("peername")[0]
+        upstream = _requests(reader, up_writer, seen) if self.forwards_for else _copy(reader, up_writer)
+        await asyncio.gather(upstream, _copy(up_reader, writer))
 
     # -- the client's side ---------------------------------------------------------------
 
-    def transport(self) -> httpx2.AsyncBaseTransport:
+    def transport(self, local_address: str | None = None) -> httpx2.AsyncBaseTransport:
         context = ssl.create_default_context()
         self.ca.configure_trust(context)
-        return _Resolved(httpx2.AsyncHTTPTransport(verify=context))
+        return _Resolved(httpx2.AsyncHTTPTransport(verify=context, local_address=local_address))
 
-    def client(self, **kwargs: Any) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(transport=self.transport(), timeout=60, **kwargs)
+    def client(self, local_address: str | None = None, **kwargs: Any) -> httpx2.AsyncClient:
+        """A client of the tunnel; `local_address` (127.0.0.2, ...) makes it another one."""
+        return httpx2.AsyncClient(transport=self.transport(local_address), timeout=60, **kwargs)
 
     @contextlib.contextmanager
-    def sync_client(self) -> Iterator[httpx2.Client]:
+    def sync_client(self, local_address: str | None = None) -> Iterator[httpx2.Client]:
         context = ssl.create_default_context()
         self.ca.configure_trust(context)
-        with httpx2.Client(transport=_SyncResolved(httpx2.HTTPTransport(verify=context)), timeout=60) as c:
+        inner = httpx2.HTTPTransport(verify=context, local_address=local_address)
+        with httpx2.Client(transport=_SyncResolved(inner), timeout=60) as c:
             yield c
+
+
+async def _copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(OSError, asyncio.IncompleteReadError, ssl.SSLError):
+        while data := await src.read(65536):
+            dst.write(data)
+            await dst.drain()
+    with contextlib.suppress(OSError, RuntimeError):
+        dst.close()
+
+
+async def _requests(src: asyncio.StreamReader, dst: asyncio.StreamWriter, seen: str) -> None:
+    """Each request's head with `X-Forwarded-For: ..., <seen>` appended, then its body (by
+    Content-Length; a chunked body ends the parsing, the rest is copied as it comes)."""
+    with contextlib.suppress(OSError, asyncio.IncompleteReadError, ssl.SSLError, ValueError):
+        while head := await src.readuntil(b"\r\n\r\n"):
+            lines = head[:-4].split(b"\r\n")
+            fields = [line for line in lines[1:] if not line.lower().startswith(b"x-forwarded-for:")]
+            given = [
+                line.split(b":", 1)[1].strip() for line in lines[1:] if line.lower().startswith(b"x-forwarded-for:")
+            ]
+            fields.append(b"X-Forwarded-For: " + b", ".join([*given, seen.encode()]))
+            dst.write(b"\r\n".join([lines[0], *fields]) + b"\r\n\r\n")
+            length = next((int(f.split(b":", 1)[1]) for f in fields if f.lower().startswith(b"content-length:")), 0)
+            if any(f.lower().startswith(b"transfer-encoding:") for f in fields):
+                break
+            while length > 0:
+                data = await src.read(min(length, 65536))
+                if not data:
+                    return
+                dst.write(data)
+                length -= len(data)
+            await dst.drain()
+    await _copy(src, dst)
 
 
 def _local(request: httpx2.Request) -> httpx2.Request:

@@ -149,3 +149,18 @@ def test_children_come_from_the_kernels_list_and_agree_with_psutil(monkeypatch):
         for k in kids:
             k.kill()
             k.wait()
+
+
+def test_commands_of_this_user_are_found_by_their_words_with_their_environment():
+    """`doctor` looks for `mp-engine mcp --http` this way (issue #46)."""
+    marker = f"--marker={os.getpid()}"
+    env = {**os.environ, "MP_ENGINE_MCP_PUBLIC_URL": "https://mp.example.org"}
+    kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "mcp", "--http", marker], env=env)
+    try:
+        found = {pid: (argv, e) for pid, argv, e in pids.commands_of_user("mcp", "--http", "--marker")}
+        argv, e = found[kid.pid]
+        assert marker in argv and e["MP_ENGINE_MCP_PUBLIC_URL"] == "https://mp.example.org"
+        assert pids.commands_of_user("mcp", "--http", f"--marker={os.getpid()}-not") == []
+    finally:
+        kid.kill()
+        kid.wait()

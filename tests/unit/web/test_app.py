@@ -1,5 +1,7 @@
-"""The dashboard's app through Starlette's test client: the token (header, link, cookie),
-the Host check, escaping of what came from an MP, the API's errors, and the event stream."""
+"""The dashboard's app through Starlette's test client: the token (header, link, a cookie
+derived from it), the Host check, escaping of what came from an MP, the API's errors, the
+security headers on every answer, and the event stream. (Streams sharing one watcher and
+their caps: tests/unit/web/test_live.py, and the real server in tests/e2e/test_dashboard.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from mp_engine.config.load import load_config
-from mp_engine.web.app import COOKIE, Dashboard, templates
+from mp_engine.web.app import COOKIE, Dashboard, session_of, templates
 from mp_engine.web.documents import Documents
 from tests.conftest import drop
 
@@ -32,8 +34,14 @@ def test_a_token_is_required_by_header_link_or_cookie(ws):
     r = client.get("/history?token=s3cret-token", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "http://127.0.0.1/history"  # the token leaves the URL
     assert "httponly" in r.headers["set-cookie"].lower() and "samesite=strict" in r.headers["set-cookie"].lower()
-    client.cookies.set(COOKIE, "s3cret-token")
+    # the cookie holds a value derived from the token, never the token (issue #46)
+    assert "s3cret-token" not in r.headers["set-cookie"] and session_of("s3cret-token") in r.headers["set-cookie"]
     assert client.get("/history").status_code == 200
+    _, fresh = app_for(ws, token="s3cret-token")
+    fresh.cookies.set(COOKIE, "s3cret-token")
+    assert fresh.get("/history").status_code == 401
+    fresh.cookies.set(COOKIE, session_of("s3cret-token"))
+    assert fresh.get("/history").status_code == 200
 
 
 def test_only_loopback_names_or_the_configured_host_are_served(ws):
@@ -157,3 +165,12 @@ def test_the_history_page_shows_the_newest_hundred_runs_and_says_how_many_there_
     assert '<a href="/history?limit=150">show 150</a>' in page
     assert client.get("/history?limit=150").text.count("<tr class=") == 150
     assert client.get("/api/v1/runs?limit=5").json()["total"] == 150
+
+
+@pytest.mark.parametrize("path", ["/", "/history", "/static/dashboard.js", "/api/v1/state", "/runs/nope"])
+def test_every_answer_forbids_framing_inline_script_referrers_and_sniffing(ws, path):
+    _, client = app_for(ws, token="t")
+    for r in (client.get(path, headers={"Authorization": "Bearer t"}), client.get(path)):  # refused ones too
+        policy = r.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy and "'unsafe-inline'" not in policy
+        assert r.headers["referrer-policy"] == "no-referrer" and r.headers["x-content-type-options"] == "nosniff"

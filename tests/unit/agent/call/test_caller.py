@@ -1,4 +1,4 @@
-"""Calling an agent (mp_engine/agent/caller.py) with fake agent CLIs: one call per
+"""Calling an agent (mp_engine/agent/call/caller.py) with fake agent CLIs: one call per
 iteration, a finished call reused after a crash, transient outages retried, and what a
 call that cannot work says."""
 

@@ -1,4 +1,4 @@
-"""The decomposition rule (mp_engine/agent/decompose.py): MTs are generated from the MP."""
+"""The decomposition rule (mp_engine/agent/plan/decompose.py): MTs are generated from the MP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One attempt at one micro-task (mp_engine/agent/attempt.py), in its own workspace: the
+"""One attempt at one micro-task (mp_engine/agent/run/attempt.py), in its own workspace: the
 call, the claims, the checks and the record, or the call's outcome when it did not answer."""
 
 from __future__ import annotations

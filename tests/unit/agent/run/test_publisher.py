@@ -1,4 +1,4 @@
-"""Publishing the agent run (mp_engine/agent/publisher.py): the snapshot `status` shows,
+"""Publishing the agent run (mp_engine/agent/run/publisher.py): the snapshot `status` shows,
 what the run lacks before it starts, pauses, waits and a cancel."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Recording a step of the agent run (mp_engine/agent/recorder.py): the dual gate, the
+"""Recording a step of the agent run (mp_engine/agent/run/recorder.py): the dual gate, the
 record and its evidence, the learnings entry, a fatal call's record, a side step's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Parallel tasks (mp_engine/agent/parallel.py, issue #29) through `Engine.tick()`, with
+"""Parallel tasks (mp_engine/agent/run/scheduler.py, issues #29 and #40) through `Engine.tick()`, with
 fake agent CLIs that take a set time per call, in a real git repository: tasks overlap,
 each in its own worktree; each accepted task is one commit on `mp/<MP-id>`, integrated
 one at a time; a conflict or a check that breaks on the combined work sends it back."""
@@ -191,6 +191,46 @@ def test_a_usage_limit_holds_the_tasks_of_its_level_and_the_mp_waits_for_one_res
     assert {t["mt_id"]: t["status"] for t in progress(only_run(ws))["micro_tasks"]} == dict.fromkeys(
         ("MT-001", "MT-002", "MT-003"), "completed"
     )
+
+
+def test_a_stop_while_a_level_is_held_keeps_its_reset(engine_for, ws, tmp_path):
+    """A stop arrives while one level waits for its usage limit's reset and another level's
+    task still runs: the run waits for the reset (it is not forgotten as a plain stop)."""
+    import threading
+
+    from tests.agentutil import add_route
+
+    configure(
+        ws,
+        [level("limited", "limited.py", "--kind", "usage", "--count", str(tmp_path / "n"), "--reset", "600")],
+        max_parallel=2,
+    )
+    gate = tmp_path / "gate"
+    add_route(ws, "docs", level("docs", "good.py", "--wait-for", str(gate)))
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    drop(
+        ws,
+        listed(
+            'Write "a" to `out/a.txt`. (after none)',
+            '[docs] Write "c" to `out/c.txt`. (after none)',
+            checks=[("MT-001", "grep -qx a out/a.txt"), ("MT-002", "grep -qx c out/c.txt")],
+        ),
+    )
+    done: list = []
+    ticking = threading.Thread(target=lambda: done.append(engine.tick()))
+    ticking.start()
+    try:
+        wait_for(lambda: events(ws, "micro_task_pause_requested"), what="the limited level held")
+        engine.stop.set()
+    finally:
+        gate.touch()
+        ticking.join(timeout=60)
+    assert done and done[0].action == "waiting"
+    state = read_state(ws)
+    assert state["waiting"]["kind"] == "usage_limit"
+    (held,) = events(ws, "micro_task_pause_requested")
+    assert state["waiting"]["resume_at"] == held["resume_at"]
 
 
 def test_a_cancel_stops_every_running_task(engine_for, ws, tmp_path):

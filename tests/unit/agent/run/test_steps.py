@@ -1,4 +1,4 @@
-"""The agent run's ledger steps (mp_engine/agent/ledgersteps.py): keyed, kept prompts,
+"""The agent run's ledger steps (mp_engine/agent/run/steps.py): keyed, kept prompts,
 released back to pending, finished durably with their record as the artifact."""
 
 from __future__ import annotations

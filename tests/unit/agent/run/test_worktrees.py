@@ -1,4 +1,4 @@
-"""Parallel tasks' worktrees (mp_engine/agent/taskbranch.py) in a real repository: made
+"""Parallel tasks' worktrees (mp_engine/agent/run/worktrees.py) in a real repository: made
 from the tip of mp/<MP-id>, refreshed to a new tip, one commit per task kept after a
 crash between the commit and the integration."""
 

@@ -1,4 +1,4 @@
-"""The decisions about parallel tasks (mp_engine/agent/parallelstate.py), without
+"""The decisions about parallel tasks (mp_engine/agent/state/tasks.py), without
 processes: what may start, what an integration decides, and the replay of a parallel
 run's records (in the order the run applied them) to the same state."""
 
@@ -159,7 +159,7 @@ def test_the_run_ends_when_nothing_is_pending_or_live(ws):
 
 
 def test_replaying_a_parallel_run_in_the_order_it_applied_its_records_gives_its_state(ws, tmp_path, monkeypatch):
-    """A real run with a conflict (tests/unit/agent/test_parallel.py); its ledger replayed
+    """A real run with a conflict (tests/unit/agent/run/test_scheduler.py); its ledger replayed
     into a fresh state gives the state the run ended with."""
     from mp_engine.agent.progress import Progress
     from mp_engine.pipeline.engine import Engine
