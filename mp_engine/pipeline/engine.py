@@ -180,6 +180,7 @@ class Engine:
                 move_legacy_event_log(self.ws, self.events.emit)
                 self.sync.startup()
                 state = self.state.read()
+                self._own_open_run(state)
                 status = state.status if state.run_id else (Status.ERROR if state.halt else Status.ONLINE)
                 self.state.update(status=status, daemon=info, reason="engine started")
                 if daemon:  # the remote says the engine is up from its start, not its first MP
@@ -189,6 +190,19 @@ class Engine:
         self.events.emit(
             "engine_started", pid=os.getpid(), version=__version__, root=str(self.ws.root), mode=info["mode"]
         )
+
+    def _own_open_run(self, state: SessionState) -> None:
+        """The MP a crash left running is the engine's, not one waiting in the slot: every
+        pull before its run resumes (the start's push, the first poll) must know it, or it
+        is queued and runs again once its recovery has finished it (issue #45)."""
+        if not state.run_id:
+            return
+        try:
+            ledger = RunArchive(self.ws.runs_dir / state.run_id).ledger().model
+        except (OSError, ValueError):
+            return  # no archive yet (a claim cut short): the first pass claims it again
+        if ledger.status != "closed":
+            self.inbox.busy_sha = ledger.mp_sha256
 
     def shutdown(self) -> None:
         """Clean stop: OFFLINE, or ERROR while halted, so the orchestrator still sees the

@@ -212,3 +212,34 @@ def test_the_mp_waiting_when_a_move_was_cut_short_still_gets_its_result(channel)
         ("MP-5.2", "SUPERSEDED"),
         ("MP-6.2", "COMPLETED"),
     ]
+
+
+class _EngineDied(BaseException):
+    """Stands for SIGKILL: nothing after it runs (not caught as an Exception)."""
+
+
+def test_the_mp_a_killed_engine_was_running_is_not_queued_by_the_restart_s_first_pull(channel, monkeypatch):
+    """Issue #45 (the soak, twice in 300 MPs): the daemon was killed while an MP from the slot
+    ran, and the orchestrator pushed the next one. The restart pulled before it resumed the
+    open run, when nothing yet told the inbox that the slot's MP was the engine's: it was
+    queued as an MP waiting in the slot, so it ran again after its recovery finished it."""
+    from mp_engine.record.ledger import Ledger
+
+    bare, _url, ws, orch = channel
+    engine = make_engine(ws)
+    push_mp(orch, mp(1))
+
+    def die(*_a, **_k):
+        raise _EngineDied
+
+    with monkeypatch.context() as m:
+        m.setattr(Ledger, "spawned", die)
+        with pytest.raises(_EngineDied):
+            sync_tick(engine)
+    assert read_state(ws)["status"] == "RUNNING"
+    push_mp(orch, mp(2))
+    restarted = make_engine(ws)
+    drain(restarted)
+    assert results(ws) == [("MP-5.1", "COMPLETED"), ("MP-5.2", "COMPLETED")]
+    assert remote_index(bare) == results(ws)
+    assert not events(ws, "inbox_queued")
