@@ -5,16 +5,31 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
+from mp_engine.core.errors import SyncError
+
 FULL = (errno.ENOSPC, errno.EDQUOT)
+# What git prints when a write failed: mostly without the errno's text ("error: unable to
+# write file X", then "fatal: Could not reset index file"); opening or creating a file that
+# it may not is worded otherwise ("unable to create file X: Permission denied").
+GIT_FULL = re.compile(
+    r"No space left on device|Disk quota exceeded|Out of diskspace"
+    r"|unable to write (?:file|new.index file|loose object file|sha1 file)\b",
+    re.I,
+)
 
 
 def is_full(exc: BaseException) -> bool:
-    """True when `exc`, or an exception it was raised from, says the disk or quota is full."""
+    """True when `exc`, or an exception it was raised from, says the disk or quota is full:
+    an OSError's errno, or what a git command that failed printed (issue #45: a worktree
+    checked out on a full disk read as an engine error)."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, OSError) and seen.errno in FULL:
+            return True
+        if isinstance(seen, SyncError) and GIT_FULL.search(str(seen)):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

@@ -21,6 +21,20 @@ def test_a_full_disk_is_recognised_through_wrapped_errors():
     assert not is_full(OSError(errno.EACCES, "Permission denied")) and not is_full(ValueError("x"))
 
 
+def test_a_git_command_that_could_not_write_says_the_disk_is_full():
+    """Issue #45 (the soak): `git worktree add` on a full disk printed only "unable to write
+    file" lines (no errno text): the agent MP ended an engine error, not disk_full."""
+    from mp_engine.core.gitcmd import GitFailed, GitResult
+
+    def failed(err: str) -> GitFailed:
+        return GitFailed(GitResult(("worktree", "add", "w"), 128, "", err))
+
+    full = "error: unable to write file soak/1.txt\nfatal: Could not reset index file to revision 'HEAD'.\n"
+    assert is_full(failed(full)) and is_full(failed("fatal: write error. Out of diskspace"))
+    assert not is_full(failed("error: unable to create file soak/1.txt: Permission denied"))
+    assert not is_full(failed("fatal: not a git repository")) and not is_full(RuntimeError("unable to write file x"))
+
+
 def test_the_longest_mount_point_holds_the_path(tmp_path):
     mounts = tmp_path / "mounts"
     mounts.write_text("/dev/a / ext4 rw 0 0\n/dev/b /srv xfs rw 0 0\nfs /srv/my\\040disk nfs rw 0 0\n")
