@@ -52,7 +52,13 @@ def next_action(s: Sent, line: dict[str, Any], doc: dict[str, Any] | None) -> st
         s.unexpected.append(f"{status} {kind}" if kind else status)
         return "approve" if status == "ERROR" else None
     if status == "ERROR" and s.kind in (Kind.PAUSE, Kind.QUESTION):
-        return "answer" if (doc or {}).get("answerable") else "approve"
+        if (doc or {}).get("answerable"):
+            return "answer"
+        # An ERROR that asks nothing (the disk was full as it started): not the one expected,
+        # and the approval ends the MP (no COMPLETED follows).
+        kind = ((doc or {}).get("diagnosis") or {}).get("kind")
+        s.unexpected.append(f"ERROR {kind}" if kind else "ERROR")
+        return "approve"
     if status == "ERROR":
         return "approve"
     return None

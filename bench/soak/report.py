@@ -75,8 +75,8 @@ def resources(f: dict[str, Any]) -> list[str]:
         + ("-" if growth is None else f"{growth:.2f} MB")
         + " |",
         f"| open fds, longest life: after warm-up / max / end | {m.get('fds_warm', '-')} / {m.get('fds_max', '-')} / {m.get('fds_end', '-')} |",
-        f"| idle CPU: fresh engine / between bursts (max) | {f['idle_baseline'] or 0:.2f} % / "
-        + (f"{max(idle):.2f} %" if idle else "-")
+        f"| idle CPU: fresh engine / at each checkpoint after it | {f['idle_baseline'] or 0:.2f} % / "
+        + (", ".join(f"{x:.2f}" for x in idle) + " %" if idle else "-")
         + " |",
         "| engine disk per 1,000 MPs (workspace and its .git) | "
         + ("-" if per is None else f"{per / 2**20:.1f} MiB")

@@ -52,6 +52,10 @@ def test_what_the_orchestrator_does_about_each_result():
     assert next_action(asks, asks.lines[-1], {"answerable": {"mt": "MT-001"}}) == "answer" and not asks.done
     asks.lines.append({"status": "COMPLETED"})
     assert next_action(asks, asks.lines[-1], None) is None and asks.done
+    full = Sent("MP-1.4", Kind.QUESTION, ("ERROR", "COMPLETED"), "orch")
+    full.lines.append({"status": "ERROR"})  # the disk was full as it started: nothing asked
+    assert next_action(full, full.lines[-1], {"diagnosis": {"kind": "disk_full"}}) == "approve"
+    assert full.unexpected == ["ERROR disk_full"] and full.done
     quick = Sent("MP-1.3", Kind.QUICK, ("COMPLETED",), "cli")
     quick.lines.append({"status": "ERROR"})
     assert next_action(quick, quick.lines[-1], {"diagnosis": {"kind": "disk_full"}}) == "approve"
