@@ -43,8 +43,9 @@ bench: $(STAMP)
 # The soak (issue #45, bench/soak/): a seeded, mixed workload of shell and agent MPs through
 # the real daemon and a remote behind `git daemon`, sent by `send`, the MCP tools and the
 # client, with faults at random moments; every invariant checked, figures in bench/SOAK.md.
-# Not part of `make test` (tests/e2e/test_soak.py, its short version, is). About an hour
-# on 2 shared CPUs with the default; SOAK_MPS=, SOAK_SEED=, SOAK_FAULTS= (default MPs / 10).
+# Not part of `make test` (tests/e2e/test_soak.py, its short version, is). 300 MPs took
+# 20-26 minutes on 2 shared CPUs, so the default takes well over an hour there; SOAK_MPS=,
+# SOAK_SEED=, SOAK_FAULTS= (default MPs / 10).
 SOAK_MPS ?= 1500
 SOAK_SEED ?= 45
 SOAK_FAULTS ?=
