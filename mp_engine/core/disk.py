@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from mp_engine.core.errors import SyncError
+from mp_engine.core.gitcmd import GitFailed
 
 FULL = (errno.ENOSPC, errno.EDQUOT)
 # What git prints when a write failed: mostly without the errno's text ("error: unable to
@@ -31,8 +32,18 @@ def is_full(exc: BaseException) -> bool:
             return True
         if isinstance(seen, SyncError) and GIT_FULL.search(str(seen)):
             return True
+        if isinstance(seen, GitFailed) and _message_lost(seen):
+            return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _message_lost(e: GitFailed) -> bool:
+    """`git commit -m TEXT` that found its message empty: it could not write the message
+    to its file (COMMIT_EDITMSG) and read back nothing, which only a full disk does."""
+    args = list(e.result.args)
+    given = any(a == "-m" and i + 1 < len(args) and args[i + 1].strip() for i, a in enumerate(args))
+    return given and "empty commit message" in e.result.err
 
 
 def mount_of(path: Path, mounts: Path = Path("/proc/mounts")) -> tuple[str, str] | None:

@@ -33,6 +33,10 @@ def test_a_git_command_that_could_not_write_says_the_disk_is_full():
     assert is_full(failed(full)) and is_full(failed("fatal: write error. Out of diskspace"))
     assert not is_full(failed("error: unable to create file soak/1.txt: Permission denied"))
     assert not is_full(failed("fatal: not a git repository")) and not is_full(RuntimeError("unable to write file x"))
+    # `git commit -m TEXT` could not write TEXT to COMMIT_EDITMSG and read back nothing
+    empty = "Aborting commit due to empty commit message.\n"
+    assert is_full(GitFailed(GitResult(("commit", "-q", "-m", "MP-1.1 MT-001: a"), 1, "", empty)))
+    assert not is_full(GitFailed(GitResult(("commit", "-q", "-m", " "), 1, "", empty)))
 
 
 def test_the_longest_mount_point_holds_the_path(tmp_path):
