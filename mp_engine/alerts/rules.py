@@ -7,6 +7,7 @@ and the one command that acts on it. Pure: an event record in, an `Alert` (or No
     mp_cancelled                 cancelled
     engine_stopped, engine_stalled  engine_down
     sync_push_refused            push_refused
+    budget_spent                 budget   (once per day or month: the engine's spend log says)
 """
 
 from __future__ import annotations
@@ -116,6 +117,17 @@ class Rules:
                 f"The engine on this host {why}.",
                 f"`systemctl start mp-engine` (or `mp-engine run {root}`)",
                 None,
+                e,
+            )
+        if name == "budget_spent":  # issue #42: sent once per period (record/spend.py)
+            waits = "agent calls wait until" if e.get("on_budget") == "wait" else "agent MPs end until"
+            return Alert(
+                "budget",
+                f"mp-engine: the {e.get('period')}'s agent budget is spent",
+                f"Every MP's agent calls cost ${e.get('spent_usd')} this {e.get('period')} ({e.get('key')}), the "
+                f"budget is ${e.get('limit_usd')}: {waits} {e.get('resets_at')}.",
+                f"wait for the reset, or raise `[agent] {'daily' if e.get('period') == 'day' else 'monthly'}_cost_usd`",
+                mp,
                 e,
             )
         if name == "sync_push_refused":

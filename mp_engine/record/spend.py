@@ -200,3 +200,28 @@ def summary(log: SpendLog, limits: dict[str, float | None], now: float | None = 
             "resets_at": period.resets_at,
         }
     return out
+
+
+def report(local_dir: Path, agent: dict[str, Any]) -> dict[str, Any] | None:
+    """The budgets as `status` and the dashboard show them, from `[agent]` as its JSON
+    (config/cache.py), or None when neither budget is set."""
+    limits = {"day": agent.get("daily_cost_usd"), "month": agent.get("monthly_cost_usd")}
+    if all(v is None for v in limits.values()):
+        return None
+    log = SpendLog(local_dir / SPEND_FILE, agent.get("budget_clock") or "local")
+    return {**summary(log, limits), "on_budget": agent.get("on_budget", "wait")}
+
+
+def line(budget: dict[str, Any]) -> str:
+    """`$1.2000 of $5 today, $3.0000 of $50 this month` (a period without a limit: its spend)."""
+    parts = []
+    for name, word in (("day", "today"), ("month", "this month")):
+        p = budget.get(name) or {}
+        limit = p.get("limit_usd")
+        spent = f"${p.get('spent_usd', 0.0):.4f}"
+        parts.append(f"{spent} of ${limit:g} {word}" if limit is not None else f"{spent} {word}")
+    spent_out = [n for n in ("day", "month") if (budget.get(n) or {}).get("left_usd") == 0]
+    if spent_out:
+        p = budget[spent_out[-1]]
+        parts.append(f"SPENT: agent calls wait until {p['resets_at']}")
+    return ", ".join(parts)

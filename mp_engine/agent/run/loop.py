@@ -112,8 +112,7 @@ class AgentRun:
         limiter = CallLimiter(self.ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
         memory = snapshot(self.ctx.ws, self.run_dir, self.cfg.memory)
         learnings = self.run_dir / "agent" / "learnings.md"
-        # The engine's budgets across every MP and fleet worker (issue #42), held to one spend log.
-        spending = Spending.at(self.ctx.ws.local_dir, self.cfg, mp_id=self.mp.mp_id, emit=self.emit)
+        spending = Spending.at(self.ctx.ws.local_dir, self.cfg, mp_id=self.mp.mp_id, emit=self.emit)  # every MP's
         run = RunScope(self.ctx, self.cfg, progress.nonce, self.steps, limiter, learnings, memory, spending)
         # The tasks' work stops at once when the run stops it (its end) or the engine does
         # (a cancel, a second signal): `halt`; the run's wall time is charged by the

@@ -3,7 +3,7 @@ for which MP, and the one command that acts on it."""
 
 from mp_engine.alerts.rules import Rules
 
-ALL = ("halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused")
+ALL = ("halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused", "budget")
 
 
 def test_a_failed_mp_that_halts_says_why_and_how_to_lift_the_halt():
@@ -38,3 +38,21 @@ def test_only_the_kinds_asked_for_and_no_engine_down_for_once():
     assert every.alert({"event": "mp_cancelled", "mp": "MP-1.0", "source": "host"}).kind == "cancelled"
     refused = every.alert({"event": "sync_push_refused", "message": "protected branch"})
     assert refused.kind == "push_refused" and "protected branch" in refused.body and "doctor" in refused.act
+
+
+def test_a_spent_budget_is_an_alert_that_says_when_calls_resume():
+    """Issue #42: `budget_spent` comes once per day or month (the spend log keeps the mark)."""
+    spent = Rules("/ws", ("budget",)).alert(
+        {
+            "event": "budget_spent",
+            "mp": "MP-4.2",
+            "period": "day",
+            "key": "2026-04-05",
+            "spent_usd": 5.1,
+            "limit_usd": 5.0,
+            "resets_at": "2026-04-06T00:00:00Z",
+            "on_budget": "wait",
+        }
+    )
+    assert spent.kind == "budget" and "agent calls wait until 2026-04-06T00:00:00Z" in spent.body
+    assert "daily_cost_usd" in spent.act

@@ -111,7 +111,11 @@ def test_globs():
     assert glob_re("tests/**").match("tests/a/b.py") and glob_re("docs/").match("docs/a/b.md")
     assert glob_re("src/*.py").match("src/a.py") and not glob_re("src/*.py").match("src/a/b.py")
     assert glob_re("src/**/x.py").match("src/x.py") and glob_re("src/**/x.py").match("src/a/b/x.py")
-    assert static_dir("tests/unit/**/*.py") == "tests/unit" and static_dir("*.lock") == "" and static_dir("docs/") == "docs"
+    assert (
+        static_dir("tests/unit/**/*.py") == "tests/unit"
+        and static_dir("*.lock") == ""
+        and static_dir("docs/") == "docs"
+    )
 
 
 # -- through Engine.tick() ----------------------------------------------------------------
