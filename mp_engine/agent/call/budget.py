@@ -85,9 +85,10 @@ class Spending:
     def charge(self, key: str, call: Call, level: AgentLevel, *, now: float | None = None) -> None:
         """Price `call` and count it against the budgets, once per `key`."""
         self.price(call, level)
-        if call.kind is CallKind.BUDGET:
-            return  # never made
-        self.log.charge(key, cost_of(call.usage), mp=self.mp_id, at=now)
+        usd = cost_of(call.usage)
+        if call.kind is CallKind.BUDGET or usd <= 0:
+            return  # never made, or nothing to count (no usage, or a free local model)
+        self.log.charge(key, usd, mp=self.mp_id, at=now)
 
     def summary(self, now: float | None = None) -> dict[str, Any]:
         """Per period: spent, the limit, what is left, when it resets (record/spend.py)."""

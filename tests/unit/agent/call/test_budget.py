@@ -155,3 +155,31 @@ def test_tokens_priced_from_the_table_count_and_a_prompt_over_what_is_left_is_ne
     prompt = (only_run(ws).dir / first["evidence"] / "prompt.md").read_text()
     assert len(prompt) > 1000 and len(calls(log)) == 1
     assert "prompt alone would cost" in read_state(ws)["waiting"]["reason"]
+
+
+def test_a_restart_at_any_point_of_a_call_keeps_its_charge_once(ws, tmp_path):
+    """After the call and its record (call.json) but before its charge, or after both: the
+    replayed call is charged once; the call itself is not made again."""
+    from dataclasses import replace
+
+    from mp_engine.agent.call.caller import Caller
+    from mp_engine.agent.evidence import IterationEvidence
+    from tests.agentutil import ONE, agent_context, run_scope
+
+    log = tmp_path / "calls.log"
+    ctx = agent_context(ws, ONE, [level("paid", "good.py", "--cost", "0.4", "--log", str(log))], daily_cost_usd=5.0)
+    scope = run_scope(ctx)
+    scope = replace(scope, spending=Spending.at(ws.local_dir, scope.cfg, mp_id="MP-3.2"))
+    ev = IterationEvidence(ctx.run.dir, "MT-001", 1)
+    ev.write("prompt.md", '## Your micro-task now: MT-001\n\nWrite "hello" to `out/a.txt`.\n\n## Checks\n')
+    lv = scope.cfg.levels[0]
+
+    def call():
+        return Caller(scope, ws.root).call(lv, ev, key="k1", mt_id="MT-001", iteration=1, level_index=0, on_spawn=id)
+
+    spend = ws.local_dir / SPEND_FILE
+    assert call().usage["cost_usd"] == 0.4 and len(spend.read_text().splitlines()) == 1
+    spend.unlink()  # a crash between the call's record and its charge
+    assert call().kind == "ok" and len(spend.read_text().splitlines()) == 1
+    assert call().kind == "ok" and len(spend.read_text().splitlines()) == 1  # charged once, whatever replays
+    assert len(calls(log)) == 1
