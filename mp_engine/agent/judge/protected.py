@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,7 @@ from mp_engine.inbox.mpfile import MicroProject
 
 # CI configuration: a workflow the agent rewrites would judge the pull request.
 CI_DIRS = (".github/workflows", ".circleci", ".buildkite", ".gitlab/ci")
+RACY_NS = 1_000_000_000  # a file or directory changed this recently may change again within its mtime's tick
 CI_FILES = (".gitlab-ci.yml", ".travis.yml", "azure-pipelines.yml", "Jenkinsfile", "bitbucket-pipelines.yml")
 
 
@@ -84,7 +87,19 @@ class Protected:
     watched: dict[str, re.Pattern[str] | None]  # directory -> what may not be added in it (None: anything)
     known: frozenset[str]  # every file of the base
     allowed: tuple[re.Pattern[str], ...] = ()
+    filters: bool = False  # .gitattributes or core.autocrlf: the worktree's bytes may differ from the blob's
     _seen: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # path -> (size, mtime_ns, ino) found equal
+    _dirs: dict[str, tuple[int, list[str]]] = field(
+        default_factory=dict
+    )  # directory -> (mtime_ns, subdirs) found clean
+
+    def __post_init__(self) -> None:
+        self._root = str(self.root)
+        self._abs = {p: os.path.join(self._root, p) for p in self.files}  # joined once, looked at every iteration
+        w = self.watched  # a directory inside another watched for the same (or anything) is walked there
+        self._top = {
+            d: p for d, p in w.items() if not any(o != d and d.startswith(o + "/") and w[o] in (None, p) for o in w)
+        }
 
     @classmethod
     def at(cls, root: Path, base: str, mp: MicroProject, globs: Iterable[str] = ()) -> Protected:
@@ -111,7 +126,12 @@ class Protected:
         for test_dir in {p.rsplit("/", 1)[0] for p in judged if "/" in p}:
             watched.setdefault(test_dir, re.compile(r"(?:^|/)conftest\.py\Z"))
         files = {p: oid for p, oid in files.items() if not any(a.match(p) for a in allowed)}
-        return cls(Path(root), base, files, watched, frozenset(tree), allowed)
+        # Bytes that differ from the blob may still be equal as git stores them (line endings,
+        # clean filters): git is asked then, only where the repository has such settings.
+        filters = any(p.rsplit("/", 1)[-1] == ".gitattributes" for p in tree) or bool(
+            git(root, "config", "--get", "core.autocrlf", check=False).out.strip()
+        )
+        return cls(Path(root), base, files, watched, frozenset(tree), allowed, filters)
 
     def __len__(self) -> int:
         return len(self.files)
@@ -119,23 +139,25 @@ class Protected:
     def touched(self) -> list[str]:
         """The protected paths the workspace no longer has as the base had them."""
         out = [p for p, oid in self.files.items() if self._changed(p, oid)]
-        for d, pattern in self.watched.items():
-            out += [p for p in self._listed(d) if p not in self.known and p not in self.files and _hit(p, pattern)]
+        for d, pattern in self._top.items():
+            out += [p for p in self._added(d) if p not in self.files and _hit(p, pattern)]
         return sorted({p for p in out if not any(a.match(p) for a in self.allowed)})
 
     def _changed(self, rel: str, oid: str) -> bool:
-        path = self.root / rel
+        """One `lstat`; the content hashed only when size, mtime or inode moved (a file whose
+        mtime is within a second of the look is hashed every time: git's "racy" rule)."""
+        path = self._abs[rel]
         try:
-            st = path.lstat()
+            st = os.lstat(path)
         except FileNotFoundError:
             return oid != ""
-        if not oid or not path.is_file() or path.is_symlink():
+        if not oid or not stat.S_ISREG(st.st_mode):
             return True
         sig = (st.st_size, st.st_mtime_ns, st.st_ino)
         if self._seen.get(rel) == sig:
             return False
-        same = blob_id(path, len(oid)) == oid or self._filtered_equal(rel, oid)
-        if same:
+        same = blob_id(Path(path), len(oid)) == oid or (self.filters and self._filtered_equal(rel, oid))
+        if same and time.time_ns() - st.st_mtime_ns > RACY_NS:
             self._seen[rel] = sig
         return not same
 
@@ -143,18 +165,35 @@ class Protected:
         """Equal as git stores it (line-ending or clean filters): asked of git, only when the bytes differ."""
         return git(self.root, "hash-object", "--", rel, check=False).out.strip() == oid
 
-    def _listed(self, d: str) -> list[str]:
-        """The files under directory `d` of the workspace ("": the root, not below)."""
-        top = self.root / d if d else self.root
-        if not top.is_dir():
-            return []
-        if not d:
-            return [e.name for e in os.scandir(top) if e.is_file(follow_symlinks=False)]
-        found = []
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = [n for n in dirnames if n != ".git"]
-            rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
-            found += [f"{rel}/{n}" for n in filenames]
+    def _added(self, d: str) -> list[str]:
+        """The files under directory `d` ("": the root's own files, not below) the base did
+        not have. A directory whose mtime has not moved since it was listed clean is not
+        listed again (a file added or removed in it moves its mtime); its subdirectories
+        are still looked at."""
+        found: list[str] = []
+        stack = [d]
+        while stack:
+            rel = stack.pop()
+            top = os.path.join(self._root, rel) if rel else self._root
+            try:
+                mtime = os.stat(top).st_mtime_ns
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            if self._dirs.get(rel, (None, []))[0] == mtime:
+                stack += self._dirs[rel][1] if rel else []
+                continue
+            subdirs, new = [], []
+            for e in os.scandir(top):
+                child = f"{rel}/{e.name}" if rel else e.name
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != ".git":
+                        subdirs.append(child)
+                elif child not in self.known:
+                    new.append(child)
+            found += new
+            if not new and time.time_ns() - mtime > RACY_NS:
+                self._dirs[rel] = (mtime, subdirs)
+            stack += subdirs if rel else []
         return found
 
     def restore(self, paths: Iterable[str]) -> None:
@@ -169,6 +208,7 @@ class Protected:
                 git(self.root, "rm", "-q", "--cached", "--ignore-unmatch", "--", p)
                 (self.root / p).unlink(missing_ok=True)
         self._seen.clear()
+        self._dirs.clear()
 
 
 def _hit(path: str, pattern: re.Pattern[str] | None) -> bool:

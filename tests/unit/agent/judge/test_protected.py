@@ -173,3 +173,15 @@ def test_allow_changes_opens_what_it_names(engine_for, ws):
     drop(ws, mp("Allow-Changes: tests/check_a.py"))
     assert engine.tick().action == "completed", ws.result_file.read_text()
     assert (ws.root / "tests/check_a.py").read_text() == "import sys\nsys.exit(0)\n"
+
+
+def test_line_endings_git_would_store_the_same_are_no_change(tmp_path):
+    """With `core.autocrlf` (or .gitattributes), bytes that differ from the blob may be the
+    same file as git stores it: git is asked, and only then."""
+    p = protected(tmp_path)
+    assert not p.filters
+    git(tmp_path, "config", "core.autocrlf", "true")
+    p = Protected.at(tmp_path, git(tmp_path, "rev-parse", "HEAD"), parse(mp().encode()))
+    assert p.filters
+    (tmp_path / "tests/check_a.py").write_text(CHECK.replace("\n", "\r\n"))
+    assert p.touched() == []
