@@ -17,6 +17,7 @@ from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.terminal import terminal_safe
 from mp_engine.core.workspace import Workspace
 from mp_engine.daemon.health import ago
+from mp_engine.record.spend import line as budget_line
 from mp_engine.views.status import (
     seconds,
     status_report,
@@ -135,6 +136,8 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("last_error"):
         e = report["last_error"]
         lines.append(f"  last error:      {paint(e['event'], 'red')} {ago(e['ts'])}: {e['message'][:300]}")
+    if report.get("budget"):
+        lines.append(f"  budget:          {budget_line(report['budget'])}")
     if report.get("stop_file"):
         lines.append(f"  stop file:       {paint(report['stop_file'], 'yellow')}")
     if report.get("config_error"):

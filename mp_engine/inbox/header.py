@@ -116,6 +116,13 @@ def _branch(value: str) -> str:
     return value
 
 
+def _globs(value: str) -> tuple[str, ...]:
+    globs = tuple(g for g in re.split(r"[\s,]+", value.strip()) if g)
+    if not globs:
+        raise ValueError("must name paths or globs the agent may change, like `Allow-Changes: tests/test_api.py`")
+    return globs
+
+
 def _issue_number(value: str) -> int:
     return _positive_int(value.strip().removeprefix("#"))
 
@@ -136,6 +143,7 @@ HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Repo": (_repo_name, "agent MPs: the `[repos.NAME]` repository to work on instead of the channel's"),
     "Base": (_branch, "with `Repo:`: the branch to start from and to land on (the repository's `base` otherwise)"),
     "Issue": (_issue_number, "with `Repo:`: the issue the work answers (`Issue: 12`): linked and commented once"),
+    "Allow-Changes": (_globs, "agent MPs: files that judge the work the agent may change anyway (`tests/**`)"),
 }
 _KEY_LOOKUP = {k.lower(): k for k in HEADER_KEYS}
 

@@ -105,6 +105,8 @@ def _document(o: Outcome, run_rel: str) -> dict[str, Any]:
         "suggestion": o.extra.get("suggestion"),  # [diagnose] level's opinion: not verified
         "answerable": o.extra.get("answerable"),  # an agent MP that asked: {"mt", "question"}
         "pull_request": o.extra.get("pull_request"),  # `Repo:` (issue #41): where the work is, its pull request, CI
+        "protected": o.extra.get("protected"),  # issue #42: files that judge the work the agent changed, restored
+        "budget": o.extra.get("budget"),  # issue #42: the engine's budgets as the run ended
         "notes": o.notes,
     }
 

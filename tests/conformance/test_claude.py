@@ -405,3 +405,25 @@ def test_a_planned_two_task_mp_runs_with_claude_as_planner_and_worker(claude, ws
         ("MT-002", "completed"),
     ]
     assert [d["at"] for d in result_json["drift_checks"]] == [50, 100]
+
+
+def test_a_model_that_keeps_calling_tools_stops_at_max_turns_and_never_passes(claude, ws):
+    """Issue #42: `max_turns = 2` reaches the CLI as `--max-turns 2`; a model that calls a
+    tool on every turn ends there (claude: `error_max_turns`, or "Reached max turns" in text),
+    and the engine counts that call as a failed iteration with its reason, never as success,
+    even though the work is done and the checks pass."""
+
+    def busy(req, count):
+        if count == 0:
+            return fm.tool("Write", file_path=f"{fm.workdir_of(req)}/out/a.txt", content="hello\n")
+        return fm.tool("Bash", command=f"echo still working {count}")
+
+    level = claude_level(claude.exe, claude.fmt, max_turns=2)
+    result, api = claude(busy, level=level, max_iterations=2, max_no_progress=5)
+    assert result.action == "error", ws.result_file.read_text()
+    recs = records(only_run(ws))
+    assert len(recs) == 2 and len(api.calls()) == 4  # two model turns per call, not one more
+    for rec in recs:
+        assert rec["call"]["kind"] == "turn_limit" and not rec["gate"] and rec["failing"] == []
+        assert "stopped at --max-turns 2" in rec["call"]["detail"]
+    assert result_field(ws, "Certificate") in ("TIMEOUT", "DIVERGED")  # out of iterations, or no status block

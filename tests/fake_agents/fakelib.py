@@ -33,6 +33,7 @@ def options(extra: list[tuple[str, dict]] | None = None) -> argparse.Namespace:
     p.add_argument("--touch")
     p.add_argument("--sleep", type=float, default=0.0)
     p.add_argument("--cost", type=float, help="print aider's token and cost line for one message of this cost")
+    p.add_argument("--tokens", type=int, help="print aider's token line (this many sent, 30 received), no cost")
     for name, kw in extra or []:
         p.add_argument(name, **kw)
     return p.parse_args()
@@ -116,6 +117,8 @@ def start(opts: argparse.Namespace, text: str) -> None:
         think(opts.sleep)
     if opts.cost is not None:  # as aider prints it after each message (base_coder.py)
         print(f"Tokens: 1.2k sent, 30 received. Cost: ${opts.cost:.2f} message, ${opts.cost:.2f} session.")
+    if opts.tokens is not None:  # a CLI that counts tokens and says nothing of dollars
+        print(f"Tokens: {opts.tokens} sent, 30 received.")
 
 
 def think(seconds: float) -> None:

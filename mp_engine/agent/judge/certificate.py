@@ -259,6 +259,16 @@ RULES: list[_Rule] = [
         ),
         own_fix=True,
     ),
+    _Rule(  # issue #42: `on_budget = "end"`
+        _is(BACKPRESSURE, "budget"),
+        lambda e: (
+            "agent_budget",
+            "the engine's agent budget is spent",
+            e.cert.detail,
+            "Wait for the reset the detail names, or raise `[agent] daily_cost_usd` / `monthly_cost_usd` (or set "
+            f'`on_budget = "wait"` so MPs wait for the reset), {e.resend}.',
+        ),
+    ),
     _Rule(
         _is(BACKPRESSURE, "disk_usage"),
         lambda e: (

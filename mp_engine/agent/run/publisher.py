@@ -17,6 +17,7 @@ from mp_engine.agent.judge.checks import iter_check
 from mp_engine.agent.memory import lessons
 from mp_engine.agent.plan.decompose import Plan
 from mp_engine.agent.progress import Progress
+from mp_engine.agent.run import gates
 from mp_engine.agent.run.report import sections
 from mp_engine.agent.run.workbranch import Landing, WorkBranch
 from mp_engine.agent.scope import RunScope
@@ -319,6 +320,8 @@ class Publisher:
         if extra["lessons"]:  # finalize adds them to SYSTEM/memory.md
             body = "\n".join(f"- {ln}" for ln in extra["lessons"])
             extra["sections"].append({"title": "Lessons for SYSTEM/memory.md", "body": body})
+        extra["protected"], extra["budget"] = gates.protected(state), gates.budget(self.run.spending, state)
+        extra["sections"] += gates.sections(extra["protected"], extra["budget"])  # issue #42
         if self.lander is not None:  # the repository the work is on, and its pull request
             extra["pull_request"] = self.lander.result()
         confined = sandbox_summary(ctx.config.agent)

@@ -49,3 +49,21 @@ def test_a_drift_check_that_found_drift_is_a_drift_alert_and_one_that_did_not_is
     assert "it rewrote the API" in a.body and "max_replans" in a.body and "mp-engine status --root /ws" in a.act
     assert rules.alert({**regressed, "regressed": [], "reflector": "aligned", "drift": False}) is None
     assert Rules("/ws", ("halt",)).alert({**regressed, "drift": True}) is None  # not asked for
+
+
+def test_a_spent_budget_is_an_alert_that_says_when_calls_resume():
+    """Issue #42: `budget_spent` comes once per day or month (the spend log keeps the mark)."""
+    spent = Rules("/ws", ("budget",)).alert(
+        {
+            "event": "budget_spent",
+            "mp": "MP-4.2",
+            "period": "day",
+            "key": "2026-04-05",
+            "spent_usd": 5.1,
+            "limit_usd": 5.0,
+            "resets_at": "2026-04-06T00:00:00Z",
+            "on_budget": "wait",
+        }
+    )
+    assert spent.kind == "budget" and "agent calls wait until 2026-04-06T00:00:00Z" in spent.body
+    assert "daily_cost_usd" in spent.act
