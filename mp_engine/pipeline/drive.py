@@ -80,7 +80,11 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         resume_point = next((s.step_id for s in ledger.model.steps if s.status.value != "completed"), None)
         ctx.events.emit("mp_checkpointed", mp=mp.mp_id, run=run.run_id, resume_point=resume_point)
         return TickResult(Action.INTERRUPTED, mp_id=mp.mp_id, run_id=run.run_id)
-    outcome = ended(ledger, run, mp, executor.name, res, COMPLETED if res.status == "completed" else ERROR)
+    # "cancelled" without a cancel request: a person answered `cancel` to a plan (issue #42).
+    status = {"completed": COMPLETED, "cancelled": CANCELLED}.get(res.status, ERROR)
+    outcome = ended(ledger, run, mp, executor.name, res, status)
+    if status == CANCELLED:
+        ctx.events.emit("mp_cancelled", mp=mp.mp_id, run=run.run_id, source="answer")
     outcome.diagnosis, outcome.error_output, outcome.error_output_ref = (
         res.diagnosis,
         res.error_output,
