@@ -67,7 +67,13 @@ def prompt(
         out += [f"## Your review in round {r['round']}: {r['verdict']}", "", asked, ""]
     if earlier:
         out += ["The micro-tasks named above worked on those changes since; the diff shows the work now.", ""]
-    out += [
+    out += answer_part(nonce)
+    return "\n".join(out)
+
+
+def answer_part(nonce: str) -> list[str]:
+    """The one block the reviewer must print, approving or listing the changes."""
+    return [
         "## Your answer (required; nothing else is read)",
         "",
         f'<review nonce="{nonce}">',
@@ -85,4 +91,3 @@ def prompt(
         "Blocks without this exact nonce are ignored.",
         "",
     ]
-    return "\n".join(out)
