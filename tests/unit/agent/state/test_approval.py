@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from mp_engine.commands.status import render_status
 from mp_engine.config.load import load_config
 from mp_engine.inbox import answer
 from mp_engine.pipeline.engine import Engine
@@ -66,7 +67,11 @@ def test_the_plan_waits_before_any_task_and_approve_starts_the_same_run(start, w
     assert "waits for approval before any task starts" in text and "mp-engine answer MP-4.1" in text
     assert git(ws.root, "rev-parse", "mp/MP-4.1").strip() == head  # nothing on the work branch
     # `status` shows the plan and how to answer it, read from the files.
-    halt = status_report(ws, load_config(ws.root))["halt"]
+    report = status_report(ws, load_config(ws.root))
+    shown = render_status(report)
+    assert "plan to approve: 2 micro-task(s)" in shown and "MT-002: task b (after MT-001)" in shown
+    assert "`mp-engine answer MP-4.1 approve`" in shown
+    halt = report["halt"]
     assert halt["question"]["kind"] == "plan_review" and [t["mt_id"] for t in halt["question"]["plan"]] == [
         "MT-001",
         "MT-002",
