@@ -9,7 +9,12 @@ import json
 
 import pytest
 
+from mp_engine.agent.plan.decompose import decompose
+from mp_engine.agent.run.resume import records
+from mp_engine.agent.state.apply import replay
+from mp_engine.agent.state.model import RunState
 from mp_engine.config.load import load_config
+from mp_engine.inbox.mpfile import parse
 from mp_engine.pipeline.engine import Engine
 from tests.agentutil import FAKE, GREET, calls, configure, level, only_run, progress
 from tests.conftest import drop, events, result_field
@@ -98,6 +103,16 @@ def test_requested_changes_go_back_to_the_task_that_made_the_file_then_it_lands(
     ]
     assert [e["mt"] for e in events(ws, "micro_task_review_changes")] == ["MT-002"]
     assert progress(run)["micro_tasks"][1]["review"][0]["target"] == "out/b.txt"
+    # The ledger alone gives the same decisions (what a restart replays).
+    again = RunState.begin(
+        load_config(ws.root).agent, decompose(parse(GREET.encode())), "", planned=False, isolated=False
+    )
+    replay(again, records(run.ledger(), run.steps_dir))
+    assert again.final is not None and again.final.type == "EXACT"
+    assert [r["verdict"] for r in again.campaign.reviews] == [
+        "changes",
+        "approve",
+    ] and again.campaign.review_rounds == 1
 
 
 def test_a_reviewer_that_still_asks_after_the_rounds_blocks_and_nothing_lands(start, ws, tmp_path):
