@@ -17,9 +17,10 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# An MP that ended asking a person (a task said it is blocked, the hard gate, NEED_INFO):
+# An MP that ended asking a person (a task said it is blocked, the hard gate, NEED_INFO, a
+# plan that waits for approval):
 # its halt is a question, not a failure.
-BLOCKED_KINDS = frozenset({"agent_blocked", "agent_hard_gate", "agent_need_info"})
+BLOCKED_KINDS = frozenset({"agent_blocked", "agent_hard_gate", "agent_need_info", "agent_plan_review"})
 
 
 @dataclass

@@ -104,7 +104,15 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("halt"):
         h = report["halt"]
         lines.append(f"  halted on:       {paint(h['mp_id'], 'red', bold=True)}: {h['reason']} (since {h['since']})")
-        lines.append(f"  to continue:     send {h['lift_with'][0]}, or run {h['lift_with'][1]}")
+        if h.get("question"):  # a plan that waits for approval (issue #42)
+            plan = h["question"].get("plan") or []
+            lines.append(f"  plan to approve: {len(plan)} micro-task(s)")
+            for t in plan:
+                after = f" (after {', '.join(t['after'])})" if t.get("after") else ""
+                lines.append(f"                   {t['mt_id']}: {t['title']}{after}")
+            lines.append(f"  to continue:     {h['answer_with']}")
+        else:
+            lines.append(f"  to continue:     send {h['lift_with'][0]}, or run {h['lift_with'][1]}")
     p = report.get("pending")
     if p:
         what = p.get("mp_id") or p["kind"]

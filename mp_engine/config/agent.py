@@ -199,6 +199,16 @@ class AgentConfig(Section):
     prices: dict[str, ModelPrice] = Field(
         default_factory=dict, description="`[agent.prices.MODEL]`: what tokens cost where a CLI reports no dollars"
     )
+    # Gates a person and a second model hold (issue #42): docs/AGENT.md, "Plan approval" and "The reviewer".
+    plan_review: bool = Field(
+        False, description="a planned MP's plan waits for a person's `approve` before any task starts (`Plan: review`)"
+    )
+    reviewer: AgentLevel | None = Field(
+        None, description="`[agent.reviewer]`: the level that reviews verified work before it lands (read-only)"
+    )
+    review_rounds: int = Field(
+        1, ge=0, description="times the reviewer's requested changes go back to the tasks they name"
+    )
 
     @model_validator(mode="after")
     def _chain(self) -> AgentConfig:
@@ -209,16 +219,17 @@ class AgentConfig(Section):
         for host in (*self.sandbox_allow_hosts, *(h for lv in self.all_levels() for h in lv.sandbox_allow_hosts)):
             if not host.strip() or " " in host.strip():
                 raise ValueError(f"sandbox_allow_hosts: {host!r} is not host:port (like api.openai.com:443)")
-        for role in ("planner", "reflector"):
+        for role in ("planner", "reflector", "reviewer"):
             lv = getattr(self, role)
             if lv is not None and lv.hard_gate:
-                raise ValueError(f"[agent.{role}] must call an agent; a hard gate cannot plan or reflect")
+                raise ValueError(f"[agent.{role}] must call an agent; a hard gate cannot plan, reflect or review")
         _check_clock(self.budget_clock)
         return self
 
     def all_levels(self) -> tuple[AgentLevel, ...]:
-        """Every level that may be called: the chain, the routes', the planner, the reflector."""
-        roles = tuple(lv for lv in (self.planner, self.reflector) if lv is not None)
+        """Every level that may be called: the chain, the routes', the planner, the reflector,
+        the reviewer."""
+        roles = tuple(lv for lv in (self.planner, self.reflector, self.reviewer) if lv is not None)
         return (*self.levels, *(lv for r in self.routes for lv in r.levels), *roles)
 
     def sandboxed(self, level: AgentLevel | None = None) -> bool:

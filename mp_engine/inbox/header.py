@@ -61,8 +61,11 @@ def _executor(value: str) -> str:
 
 def _plan(value: str) -> str:
     value = value.strip().lower()
-    if value not in ("auto", "list"):
-        raise ValueError("must be `auto` (a planner level plans the work) or `list` (one micro-task per list item)")
+    if value not in ("auto", "list", "review"):
+        raise ValueError(
+            "must be `auto` (a planner level plans the work), `review` (it plans, and the plan waits for a "
+            "person's approval) or `list` (one micro-task per list item)"
+        )
     return value
 
 
@@ -134,7 +137,7 @@ HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Approves": (_mp_ref, "id of the failed MP this one approves, lifting the halt"),
     "Answers": (_mp_ref, "id of the agent MP that asked a question; this MP's text is the answer, and its run goes on"),
     "Executor": (_executor, "`shell` (default) or `agent`"),
-    "Plan": (_plan, "agent MPs: `auto` (the planner level plans) or `list` (one micro-task per list item)"),
+    "Plan": (_plan, "agent MPs: `auto` (the planner level plans), `review` (and a person approves the plan) or `list`"),
     "Max-Parallel": (_positive_int, "agent MPs: at most this many micro-tasks at once (lowers `[agent] max_parallel`)"),
     "Max-Iterations": (_positive_int, "agent MPs: agent iterations for this MP (`[agent] max_iterations`)"),
     "Levels": (_level_names, "agent MPs: only these levels of the chain, in its order (`Levels: aider, claude`)"),

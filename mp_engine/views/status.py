@@ -105,6 +105,10 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
             **halt.model_dump(),
             "lift_with": [f"an MP whose header has `Approves: {halt.mp_id}`", "`mp-engine approve` on this host"],
         }
+        asked = (run_result(ws, halt.run_id) or {}).get("answerable")
+        if asked and asked.get("kind") == "plan_review":  # a plan waits for approval (issue #42)
+            report["halt"]["question"] = asked
+            report["halt"]["answer_with"] = f"`mp-engine answer {halt.mp_id} approve` (or `cancel`, or what to change)"
         waiting_mp = report.get("pending")
         if waiting_mp and waiting_mp.get("approves") not in (halt.mp_id, halt.run_id):
             waiting_mp["held"] = f"waits: the engine is halted on {halt.mp_id} and this MP does not approve it"

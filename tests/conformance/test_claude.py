@@ -18,7 +18,16 @@ import pytest
 from tests.agentutil import ONE, PLANNED, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
-from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, needs_sandbox, run_mp
+from tests.conformance.harness import (
+    BULKY,
+    assert_reviewed,
+    assert_sandboxed_exact,
+    fake_worker,
+    first_call,
+    needs_sandbox,
+    reviewing,
+    run_mp,
+)
 from tests.conftest import result_field
 from tests.gitutil import git
 
@@ -77,7 +86,7 @@ def claude(request, ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with fm.FakeAnthropic(scenario) as api:
             monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-            if opts.get("sandbox") == "os":  # the fake model server is the host it may reach
+            if opts.get("sandbox") == "os" or "reviewer" in opts:  # the fake model server: the host it may reach
                 opts["sandbox_allow_hosts"] = [urlsplit(api.url).netloc]
             return run_mp(ws, level or claude_level(exe, request.param), mp, **opts), api
 
@@ -427,3 +436,13 @@ def test_a_model_that_keeps_calling_tools_stops_at_max_turns_and_never_passes(cl
         assert rec["call"]["kind"] == "turn_limit" and not rec["gate"] and rec["failing"] == []
         assert "stopped at --max-turns 2" in rec["call"]["detail"]
     assert result_field(ws, "Certificate") in ("TIMEOUT", "DIVERGED")  # out of iterations, or no status block
+
+
+def test_claude_as_the_reviewer_asks_for_a_change_then_approves(claude, ws):
+    """issue #42: `[agent.reviewer]` is claude without edit permissions (as docs/AGENT.md
+    gives it), read-only in the sandbox; its requested change goes back to the task, and
+    its approval of round 2 lets the work land."""
+    reviewer = claude_level(claude.exe, claude.fmt, name="reviewer")
+    reviewer["argv"] = [str(claude.exe), "-p", "--output-format", claude.fmt]
+    result, api = claude(reviewing, level=fake_worker(), reviewer=reviewer)
+    assert_reviewed(ws, result, api)

@@ -54,23 +54,23 @@ def nonce(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def task(text: str) -> str:
-    m = re.search(r"^## Your micro-task now: .*?\n(.*?)^## ", text, re.M | re.S)
+def task(text: str, section: str = "Your micro-task now") -> str:
+    m = re.search(rf"^## {re.escape(section)}.*?\n(.*?)^## ", text, re.M | re.S)
     return m.group(1) if m else ""
 
 
-def writes(text: str) -> list[tuple[str, str]]:
-    return WRITE_RE.findall(task(text))
+def writes(text: str, section: str = "Your micro-task now") -> list[tuple[str, str]]:
+    return WRITE_RE.findall(task(text, section))
 
 
-def do_writes(text: str, transform=lambda s: s) -> int:
+def do_writes(text: str, transform=lambda s: s, section: str = "Your micro-task now") -> int:
     done = 0
-    for content, path in writes(text):
+    for content, path in writes(text, section):
         target = Path.cwd() / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(transform(content) + "\n")
         done += 1
-    for content, path in APPEND_RE.findall(task(text)):
+    for content, path in APPEND_RE.findall(task(text, section)):
         target = Path.cwd() / path
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("a") as f:

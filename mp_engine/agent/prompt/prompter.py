@@ -58,6 +58,7 @@ class Prompter:
             learnings=learnings.read(self.run.learnings),
             statuses={t.mt_id: t.status for t in state.tasks},
             answers=ts.answers,
+            review=ts.review,
             memory=self.run.memory,
             remaining=layout.Remaining(
                 iterations_left=self.cfg.max_iterations - state.total,

@@ -1,50 +1,96 @@
-"""What the result says of the gates of issue #42: the files that judge the work which the
-agent changed (each put back, each a failed iteration), and the engine's budgets as the
-run ended (spent today and this month, the limits, when they reset)."""
+"""What the result and `status` show of the gates a person and a second model hold (issue
+#42): the plan that waits for approval (its tasks, for the dashboard's graph and MCP), the
+answers it got, and what the reviewer said in each round."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mp_engine.agent.call.budget import Spending
+from mp_engine.agent.state.approval import PLAN_MT
 from mp_engine.agent.state.model import RunState
+from mp_engine.agent.state.review import item_text
+from mp_engine.inbox.mpfile import MicroProject
 
 
-def protected(state: RunState) -> dict[str, Any] | None:
-    """`protected` of RESULT_last.json: every iteration that changed a protected file, or None."""
-    hits = [
-        {"mt": rec["mt"], "iteration": rec["iteration"], "paths": rec["protected"]}
-        for task in state.tasks
-        for rec in task.records
-        if rec.get("protected")
-    ]
-    if not hits:
-        return None
-    return {"paths": sorted({p for h in hits for p in h["paths"]}), "iterations": hits}
-
-
-def budget(spending: Spending | None, state: RunState) -> dict[str, Any] | None:
-    """`budget` of RESULT_last.json when `[agent] daily_cost_usd` or `monthly_cost_usd` is set."""
-    if spending is None or all(v is None for v in spending.limits.values()):
-        return None
-    return {**spending.summary(), "mp_cost_usd": state.usage.cost, "on_budget": spending.cfg.on_budget}
-
-
-def sections(found: dict[str, Any] | None, spent: dict[str, Any] | None) -> list[dict[str, str]]:
-    """The result's sections of the two (none when there is nothing to say)."""
+def plan_tasks(state: RunState, mp: MicroProject) -> list[dict[str, Any]]:
+    """The tasks of the plan that waits, as the dashboard draws them."""
+    first = state.campaign.plan_first
     out = []
-    if found is not None:
-        lines = [f"- {h['mt']} iteration {h['iteration']}: {', '.join(h['paths'])}" for h in found["iterations"]]
-        body = (
-            "The agent changed files that judge the work; each was restored from the base, the checks ran on "
-            "that copy, and the iteration failed (`Allow-Changes:` in the MP would allow it):\n" + "\n".join(lines)
+    for i in range(first, len(state.tasks)):
+        task, planned = state.tasks[i], state.plan.tasks[i]
+        out.append(
+            {
+                "mt_id": task.mt_id,
+                "title": task.title,
+                "status": task.status.value,
+                "after": [state.tasks[n].mt_id for n in sorted(state.plan.needs(i))],
+                "checks": [mp.checks[k].step_id for k in planned.checks or ()],
+                "files": list(planned.files),
+                "ref": planned.ref,
+            }
         )
-        out.append({"title": "Protected files", "body": body})
-    if spent is not None:
+    return out
+
+
+def answerable(state: RunState, mp: MicroProject) -> dict[str, Any] | None:
+    """A plan waiting for approval, as the result asks a person (inbox/answer.py)."""
+    c = state.final
+    if c is None or c.reason != "plan_review" or not state.campaign.awaiting:
+        return None
+    return {"mt": PLAN_MT, "kind": "plan_review", "question": c.detail, "plan": plan_tasks(state, mp)}
+
+
+def progress(state: RunState, mp: MicroProject) -> dict[str, Any]:
+    """The gates' part of the progress snapshot's `campaign`."""
+    c = state.campaign
+    out: dict[str, Any] = {}
+    if c.awaiting:
+        out["awaiting_approval"] = plan_tasks(state, mp)
+    if c.approvals:
+        out["approvals"] = c.approvals
+    if c.reviews:
+        out["reviews"] = c.reviews
+    return out
+
+
+def result(state: RunState) -> dict[str, Any]:
+    """The result's `review` (RESULT_last.json) and the agent's `approvals`."""
+    c = state.campaign
+    out: dict[str, Any] = {}
+    reviewer = state.cfg.reviewer
+    if reviewer is not None or c.reviews:
+        out["review"] = {
+            "reviewer": reviewer.name if reviewer else None,
+            "rounds": c.review_rounds,
+            "max_rounds": state.cfg.review_rounds,
+            "approved": c.review_approved,
+            "reviews": c.reviews,
+        }
+    if c.approvals:
+        out["approvals"] = c.approvals
+    return out
+
+
+def sections(state: RunState, run_rel: str) -> list[dict[str, str]]:
+    """The result's sections: the answers to the plan, and the review."""
+    c = state.campaign
+    out = []
+    if c.approvals:
         lines = [
-            f"- {name}: ${p['spent_usd']:.4f} of ${p['limit_usd']:g}, resets {p['resets_at']}"
-            for name, p in spent.items()
-            if isinstance(p, dict) and p.get("limit_usd") is not None
+            f"- Plan round {a['round']}: `{a['answer'][:200]}` (via {a['source']}): {a['verdict']}" for a in c.approvals
         ]
-        out.append({"title": "Budgets", "body": "Every MP's agent calls together:\n" + "\n".join(lines)})
+        out.append({"title": "Plan approval", "body": "\n".join(lines)})
+    if c.reviews:
+        lines = [f"- Reviewer: `[agent.reviewer]` {state.cfg.reviewer.name if state.cfg.reviewer else '-'}, read-only"]
+        for r in c.reviews:
+            said = (
+                "approved"
+                if r["verdict"] == "approve"
+                else ("requested changes" if r["verdict"] == "changes" else f"no verdict ({r['error']})")
+            )
+            lines.append(
+                f"- Round {r['round']}: {said}" + (f" — `{run_rel}/{r['evidence']}/`" if r.get("evidence") else "")
+            )
+            lines += [f"  - {item_text(i)}" for i in r["items"]]
+        out.append({"title": "Review", "body": "\n".join(lines)})
     return out

@@ -78,8 +78,9 @@ class AgentRun:
         self.dispatch = dispatch
         self.cfg = ctx.config.agent
         self.mp = ctx.mp
-        # `Plan: auto` (or `[agent] plan`): a planner level plans the tasks (sidesteps.py).
-        self.planned = (ctx.mp.headers.get("Plan") or self.cfg.plan) == "auto"
+        # `Plan: auto` (or `[agent] plan`): a planner level plans the tasks (sidesteps.py);
+        # `Plan: review`: and each plan waits for a person's approval (state/approval.py).
+        self.planned = (ctx.mp.headers.get("Plan") or self.cfg.plan) in ("auto", "review")
         self.first_plan: Plan = goal_of(ctx.mp) if self.planned else decompose(ctx.mp)
         self.run_dir = ctx.run.dir
         # Tasks at once: `[agent] max_parallel`, lowered by `Max-Parallel:`; kept in the

@@ -24,6 +24,16 @@ def test_an_mp_that_ended_asking_a_person_is_a_blocked_alert_not_a_halt():
     assert "mp-engine answer MP-2.1 'TEXT' --root /ws" in a.act
 
 
+def test_a_plan_that_waits_for_approval_is_a_blocked_alert_with_the_plan():
+    rules = Rules("/ws", ALL)
+    fix = "Read the plan ..., then answer `approve` to start it, `cancel` to end the MP, or what to change"
+    waits = {"event": "mp_failed", "mp": "MP-4.1", "kind": "agent_plan_review", "summary": "the plan waits", "fix": fix}
+    rules.alert(waits)
+    a = rules.alert({"event": "halted", "mp": "MP-4.1", "approve_with": "Approves: MP-4.1"})
+    assert a.kind == "blocked" and "the plan waits" in a.body and "`approve`" in a.body
+    assert "mp-engine answer MP-4.1 'TEXT' --root /ws" in a.act
+
+
 def test_only_the_kinds_asked_for_and_no_engine_down_for_once():
     rules = Rules("/ws", ("halt", "engine_down"))
     assert rules.alert({"event": "mp_completed", "mp": "MP-1.0", "duration": 1.2}) is None

@@ -1,11 +1,11 @@
-"""What the result says of issue #42's gates (mp_engine/agent/run/gates.py); the runs that
+"""What the result says of issue #42's gates (mp_engine/agent/run/limits.py); the runs that
 fill it: tests/unit/agent/judge/test_protected.py and tests/unit/agent/call/test_budget.py."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from mp_engine.agent.run.gates import budget, protected, sections
+from mp_engine.agent.run.limits import budget, protected, sections
 
 
 def state(*records):
