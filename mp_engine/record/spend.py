@@ -135,6 +135,14 @@ class SpendLog:
             self._follow()
             return {p.name: (p, round(self._sums.get(p.key, 0.0), 6)) for p in periods(now, self.tz)}
 
+    def days(self, now: float | None = None) -> list[tuple[str, float]]:
+        """Dollars charged per day of the current month, oldest first (days with a charge)."""
+        now = time.time() if now is None else now
+        with self._lock:
+            self._follow()
+            month = periods(now, self.tz)[1].key + "-"
+            return sorted((k, round(v, 6)) for k, v in self._sums.items() if len(k) == 10 and k.startswith(month))
+
     def charged(self, key: str) -> bool:
         with self._lock:
             self._follow()
@@ -209,7 +217,8 @@ def report(local_dir: Path, agent: dict[str, Any]) -> dict[str, Any] | None:
     if all(v is None for v in limits.values()):
         return None
     log = SpendLog(local_dir / SPEND_FILE, agent.get("budget_clock") or "local")
-    return {**summary(log, limits), "on_budget": agent.get("on_budget", "wait")}
+    days = [{"day": day, "usd": usd} for day, usd in log.days()]  # the dashboard's plot
+    return {**summary(log, limits), "on_budget": agent.get("on_budget", "wait"), "days": days}
 
 
 def line(budget: dict[str, Any]) -> str:

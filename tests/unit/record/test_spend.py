@@ -89,3 +89,13 @@ def test_the_summary_says_spent_left_and_the_reset(tmp_path):
         "resets_at": "2026-04-06T00:00:00Z",
     }
     assert got["month"]["left_usd"] is None and got["month"]["spent_usd"] == 3.0
+
+
+def test_the_days_of_the_current_month_are_what_the_dashboard_plots(tmp_path):
+    log = SpendLog(tmp_path / "agent_spend.log", "UTC")
+    log.charge("a", 0.5, mp="MP-1", at=epoch("2026-03-31T12:00:00+00:00"))  # last month: not plotted
+    log.charge("b", 1.0, mp="MP-1", at=epoch("2026-04-02T09:00:00+00:00"))
+    log.charge("c", 0.25, mp="MP-2", at=epoch("2026-04-02T18:00:00+00:00"))
+    log.charge("d", 2.0, mp="MP-3", at=epoch("2026-04-05T08:00:00+00:00"))
+    assert log.days(epoch("2026-04-05T10:00:00+00:00")) == [("2026-04-02", 1.25), ("2026-04-05", 2.0)]
+    assert log.days(epoch("2026-05-01T00:00:01+00:00")) == []  # a new month starts empty

@@ -172,3 +172,5 @@ def test_the_page_and_the_state_show_the_budgets_spent(ws):
     assert budget["day"]["spent_usd"] == 1.25 and budget["day"]["left_usd"] == 0.0
     page = client.get("/").text
     assert '<span class="bad">$1.2500 of $1.0 today</span>' in page and "$1.2500 of $20.0 this month" in page
+    assert 'aria-label="agent spend per day this month"' in page and 'class="limit"' in page  # the plot
+    assert budget["days"] == [{"day": budget["day"]["key"], "usd": 1.25}]
