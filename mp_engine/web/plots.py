@@ -99,14 +99,15 @@ def spend(days: list[dict[str, Any]], daily: float | None, *, width: int = 420, 
     scale = round_up(top)
     plot_w, plot_h = width - LEFT, height - BOTTOM - TOP
     base, step = TOP + plot_h, plot_w / 31
-    bars = []
+    bars: list[dict[str, Any]] = []
     for d in days:
         usd, n = float(d["usd"]), int(str(d["day"])[8:10])
         h = max(MIN_BAR, usd / scale * plot_h) if usd > 0 else 0.0
         over = daily is not None and usd >= daily
         x = round(LEFT + (n - 1) * step + 0.5, 1)
+        said = f"{d['day']}: ${usd:.4f}" + (" (the daily budget spent)" if over else "")
         bars.append({"x": x, "y": round(base - h, 1), "w": round(max(step - 1, 1), 1), "h": round(h, 1), "over": over})
-        bars[-1]["label"] = f"{d['day']}: ${usd:.4f}" + (" (the daily budget spent)" if over else "")
+        bars[-1]["label"] = said
     limit = None if daily is None else round(base - float(daily) / scale * plot_h, 1)
     ticks = [{"y": round(base - f * plot_h, 1), "label": f"${scale * f:g}"} for f in (0.0, 0.5, 1.0)]
     axis = {"left": LEFT, "base": base, "top": TOP, "right": width}
