@@ -49,14 +49,9 @@ class EvalArgs:
 def eval_(args: EvalArgs, echo: Callable[[str], None]) -> ExitCode:
     configs = manifest.names(config_files(args))
     out = EvalDir(args.out or default_out(args))
-    hide = [
-        out.root,
-        *([args.tasks.resolve()] if args.tasks else []),
-        *([args.history.resolve()] if args.history else []),
-    ]
-    env = {name: overrides(path, hide) for name, path in configs.items()}
+    hide = tuple(p.resolve() for p in (args.tasks, args.history) if p is not None)
     for name, path in configs.items():
-        check_config(name, path, env[name])
+        check_config(name, path, overrides(path, []))
     lock = DaemonLock(out.lock)
     out.root.mkdir(parents=True, exist_ok=True)
     try:
@@ -69,7 +64,7 @@ def eval_(args: EvalArgs, echo: Callable[[str], None]) -> ExitCode:
         tasks = task_set(args, out, echo)
         manifest.begin(out, tasks, configs)
         copies = {name: out.config(name) for name in configs}
-        scope = EvalScope(out, tasks, copies, env, args.parallel, echo, args.judge_timeout)
+        scope = EvalScope(out, tasks, copies, args.parallel, echo, args.judge_timeout, hide)
         code = run_stoppable(Eval(scope), scope)
         doc = report.write(out)
     finally:

@@ -40,10 +40,10 @@ class EvalScope:
     out: EvalDir
     tasks: TaskSet
     configs: dict[str, Path]  # name -> its copy in the eval directory
-    overrides: dict[str, dict[str, str]]  # name -> the MP_ENGINE_* variables its `once` runs with
     parallel: int
     say: Callable[[str], None]
     judge_timeout: float = 1800.0
+    hide: tuple[Path, ...] = ()  # hidden from every agent besides the eval directory (the task set's source)
     stop: threading.Event = field(default_factory=threading.Event)
     stop_now: threading.Event = field(default_factory=threading.Event)
 
@@ -201,7 +201,9 @@ class Eval:
         self.scope.say(f"{self.clock()} {config} {iid}: {'resumed' if earlier else 'started'}")
         attempt: dict[str, Any] = {"started_at": now_iso(), "orphan": orphan}
         atomic_write_json(path, [*earlier, attempt])
-        ran = run_once(ws, self.scope.overrides[config], self.out.logs(config, iid), self.children, self.scope.stop_now)
+        hide = [*self.scope.hide, *self.out.hidden(config, iid, list(self.scope.configs))]
+        env = taskspace.overrides(self.scope.configs[config], hide)
+        ran = run_once(ws, env, self.out.logs(config, iid), self.children, self.scope.stop_now)
         attempt.update(ended=True, exit_code=ran.exit_code, wall=ran.wall, summary=ran.summary)
         attempt["stopped"] = self.scope.stop.is_set() or ran.exit_code == ExitCode.INTERRUPTED
         atomic_write_json(path, [*earlier, attempt])

@@ -9,6 +9,8 @@ import json
 import signal
 import subprocess
 
+import pytest
+
 from mp_engine.core.lock import DaemonLock, daemon_owner
 from mp_engine.core.pids import is_zombie, pid_alive
 from mp_engine.core.workspace import Workspace
@@ -139,7 +141,7 @@ def test_killed_mid_run_the_same_command_goes_on_judging_nothing_twice_and_losin
     wait_for(started.exists, timeout=120, what="the first task's agent to start")
     first.kill()  # kill -9: the eval, not the `once` it started (its own session) nor the agent
     assert first.wait(30) == -signal.SIGKILL and rows(out) == []
-    ws = Workspace.at(out / "runs" / "a" / "t1" / "ws")
+    ws = Workspace.at(out / "work" / "a" / "t1")
     orphan = daemon_owner(ws.daemon_lock_file)["pid"]
     assert pid_alive(orphan)  # still running the task, holding its workspace
     second = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -177,3 +179,24 @@ def test_usage_errors_are_refused_before_anything_starts(tmp_path):
     finally:
         busy.release()
     assert taken.returncode == 4 and "another `mp-engine eval` works in" in taken.stderr
+
+
+def test_in_the_sandbox_the_agent_sees_neither_the_task_set_nor_the_eval_s_files(tmp_path):
+    from mp_engine.execute.sandbox import problem
+
+    if problem() is not None:
+        pytest.skip(f"the sandbox cannot run here: {problem()}")
+    tasks, repo, _ = calc_set(tmp_path, ["t1"])
+    out = tmp_path / "out"
+    peeks = [tasks, out / "tasks.jsonl", out / "probe" / "t1.json", out / "repos" / "calc.git" / "HEAD"]
+    argv = [str(FAKE / "prowler.py"), "--prompt-file", "{prompt_file}", *(x for p in peeks for x in ("--read", str(p)))]
+    cfg = tmp_path / "boxed.toml"
+    cfg.write_text(f'[agent]\nsandbox = "os"\n\n[[agent.levels]]\nname = "prowler"\nargv = {toml_value(argv)}\n')
+    r = mpe("eval", str(tasks), "--config", str(cfg), "--out", str(out), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (only,) = rows(out)
+    assert only["verdict"] == "unresolved" and only["certificate"] == "EXACT"
+    said = (out / only["archive"] / "agent" / "MT-001" / "iter-001" / "stdout.txt").read_text()
+    attempts = [json.loads(line) for line in said.splitlines() if line.startswith('{"attempt"')]
+    assert len(attempts) == len(peeks) and not any(a["ok"] for a in attempts), attempts
+    assert all(p.exists() for p in peeks)  # they are there, outside the sandbox

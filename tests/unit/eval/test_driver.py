@@ -11,7 +11,6 @@ from mp_engine.eval.driver import Eval, EvalScope
 from mp_engine.eval.layout import EvalDir
 from mp_engine.eval.manifest import begin
 from mp_engine.eval.tasks import load_jsonl
-from mp_engine.eval.taskspace import overrides
 from tests.evalutil import CALC_FIXED, CHEAT_TEST, calc_set, patcher_config, patches, rows, task_line, write_jsonl
 
 
@@ -21,8 +20,7 @@ def scope(tmp_path, tasks_file, configs, **kw) -> EvalScope:
     begin(out, tasks, configs)
     copies = {n: out.config(n) for n in configs}
     said: list[str] = []
-    env = {n: overrides(p, [out.root]) for n, p in copies.items()}
-    return EvalScope(out, tasks, copies, env, kw.pop("parallel", 2), said.append, **kw)
+    return EvalScope(out, tasks, copies, kw.pop("parallel", 2), said.append, **kw)
 
 
 def test_each_task_is_judged_as_scripted_and_a_second_run_judges_nothing_again(tmp_path):
