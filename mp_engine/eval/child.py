@@ -32,7 +32,10 @@ from mp_engine.core.workspace import Workspace
 
 KILL_GRACE = 10.0
 ORPHAN_WAIT = 30.0
-PRELOAD = ["mp_engine.commands.once", "mp_engine.eval.child"]
+# The engine as `once` imports it, and what an agent run imports only when it needs it (the
+# lock's library, the repository map's parsers): each would otherwise be imported again by
+# every task's process.
+PRELOAD = ["mp_engine.commands.once", "mp_engine.eval.child", "filelock", "tree_sitter_language_pack"]
 _CONTEXT_LOCK = threading.Lock()
 Context = multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext
 _context: Context | None = None
