@@ -20,7 +20,7 @@ from mp_engine.config.load import load_config
 from mp_engine.core.errors import ConfigError, DaemonRunning, WorkspaceError
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.lock import DaemonLock
-from mp_engine.core.workspace import CONFIG_FILE
+from mp_engine.core.workspace import CONFIG_FILE, Workspace
 from mp_engine.eval import manifest, report
 from mp_engine.eval.driver import Eval, EvalScope
 from mp_engine.eval.layout import EvalDir
@@ -107,7 +107,7 @@ def default_out(args: EvalArgs) -> Path:
         "demo" if args.demo else (args.history.resolve().name if args.history else (args.tasks or Path("tasks")).stem)
     )
     if (args.root / CONFIG_FILE).is_file():
-        return args.root / "SYSTEM" / ".engine" / "eval" / name
+        return Workspace.at(args.root).evals_dir / name
     return Path.cwd() / DEFAULT_OUT / name
 
 
