@@ -164,3 +164,98 @@ def measure(reps: int) -> list[Row]:
 
 def run(reps: int) -> list[Row]:
     return measure(reps)
+
+
+# -- 23: the demo set with the chain `init --agent claude` writes --------------------------
+
+MODEL_SECONDS = 1.0
+
+
+def solving(delay: float):
+    """The scripted model: for each demo task, Read then Write each file of its reference fix
+    (claude writes only a file it has read), then claim; every answer after `delay` seconds."""
+    from mp_engine.eval.demo import specs
+    from tests.conformance import fakemodel as fm
+
+    fixes = {s["instance_id"]: list(s["fix"].items()) for s in specs()}
+
+    def scenario(req: dict, _count: int):
+        time.sleep(delay)  # the model's time: the server answers each call on its own thread
+        said = fm.user_text(req)
+        task = next((t for t in fixes if t in said), None)
+        if task is None or "NONCE: " not in said:
+            return fm.text("ok")
+        messages = [m for m in req.get("messages") or [] if isinstance(m.get("content"), list)]
+        results = sum(1 for m in messages for b in m["content"] if b.get("type") == "tool_result")
+        if results < 2 * len(fixes[task]):
+            path, content = fixes[task][results // 2]
+            where = f"{fm.workdir_of(req)}/{path}"
+            return (
+                fm.tool("Read", file_path=where)
+                if results % 2 == 0
+                else fm.tool("Write", file_path=where, content=content)
+            )
+        return fm.text("Fixed.\n\n" + fm.status_block(fm.nonce_of(req)))
+
+    return scenario
+
+
+def run_demo(reps: int) -> list[Row]:
+    """23. `mp-engine eval --demo` with the configuration `mp-engine init --agent claude`
+    writes, the real claude (the conformance suite's pin, from its cache), a scripted model
+    that fixes every task and takes 1 s per call: the demo set's report, figures to put a
+    real model's beside. The report is also printed, for bench/RESULTS.md."""
+    from tests.conformance import fakemodel as fm
+    from tests.conformance.clis import installed
+
+    exe = installed("claude")
+    docs = []
+    with tempfile.TemporaryDirectory(prefix="mpe-bench-evaldemo-") as tmp:
+        base = Path(tmp)
+        bin_dir = base / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "claude").symlink_to(exe)
+        env = {
+            **engine_env(base),
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "ANTHROPIC_API_KEY": "sk-ant-bench-0123456789",
+        }
+        subprocess.run(
+            ["mp-engine", "init", "--agent", "claude", str(base / "ws")], env=env, check=True, capture_output=True
+        )
+        with fm.FakeAnthropic(solving(MODEL_SECONDS)) as api:
+            for rep in range(reps):
+                out = base / f"out-{rep}"
+                cmd = [
+                    "mp-engine",
+                    "eval",
+                    "--demo",
+                    "--config",
+                    str(base / "ws" / "mp-engine.toml"),
+                    "--out",
+                    str(out),
+                ]
+                done = subprocess.run(cmd, env={**env, "ANTHROPIC_BASE_URL": api.url}, capture_output=True, text=True)
+                if done.returncode != 0:
+                    raise RuntimeError(f"the eval exited {done.returncode}: {done.stdout}{done.stderr}")
+                docs.append(json.loads((out / "report.json").read_text()))
+                print((out / "report.md").read_text())
+    cs = [d["configs"][0] for d in docs]
+    resolved = Stat.of([c["resolved"] / c["judged"] * 100 for c in cs])
+    return [
+        info_row("23. demo set, init --agent claude, scripted 1 s model: resolved (%)", resolved, unit="%"),
+        info_row("23. demo set: time per task in `once`, p50", Stat.of([c["time_p50"] for c in cs]), unit="s"),
+        info_row(
+            "23. demo set: the engine's overhead per task, p50",
+            Stat.of([c["engine_seconds_p50"] for c in cs]),
+            unit="s",
+        ),
+        info_row(
+            "23. demo set: the harness's time per task, p50", Stat.of([c["harness_seconds_p50"] for c in cs]), unit="s"
+        ),
+        info_row(
+            "23. demo set: dollars per resolved task (claude's own figure)",
+            Stat.of([c["cost_per_resolved"] or 0.0 for c in cs]),
+            unit="$",
+        ),
+    ]
