@@ -30,7 +30,8 @@ from mp_engine.agent.run.attempt import Local, Runner
 from mp_engine.agent.run.guard import Halt
 from mp_engine.agent.run.placement import InPlace, Placement, Worktrees
 from mp_engine.agent.run.publisher import Publisher, iso_utc, missing, need_info
-from mp_engine.agent.run.repo import PullRequestRounds, RepoLanding, RepoRun
+from mp_engine.agent.run.pullrequest import PullRequestRounds
+from mp_engine.agent.run.repo import RepoLanding, RepoRun
 from mp_engine.agent.run.resume import records, report_resume
 from mp_engine.agent.run.scheduler import Scheduler
 from mp_engine.agent.run.sidesteps import SideSteps
