@@ -41,7 +41,8 @@ class PullRequestSession:
     number: int | None = None
     url: str = ""
     pushed: str | None = None  # the sha the engine last pushed: the lease of the next push
-    pushed_at: str = ""  # comments before it were answered by that push
+    pushed_at: str = ""  # when the engine last pushed
+    since: str = ""  # when it first pushed: the comments on the pull request are read from then on
     reported: str | None = None  # the push the pull request's title and body report
     pushes: int = 0  # in this CI cycle (a review round starts a new one)
     ci: tuple[CiRound, ...] = ()
@@ -57,7 +58,7 @@ class PullRequestSession:
 
 
 def _pushed(s: PullRequestSession, d: Mapping[str, Any]) -> PullRequestSession:
-    return replace(s, pushed=d["sha"], pushed_at=d["at"], pushes=s.pushes + 1)
+    return replace(s, pushed=d["sha"], pushed_at=d["at"], since=s.since or d["at"], pushes=s.pushes + 1)
 
 
 def _opened(s: PullRequestSession, d: Mapping[str, Any]) -> PullRequestSession:

@@ -42,6 +42,7 @@ from mp_engine.forge.landing import PullRequestReport, Task, comment_once, issue
 from mp_engine.forge.session import Happened
 from mp_engine.forge.session import apply as happen
 from mp_engine.forge.session import result as session_result
+from mp_engine.forge.watch import Watched, WatchList
 
 TEXT_CAP = 6000  # what the failing checks said, in the fix task's text
 AWAY_RETRY = 60.0  # seconds before the forge is asked again after an outage (or `ci_poll`, when set)
@@ -61,9 +62,13 @@ class PullRequestRounds:
         title: str,
         redact: Callable[[str], str],
         emit: Callable[..., None],
+        watch: WatchList,
     ):
+        """`watch`: the pull requests the engine looks at for review (a run that ends EXACT
+        puts its own there)."""
         self.rr, self.work, self.steps, self.publisher = rr, work, steps, publisher
         self.run_id, self.title, self.redact, self.emit = run_id, title, redact, emit
+        self.watch = watch
         self.session = rr.session(steps.ledger, steps.steps_dir)
         self.ci_said = ""  # CI's last word on the push, for `status`
 
@@ -208,9 +213,27 @@ class PullRequestRounds:
         self.publisher.progress.data["pull_request"] = {**self.result(), "ci_now": self.ci_said, **extra}
 
     def landing(self) -> Landing:
-        """What the result says of the work: the pull request, and CI on it."""
+        """What the result says of the work: the pull request, and CI on it. The pull request
+        is watched for review from now on."""
         s = self.session
         last = s.ci[-1].state if s.ci else "not judged"
+        if s.number is not None and s.pushed is not None:
+            self.watch.put(
+                Watched(
+                    self.rr.repo.name,
+                    s.number,
+                    s.url,
+                    s.head,
+                    s.base,
+                    self.run_id,
+                    self.rr.mp_id,
+                    s.since,
+                    s.pushed,
+                    last in (ci.CiState.PASSED, ci.CiState.NO_CI),
+                    s.review_rounds,
+                    tuple(sorted(s.acted)),
+                )
+            )
         return Landing(
             self.rr.branch,
             False,
@@ -219,6 +242,11 @@ class PullRequestRounds:
             f"Pull request #{s.number} ({s.url}) from `{self.rr.branch}` into `{self.rr.base}` on "
             f"[repos.{self.rr.repo.name}]; CI: {last}.",
         )
+
+    def unwatch(self) -> None:
+        """The run ended short of EXACT: a person takes the pull request over from here."""
+        if self.session.number is not None:
+            self.watch.drop(f"{self.rr.repo.name}#{self.session.number}")
 
     def result(self) -> dict[str, Any]:
         return {**session_result(self.session), "pushed_at": self.session.pushed_at or None}

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mp_engine.agent.run.pullrequest import PullRequestRounds
 
 PR_STEP = "pr"  # the kind of a happening's ledger step (`PR-<n>`); CI's verdicts are kind `ci`
+SESSION_STEPS = (PR_STEP, RecordKind.CI.value, RecordKind.REVIEW.value)  # what the session replays
 
 
 def lease_for(work: WorkBranch, there: str | None, tip: str) -> str | None:
@@ -58,11 +59,13 @@ class RepoRun:
         """The pull request's session as the ledger recorded it."""
         s = PullRequestSession(self.repo.name, self.branch, self.base)
         for step in ledger.model.steps:
-            if step.kind not in (PR_STEP, RecordKind.CI.value) or step.status is not StepStatus.COMPLETED:
+            if step.kind not in SESSION_STEPS or step.status is not StepStatus.COMPLETED:
                 continue
             rec = read_artifact(steps_dir, step) or {}
             if step.kind == PR_STEP:
                 s = happen(s, rec["happened"], rec)
+            elif step.kind == RecordKind.REVIEW.value:
+                s = happen(s, Happened.REVIEWING, rec)
             else:
                 s = happen(s, Happened.ENDED if rec["step"] == ci_state.ENDED else Happened.CI, rec)
         return s
@@ -86,6 +89,8 @@ class RepoLanding:
         try:
             tip = self._tip()
             pushed = self.rounds.session.pushed if self.rounds is not None else None
+            if self.rounds is not None:
+                self.rounds.unwatch()
             if pushed is not None:  # the pull request keeps the last verified push; nothing goes over it
                 kept = "" if tip == pushed else f"; this run's unverified work ({tip[:12]}) is on branch `{branch}` "
                 kept += f"in the engine host's mirror of [repos.{self.rr.repo.name}]" if kept else ""

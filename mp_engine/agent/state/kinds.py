@@ -23,6 +23,7 @@ class RecordKind(StrEnum):
     INTEGRATE = "integrate"
     ANSWER = "answer"
     CI = "ci"  # CI's verdict on a push of the work branch, on a pull request (issue #41)
+    REVIEW = "review"  # comments on that pull request from people who may steer (issue #41)
     FATAL = "fatal"
 
 
