@@ -53,11 +53,14 @@ def test_the_primary_rate_limit_is_waited_out_and_status_says_so(ws, daemon_fact
     token, double, served, bare = forge
     env, _ = setup(ws, tmp_path, forge)
     ci = Ci(double, bare, green=True)
+    pushed = served.hold("git-receive-pack")  # the limit is reached just as the engine turns to GitHub
     d = daemon_factory(ws.root, env=env).start()
     try:
-        double.exhaust_rate_limit(reset_in=6)
-        reset = double.reset_at
         drop(ws, MP)
+        assert pushed.reached.wait(60), d.output()
+        double.exhaust_rate_limit(reset_in=8)
+        reset = double.reset_at
+        pushed.release.set()
         wait_for(lambda: waited(ws, "forge_rate_limit"), timeout=60, what=d.output)
         # The engine stops while it waits: what it waits for stays in the state, for `status`.
         d.signal(signal.SIGTERM)
