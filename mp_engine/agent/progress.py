@@ -120,7 +120,21 @@ def load_report(run_dir: Path) -> dict[str, Any] | None:
         "parallel": d.get("parallel") or 1,
         "updated_at": d.get("updated_at"),
         "usage": d.get("usage"),
+        "pull_request": d.get("pull_request"),  # a run that lands as one (issue #41)
     }
+
+
+def pull_request_line(pr: dict[str, Any]) -> str:
+    """A pull request as `status` shows it: where, CI's word, the rounds and their bounds."""
+    ci = pr.get("ci_now") or (pr["ci_rounds"][-1]["state"] if pr.get("ci_rounds") else "not judged yet")
+    ci_max = f" of {pr['ci_rounds_max']}" if pr.get("ci_rounds_max") else ""
+    review_max = f" of {pr['review_rounds_max']}" if pr.get("review_rounds_max") is not None else ""
+    where = f"#{pr['number']} {pr.get('url')}" if pr.get("number") else f"not opened yet ({pr.get('head')})"
+    ended = f"; ended: {pr['ended']}" if pr.get("ended") else ""
+    return (
+        f"{where}; CI: {ci}; CI rounds {len(pr.get('ci_rounds') or [])}{ci_max}, "
+        f"review rounds {pr.get('review_rounds', 0)}{review_max}{ended}"
+    )
 
 
 SHOWN = {"active": "running", "completed": "done", "blocked": "failed"}  # the issue's task states
@@ -190,6 +204,8 @@ def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -
     used = (agent or {}).get("usage") or {}
     if used.get("calls"):
         lines.append(f"  agent usage:     {describe(used)}")
+    if pr := (agent or {}).get("pull_request"):
+        lines.append(f"  pull request:    {pull_request_line(pr)}")
     if waiting:
         lines.append(
             f"  waiting:         {waiting.get('kind')} until {waiting.get('resume_at')} ({waiting.get('reason')})"

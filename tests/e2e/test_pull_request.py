@@ -10,6 +10,8 @@ import signal
 
 import pytest
 
+from mp_engine.config.load import load_config
+from mp_engine.views.status import status_report
 from tests.agentutil import calls, only_run
 from tests.conftest import drop, read_state, result_field, wait_for
 from tests.forge.scene import MP, SLUG, Ci, ended, files, setup
@@ -43,6 +45,10 @@ def test_red_ci_goes_back_to_the_agent_and_green_ends_the_run_with_one_pull_requ
     prompt = (run.dir / "agent" / "MT-002" / "iter-001" / "prompt.md").read_text()
     assert "ci.txt is missing" in prompt and "Make CI pass" in prompt
     wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="the state back to ONLINE after the result")
+    # `status` says it: the last result's pull request, and that it waits for review.
+    report = status_report(ws, load_config(ws.root))
+    assert report["last_mp"]["pull_request"]["number"] == pr["number"]
+    assert [(w["number"], w["ci"]) for w in report["for_review"]] == [(pr["number"], "passed")]
     d.signal(signal.SIGTERM)
     d.wait()
     # The token never left the process that holds it: no file the engine wrote has it.

@@ -83,9 +83,10 @@ class PullRequestRounds:
                 self._push()
             if self.session.pushed is not None and self.session.reported != self.session.pushed:
                 self._report_push(state)
-            if self.session.judged:  # a restart after the verdict: the run ends as it recorded
-                return None
-            return self._judge(state)
+            waiting = None if self.session.judged else self._judge(state)  # judged: a restart after the verdict
+            if waiting is None:
+                self.show()
+            return waiting
         except BranchMoved as e:
             self.end(state, "branch_moved", str(e))
         except ForgeAuthError as e:
@@ -190,6 +191,7 @@ class PullRequestRounds:
         self._record(RecordKind.CI.value, f"CI-{len(self.session.ci) + 1}", rec)
         self.session = happen(self.session, Happened.ENDED, rec)
         self._act(apply(state, RecordKind.CI, rec))
+        self.show()
 
     def _act(self, effects: list[Effect]) -> None:
         for e in effects:
@@ -209,8 +211,15 @@ class PullRequestRounds:
         )
 
     def show(self, **extra: Any) -> None:
-        """The pull request in the run's progress, for `status` and the heartbeat."""
-        self.publisher.progress.data["pull_request"] = {**self.result(), "ci_now": self.ci_said, **extra}
+        """The pull request in the run's progress, for `status` and the heartbeat: the
+        session, CI's last word on the push and the rounds' bounds."""
+        self.publisher.progress.data["pull_request"] = {
+            **self.result(),
+            "ci_now": self.ci_said or (self.session.ci[-1].state if self.session.ci else ""),
+            "ci_rounds_max": self.rr.cfg.ci_rounds,
+            "review_rounds_max": self.rr.cfg.review_rounds,
+            **extra,
+        }
 
     def landing(self) -> Landing:
         """What the result says of the work: the pull request, and CI on it. The pull request
@@ -234,13 +243,15 @@ class PullRequestRounds:
                     tuple(sorted(s.acted)),
                 )
             )
+        rounds = ", ".join(r.state for r in s.ci) or "none"
         return Landing(
             self.rr.branch,
             False,
             "pull_request",
             s.pushed,
             f"Pull request #{s.number} ({s.url}) from `{self.rr.branch}` into `{self.rr.base}` on "
-            f"[repos.{self.rr.repo.name}]; CI: {last}.",
+            f"[repos.{self.rr.repo.name}]; CI: {last} (rounds: {rounds}); review rounds: {s.review_rounds} of "
+            f"{self.rr.cfg.review_rounds}. It waits for review: a comment from a reviewer resumes this run.",
         )
 
     def unwatch(self) -> None:

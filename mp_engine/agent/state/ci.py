@@ -31,6 +31,8 @@ def reduce_ci(s: RunState, rec: dict[str, Any]) -> list[Effect]:
         state=rec["state"],
         step=rec["step"],
         failing=rec.get("failing", []),
+        url=rec.get("url") or None,
+        **({"why": rec["why"]} if rec.get("why") else {}),
     )
     if rec["step"] == ENDED:
         s.final = cert.Certificate(cert.BLOCKED, rec["why"], rec["detail"], residual_history=list(s.history))

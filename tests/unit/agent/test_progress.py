@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mp_engine.agent.progress import Progress, load_report, render_lines
+from mp_engine.agent.progress import Progress, load_report, pull_request_line, render_lines
 
 
 def made(tmp_path) -> Progress:
@@ -83,4 +83,36 @@ def test_status_shows_the_agents_last_summary_and_the_circuit(tmp_path):
     assert "agent summary:   added the parser; tests still fail on empty input" in lines[2]
     assert (
         lines[3].strip() == "agent circuit:   closed; last trip: breaker:no_progress on MT-002 at level 0 (escalated)"
+    )
+
+
+PR = {
+    "repo": "app",
+    "number": 7,
+    "url": "https://github.com/me/app/pull/7",
+    "head": "mp/MP-2.1",
+    "base": "main",
+    "ci_rounds": [{"sha": "a" * 40, "state": "failed", "checks": {"tests": "failure"}}],
+    "review_rounds": 1,
+    "ended": None,
+    "ci_rounds_max": 2,
+    "review_rounds_max": 3,
+}
+
+
+def test_status_shows_the_pull_request_ci_s_word_and_each_round_against_its_bound(tmp_path):
+    p = made(tmp_path)
+    p.data["pull_request"] = {**PR, "ci_now": "waiting for CI (1 check pending)"}
+    p.save()
+    report = load_report(tmp_path)
+    assert report["pull_request"]["number"] == 7
+    (line,) = [ln for ln in render_lines(report, None) if "pull request:" in ln]
+    assert line.strip() == (
+        "pull request:    #7 https://github.com/me/app/pull/7; CI: waiting for CI (1 check pending); "
+        "CI rounds 1 of 2, review rounds 1 of 3"
+    )
+    # Without CI's word now, the last round's; before the first push, the branch it will come from.
+    assert "CI: failed;" in pull_request_line({**PR, "ci_now": ""})
+    assert pull_request_line({"head": "mp/MP-2.1", "ended": "branch_moved"}) == (
+        "not opened yet (mp/MP-2.1); CI: not judged yet; CI rounds 0, review rounds 0; ended: branch_moved"
     )

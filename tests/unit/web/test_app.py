@@ -157,3 +157,24 @@ def test_every_answer_forbids_framing_inline_script_referrers_and_sniffing(ws, p
         policy = r.headers["content-security-policy"]
         assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy and "'unsafe-inline'" not in policy
         assert r.headers["referrer-policy"] == "no-referrer" and r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_pull_request_is_linked_with_its_ci_state_while_ci_runs_and_after(ws, tmp_path, monkeypatch):
+    from tests.unit.agent.run.repos import BRANCH, MP, engine, git, until_done
+
+    eng, forge, bare = engine(ws, tmp_path, monkeypatch, review_poll=3600)
+    drop(ws, MP)
+    res = eng.tick()
+    while res.action != "waiting" or not git(bare, "branch", "--list", BRANCH):
+        res = eng.tick()
+    _, client = app_for(ws)
+    page = client.get("/").text
+    link = '<a class="pr-link" href="https://github.com/me/app/pull/1">#1</a>'
+    assert link in page and "waiting for CI" in page and "CI rounds 0 of 2" in page
+    assert client.get("/api/v1/state").json()["agent"]["pull_request"]["number"] == 1
+    assert until_done(eng, forge, bare).action == "completed"
+    page = client.get("/").text
+    assert link in page and '<b class="pr-ci">passed</b>' in page and "review rounds 0 of 3" in page, page
+    assert 'id="for-review"' in page  # waiting for review now
+    run = client.get("/api/v1/state").json()["last_mp"]["run_id"]
+    assert link in client.get(f"/runs/{run}").text
