@@ -87,12 +87,34 @@ class Progress:
         # Compact (json's C encoder): rewritten at every iteration.
         atomic_write(self.path, json.dumps(self.data, separators=(",", ":"), sort_keys=True) + "\n", durable=durable)
 
-    def pause(self, kind: str, reason: str, resume_at: str | None = None) -> None:
-        """Record a pause (SIGTERM, usage or rate limit); `waiting` when it has a time."""
+    def pause(self, kind: str, reason: str, resume_at: str | None = None, *, polled: bool = False) -> bool:
+        """Record a pause (SIGTERM, usage or rate limit); `waiting` when it has a time.
+        `polled`: a wait the run looks at again at each entry (CI, the forge or a remote
+        away): while the same one goes on, its entry is brought up to date, not repeated.
+        True when the pause is a new one."""
+        going_on = self.polling()
+        again = polled and going_on is not None and going_on["kind"] == kind
         self.data["status"] = "waiting" if resume_at else "paused"
         self.data["waiting"] = {"kind": kind, "reason": reason, "resume_at": resume_at} if resume_at else None
-        self.data["pauses"].append({"at": now_iso(), "kind": kind, "reason": reason, "resume_at": resume_at})
+        if again and going_on is not None:
+            going_on.update(reason=reason, resume_at=resume_at)
+        else:
+            entry = {"at": now_iso(), "kind": kind, "reason": reason, "resume_at": resume_at}
+            self.data["pauses"].append({**entry, "polled": True} if polled else entry)
         self.save(durable=True)
+        return not again
+
+    def polling(self) -> dict[str, Any] | None:
+        """The polled wait that goes on (the last pause, polled and not ended), if any."""
+        last = self.data["pauses"][-1] if self.data["pauses"] else None
+        return last if last is not None and last.get("polled") and not last.get("ended_at") else None
+
+    def end_poll(self) -> dict[str, Any] | None:
+        """The polled wait that went on is over: marked so and returned (None: there was none)."""
+        going_on = self.polling()
+        if going_on is not None:
+            going_on["ended_at"] = now_iso()
+        return going_on
 
     def resumed(self) -> dict[str, Any] | None:
         """Leave a pause; return the pause that ended, if any."""

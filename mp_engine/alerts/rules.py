@@ -8,7 +8,8 @@ and the one command that acts on it. Pure: an event record in, an `Alert` (or No
     engine_stopped, engine_stalled  engine_down
     sync_push_refused            push_refused
     halted (a pull request's CI rounds used up, its branch moved, the token short of a
-      permission; a review round that ended asking), pull_request_review_rounds_used
+      permission, git or the forge saying no; a review round that ended asking),
+      pull_request_review_rounds_used
                                  pull_request
 """
 
@@ -22,7 +23,9 @@ from typing import Any
 # its halt is a question, not a failure.
 BLOCKED_KINDS = frozenset({"agent_blocked", "agent_hard_gate", "agent_need_info"})
 # A pull request's session ended for a person (issue #41; agent/judge/certificate.py's kinds).
-PULL_REQUEST_KINDS = frozenset({"pull_request_ci_failed", "pull_request_branch_moved", "forge_auth"})
+PULL_REQUEST_KINDS = frozenset(
+    {"pull_request_ci_failed", "pull_request_branch_moved", "forge_auth", "pull_request_git", "pull_request_forge"}
+)
 
 
 @dataclass

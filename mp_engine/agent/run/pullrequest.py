@@ -16,6 +16,13 @@ whether the record says it happened, so `kill -9` anywhere repeats nothing:
   counted twice;
 - a push goes out only under a lease (the engine's last push, or for the first push a tip
   the work already contains), so a person's push is never overwritten.
+
+What cannot be done now is waited out: CI running, the forge away (5xx, no answer) or
+rate-limited, the repository's remote unreachable; each wait is one pause and one event
+when it begins, one when it ends, however many looks it takes. What asking again would
+not change ends the MP BLOCKED with the words of git or the forge and the fix: a person's
+push on the branch, refused credentials, a 401/403, any other answer of the forge (404,
+422), any other git failure.
 """
 
 from __future__ import annotations
@@ -35,7 +42,16 @@ from mp_engine.agent.state.apply import apply
 from mp_engine.agent.state.kinds import Effect, RecordKind
 from mp_engine.agent.state.model import RunState
 from mp_engine.core.clock import now_iso, parse_iso
-from mp_engine.core.errors import BranchMoved, ForgeAuthError, ForgeError, ForgeRateLimited
+from mp_engine.core.errors import (
+    BranchMoved,
+    CredentialsRefused,
+    ForgeAuthError,
+    ForgeError,
+    ForgeRateLimited,
+    ForgeUnavailable,
+    RemoteUnreachable,
+    SyncError,
+)
 from mp_engine.execute.base import ExecResult
 from mp_engine.forge import ci
 from mp_engine.forge.landing import PullRequestReport, Task, comment_once, issue_comment, open_or_update
@@ -46,6 +62,8 @@ from mp_engine.forge.watch import Watched, WatchList
 
 TEXT_CAP = 6000  # what the failing checks said, in the fix task's text
 AWAY_RETRY = 60.0  # seconds before the forge is asked again after an outage (or `ci_poll`, when set)
+# Why a session ended that a person must look at (agent/judge/certificate.py's reasons).
+GIT_FAILED, FORGE_REFUSED = "pull_request_git", "pull_request_forge"
 
 
 class PullRequestRounds:
@@ -74,8 +92,16 @@ class PullRequestRounds:
 
     def round(self, state: RunState) -> ExecResult | None:
         """After the scheduler: push, open, judge CI. An ExecResult to wait (CI runs, the
-        forge is away or rate-limited); None when the run goes on (a fix task was added) or
-        ends (green, or the rounds used up, or a person's push in the way)."""
+        forge or the repository's remote is away, a rate limit); None when the run goes on
+        (a fix task was added) or ends (green, the rounds used up, a person's push in the
+        way, git or the forge saying no). A wait is said once when it begins and once when
+        it ends, however many looks it takes."""
+        waiting = self._round(state)
+        if waiting is None:
+            self.publisher.end_poll(state)
+        return waiting
+
+    def _round(self, state: RunState) -> ExecResult | None:
         if state.final is None or state.final.type != cert.EXACT:
             return None
         try:
@@ -89,13 +115,39 @@ class PullRequestRounds:
             return waiting
         except BranchMoved as e:
             self.end(state, "branch_moved", str(e))
+        except CredentialsRefused as e:
+            self.end(state, "forge_auth", str(e))
+        except RemoteUnreachable as e:  # the repository's remote is away: pushed again later, no halt
+            why = f"[repos.{self.rr.repo.name}] could not be reached: {e}"
+            return self._wait(state, "repository", why, time.time() + (self.rr.cfg.ci_poll or AWAY_RETRY))
+        except SyncError as e:  # git failed otherwise: trying again changes nothing
+            self.end(state, GIT_FAILED, str(e), self._git_fix())
         except ForgeAuthError as e:
             self.end(state, "forge_auth", str(e))
         except ForgeRateLimited as e:
             return self._wait(state, "forge_rate_limit", str(e), max(e.until, time.time() + 1))
-        except ForgeError as e:  # unreachable, 5xx: retried later, no halt
+        except ForgeUnavailable as e:  # unreachable, 5xx: asked again later, no halt
             return self._wait(state, "forge_unavailable", str(e), time.time() + (self.rr.cfg.ci_poll or AWAY_RETRY))
+        except ForgeError as e:  # 404, 422, another answer: asking again would get the same
+            self.end(state, FORGE_REFUSED, str(e), self._forge_fix())
         return None
+
+    def _git_fix(self) -> str:
+        repo = self.rr.repo
+        return (
+            f"Read git's words above and fix what they name: the remote ({repo.config.url}), or the engine's mirror "
+            f"of it (`git --git-dir {repo.mirror.git_dir} fsck`); the work is on branch `{self.rr.branch}` there. "
+            f"Then send the MP again with `Approves: {self.rr.mp_id}`."
+        )
+
+    def _forge_fix(self) -> str:
+        name = self.rr.repo.name
+        kept = f" (pull request {self.session.url} stays open for a person)" if self.session.url else ""
+        return (
+            f"Read GitHub's answer above: check that [repos.{name}] url and api_url name the repository and that "
+            f"the token can see it (docs/PULL_REQUESTS.md){kept}, then send the MP again with "
+            f"`Approves: {self.rr.mp_id}`."
+        )
 
     def _tip(self) -> str:
         if self.work.leftovers():
@@ -173,20 +225,23 @@ class PullRequestRounds:
     def _wait(self, state: RunState, kind: str, reason: str, until: float) -> ExecResult:
         self.ci_said = reason if kind == "ci" else self.ci_said
         self.show(waiting={"kind": kind, "reason": reason})
-        return self.publisher.wait(state, kind, reason, iso_utc(until))
+        return self.publisher.wait(state, kind, reason, iso_utc(until), polled=True)
 
-    def end(self, state: RunState, why: str, detail: str) -> None:
-        """The session ends (a person's push in the way, a token without the permission):
-        recorded as CI's last word on it, so the run ends BLOCKED on replay too."""
+    def end(self, state: RunState, why: str, detail: str, fix: str | None = None) -> None:
+        """The session ends (a person's push in the way, a token without the permission,
+        git or the forge saying no): recorded as CI's last word on it, so the run ends
+        BLOCKED on replay too; `fix`: the one the result proposes, when the reason's
+        default does not say enough."""
         rec = {
             "round": self.session.pushes,
             "sha": self.session.pushed or "",
             "state": "ended",
             "step": ci_state.ENDED,
             "why": why,
-            "detail": detail,
+            "detail": self.redact(detail),
             "url": self.session.url,
             "seq": state.applied + 1,
+            **({"fix": self.redact(fix)} if fix else {}),
         }
         self._record(RecordKind.CI.value, f"CI-{len(self.session.ci) + 1}", rec)
         self.session = happen(self.session, Happened.ENDED, rec)

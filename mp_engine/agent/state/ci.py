@@ -16,7 +16,9 @@ from mp_engine.agent.state.kinds import Effect
 from mp_engine.agent.state.model import RunState
 
 FIX, GIVE_UP = "fix", "give_up"  # forge/ci.py's steps that change the run (`done` and `wait` do not)
-ENDED = "ended"  # the session ended otherwise (a person pushed onto the branch, the token lacks a permission)
+# The session ended otherwise (a person pushed onto the branch, the token lacks a permission,
+# git or the forge said no): {"why", "detail", "fix"?}.
+ENDED = "ended"
 
 
 def reduce_ci(s: RunState, rec: dict[str, Any]) -> list[Effect]:
@@ -36,6 +38,7 @@ def reduce_ci(s: RunState, rec: dict[str, Any]) -> list[Effect]:
     )
     if rec["step"] == ENDED:
         s.final = cert.Certificate(cert.BLOCKED, rec["why"], rec["detail"], residual_history=list(s.history))
+        s.fatal_fix = rec.get("fix") or s.fatal_fix  # the fix the ending proposes, over the reason's default
         return [seen]
     if rec["step"] == GIVE_UP:
         names = ", ".join(rec.get("failing", [])) or rec["state"]

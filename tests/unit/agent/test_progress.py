@@ -34,6 +34,21 @@ def test_a_wait_is_persisted_and_resuming_ends_it(tmp_path):
     assert p.resumed() is None  # already in progress
 
 
+def test_a_polled_wait_is_one_pause_however_many_looks_and_ends_once(tmp_path):
+    p = made(tmp_path)
+    assert p.pause("ci", "waiting for CI", "2026-11-24T20:10:00Z", polled=True) is True  # it begins
+    p.resumed()
+    assert p.pause("ci", "1 check pending", "2026-11-24T20:10:30Z", polled=True) is False  # the same, looked at again
+    (only,) = p.data["pauses"]
+    assert only["reason"] == "1 check pending" and only["resume_at"] == "2026-11-24T20:10:30Z" and only["polled"]
+    assert p.data["waiting"]["resume_at"] == "2026-11-24T20:10:30Z" and p.polling() is only
+    p.resumed()
+    assert p.end_poll() is only and only["ended_at"] and p.polling() is None and p.end_poll() is None
+    assert p.pause("ci", "waiting for CI", "2026-11-24T20:20:00Z", polled=True) is True  # the next round's: new
+    assert p.pause("stop", "SIGTERM") is True and p.polling() is None  # a stop is a pause of its own
+    assert [x["kind"] for x in p.data["pauses"]] == ["ci", "ci", "stop"]
+
+
 def test_a_stop_pause_has_no_wait(tmp_path):
     p = made(tmp_path)
     p.pause("stop", "SIGTERM")

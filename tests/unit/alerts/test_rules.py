@@ -64,3 +64,13 @@ def test_a_review_round_that_ended_asking_is_a_pull_request_alert_with_the_answe
     rules.alert({"event": "mp_completed", "mp": "MP-4.1", "duration": 1})
     rules.alert({"event": "mp_failed", "mp": "MP-4.1", "kind": "agent_blocked", "summary": "asks"})
     assert rules.alert({"event": "halted", "mp": "MP-4.1", "approve_with": "Approves: MP-4.1"}).kind == "blocked"
+
+
+def test_git_or_the_forge_saying_no_to_a_pull_request_is_a_pull_request_alert_with_its_fix():
+    rules = Rules("/ws", ("pull_request",))
+    url = "https://github.com/me/app/pull/7"
+    rules.alert({"event": "pull_request_opened", "mp": "MP-4.2", "number": 7, "url": url})
+    for kind, fix in (("pull_request_forge", "check [repos.app] api_url"), ("pull_request_git", "fix the remote")):
+        rules.alert({"event": "mp_failed", "mp": "MP-4.2", "kind": kind, "summary": "said no", "fix": fix})
+        a = rules.alert({"event": "halted", "mp": "MP-4.2", "approve_with": "Approves: MP-4.2"})
+        assert a.kind == "pull_request" and url in a.body and fix in a.body and "Approves: MP-4.2" in a.act

@@ -34,6 +34,7 @@ grep -qx hello hello.txt
 ```
 """
 BRANCH = "mp/MP-41.2"
+TOKEN = "github_pat_" + "x" * 40  # [repos.app] token_env's value
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -70,11 +71,12 @@ class Counting(MemoryForge):
         self.checks[sha] = (Check(name, "check_run", state, word, "https://ci/1", f"{name} {word}"),)
 
 
-def engine(ws: Workspace, tmp_path: Path, monkeypatch, *levels: dict[str, Any], **repo: Any):
-    """(a started engine with `[repos.app]` on a fresh remote, its memory forge, the remote)."""
+def engine(ws: Workspace, tmp_path: Path, monkeypatch, *levels: dict[str, Any], forge: Any = None, **repo: Any):
+    """(a started engine with `[repos.app]` on a fresh remote, its forge, the remote).
+    `forge`: the forge the engine uses (default: the memory forge, counting)."""
     bare = remote(tmp_path)
     monkeypatch.setenv("MP_ENGINE_ENGINE__SETTLE_SECONDS", "0")
-    monkeypatch.setenv("APP_TOKEN", "github_pat_" + "x" * 40)
+    monkeypatch.setenv("APP_TOKEN", TOKEN)
     configure(ws, list(levels) or [level("good", "good.py", "--log", str(tmp_path / "calls.jsonl"))])
     table = {
         "url": f"file://{bare}",
@@ -88,7 +90,7 @@ def engine(ws: Workspace, tmp_path: Path, monkeypatch, *levels: dict[str, Any], 
     with ws.config_file.open("a") as f:
         f.write("\n[repos.app]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in table.items()))
     eng = Engine(ws, load_config(ws.root))
-    forge = Counting()
+    forge = Counting() if forge is None else forge
     eng.repos["app"] = replace(eng.repos["app"], forge=forge)  # the executor shares this dict
     eng.start(daemon=False)
     return eng, forge, bare

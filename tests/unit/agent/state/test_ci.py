@@ -45,6 +45,18 @@ def test_a_session_that_ended_otherwise_ends_the_run_blocked_with_its_reason():
     s = passed()
     apply(s, RecordKind.CI, verdict("ended", state="ended", why="branch_moved", detail="someone else pushed"))
     assert s.final is not None and (s.final.reason, s.final.detail) == ("branch_moved", "someone else pushed")
+    assert s.fatal_fix is None  # the reason's own fix (agent/judge/certificate.py)
+
+
+def test_an_ending_that_proposes_its_fix_gives_it_to_the_result_s_diagnosis():
+    s = passed()
+    said = "GitHub found nothing for read CI on me/app (404)"
+    fix = "check that [repos.app] url and api_url name the repository"
+    effects = apply(s, RecordKind.CI, verdict("ended", state="ended", why="pull_request_forge", detail=said, fix=fix))
+    assert effects[0].fields["why"] == "pull_request_forge" and effects[0].fields["url"] == URL
+    assert s.final is not None and s.final.reason == "pull_request_forge" and s.fatal_fix == fix
+    d = cert.diagnosis(s.final, "MP-41.2", fix=s.fatal_fix)
+    assert (d.kind, d.diagnosis, d.fix) == ("pull_request_forge", said, fix)
 
 
 def test_green_changes_nothing_but_says_so():
