@@ -2,8 +2,7 @@
 for which MP, and the one command that acts on it."""
 
 from mp_engine.alerts.rules import Rules
-
-ALL = ("halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused")
+from mp_engine.config.notify import ALERT_KINDS as ALL
 
 
 def test_a_failed_mp_that_halts_says_why_and_how_to_lift_the_halt():
@@ -74,3 +73,15 @@ def test_git_or_the_forge_saying_no_to_a_pull_request_is_a_pull_request_alert_wi
         rules.alert({"event": "mp_failed", "mp": "MP-4.2", "kind": kind, "summary": "said no", "fix": fix})
         a = rules.alert({"event": "halted", "mp": "MP-4.2", "approve_with": "Approves: MP-4.2"})
         assert a.kind == "pull_request" and url in a.body and fix in a.body and "Approves: MP-4.2" in a.act
+
+
+def test_a_drift_check_that_found_drift_is_a_drift_alert_and_one_that_did_not_is_none():
+    # issue #44: the campaign's drift is a notification to a person, not only an event.
+    rules = Rules("/ws", ALL)
+    regressed = {"event": "campaign_drift_check", "mp": "MP-5.1", "at": 50, "regressed": ["check-001"]}
+    a = rules.alert({**regressed, "reflector": "drifted", "why": "it rewrote the API", "drift": True})
+    assert a.kind == "drift" and a.mp == "MP-5.1" and a.title == "mp-engine: MP-5.1 drifted from its goal"
+    assert "at 50 % of MP-5.1's tasks found drift: check-001 regressed; the reflector says" in a.body
+    assert "it rewrote the API" in a.body and "max_replans" in a.body and "mp-engine status --root /ws" in a.act
+    assert rules.alert({**regressed, "regressed": [], "reflector": "aligned", "drift": False}) is None
+    assert Rules("/ws", ("halt",)).alert({**regressed, "drift": True}) is None  # not asked for
