@@ -117,9 +117,8 @@ class AgentRun:
         learnings = self.run_dir / "agent" / "learnings.md"
         spending = Spending.at(self.ctx.ws.local_dir, self.cfg, mp_id=self.mp.mp_id, emit=self.emit)  # every MP's
         run = RunScope(self.ctx, self.cfg, progress.nonce, self.steps, limiter, learnings, memory, spending)
-        # The tasks' work stops at once when the run stops it (its end) or the engine does
-        # (a cancel, a second signal): `halt`; the run's wall time is charged by the
-        # scheduler, shared by its tasks.
+        # `halt`: the tasks' work stops when the run ends or the engine stops it (a cancel, a
+        # second signal); the scheduler charges the run's wall time, shared by its tasks.
         halt = Halt(self.ctx.stop_now)
         tasks = run.beside(stop_now=halt, budget=self.ctx.budget.shared())
         placement = self._placement(tasks, base)

@@ -216,7 +216,9 @@ def test_status_shows_the_budgets_spent_today_and_this_month(ws, capsys, monkeyp
 
     text = ws.config_file.read_text()
     ws.config_file.write_text(
-        text.replace("[agent]\n", '[agent]\ndaily_cost_usd = 2.0\nmonthly_cost_usd = 40.0\nbudget_clock = "UTC"\n', 1)
+        text.replace("[agent]\n", "[agent]\ndaily_cost_usd = 2.0\nmonthly_cost_usd = 40.0\n", 1).replace(
+            'budget_clock = "local"', 'budget_clock = "UTC"'
+        )
     )
     SpendLog(ws.local_dir / SPEND_FILE, "UTC").charge("run/k", 1.5, mp="MP-1")
     rc, out = run_main(capsys, "status", "--root", str(ws.root))
