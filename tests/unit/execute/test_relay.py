@@ -32,6 +32,22 @@ def test_the_outside_half_joins_each_socket_to_its_host_and_maps_names_to_loopba
     server.close()
 
 
+def test_an_allowed_host_that_refuses_is_reported_with_its_error():
+    """The sandboxed client only sees its connection closed; the relay says which allowed host
+    could not be reached and why (issue #44), so the call's diagnosis names it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    heard: list[tuple[str, OSError]] = []
+    with Relay([f"127.0.0.1:{port}"], lambda host, e: heard.append((host, e))) as relay:
+        path = (relay.dir / MAP_FILE).read_text().split()[2]
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(path)
+        assert c.recv(100) == b""  # joined to nothing: closed
+        c.close()
+    assert [h for h, _ in heard] == [f"127.0.0.1:{port}"] and isinstance(heard[0][1], ConnectionRefusedError)
+
+
 def test_addresses_and_names():
     assert _address("localhost") == "127.0.0.1" and _address("::1") == "::1" and _address("[::1]") == "::1"
     assert _address("api.openai.com") is None
