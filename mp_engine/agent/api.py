@@ -9,6 +9,7 @@ the dashboard read of a run is `agent/progress.py`, kept light on purpose (bench
 
 from __future__ import annotations
 
+from mp_engine.agent.call.endpoints import reach
 from mp_engine.agent.call.invoke import Call, CallKind
 from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.call.presets import CONFORMANCE, PRESETS, chain, cli_of, codex_temp, installed_version
@@ -57,5 +58,6 @@ __all__ = [
     "installed_version",
     "iter_check",
     "judge",
+    "reach",
     "workspace_parts",
 ]
