@@ -7,6 +7,7 @@ and the one command that acts on it. Pure: an event record in, an `Alert` (or No
     mp_cancelled                 cancelled
     engine_stopped, engine_stalled  engine_down
     sync_push_refused            push_refused
+    campaign_drift_check         drift    (only when it found drift: the campaign's notification)
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ class Rules:
                 None,
                 e,
             )
+        if name == "campaign_drift_check" and e.get("drift"):
+            return drift(e, mp, root)
         if name == "sync_push_refused":
             return Alert(
                 "push_refused",
@@ -128,3 +131,21 @@ class Rules:
                 e,
             )
         return None
+
+
+def drift(e: dict[str, Any], mp: str | None, root: str) -> Alert:
+    """A drift check that found drift (issue #44: the campaign notifies a person, "Campaign
+    drifted from goal. Re-planning..."): what it found; the engine re-plans by itself, or
+    the MP ends DIVERGED and its halt is an alert of its own."""
+    found = [f"{', '.join(e.get('regressed') or [])} regressed"] if e.get("regressed") else []
+    if e.get("reflector") == "drifted":
+        found.append(f"the reflector says the work drifted: {e.get('why') or '(no reason given)'}")
+    return Alert(
+        "drift",
+        f"mp-engine: {mp} drifted from its goal",
+        f"The drift check at {e.get('at')} % of {mp}'s tasks found drift: {'; '.join(found) or 'drift'}. "
+        "The engine re-plans while `[agent] max_replans` allows; otherwise the MP ends DIVERGED.",
+        f"nothing yet; `mp-engine status {root}` shows the re-plan",
+        mp,
+        e,
+    )

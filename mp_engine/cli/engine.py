@@ -129,7 +129,13 @@ def answer(root: Path, mp_id: str, text: str | None, file, mt: str | None, timeo
 @click.argument("goal")
 @click.option("--check", "checks", multiple=True, metavar="CMD", help="A bash check the work must pass (repeat).")
 @click.option("--plan", is_flag=True, help="Have the planner level plan the micro-tasks (Plan: auto).")
-def loop(goal: str, checks: tuple[str, ...], plan: bool, root: Path) -> int:
+@click.option(
+    "--max-iterations",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Agent iterations for this goal (Max-Iterations:; default [agent] max_iterations, 30).",
+)
+def loop(goal: str, checks: tuple[str, ...], plan: bool, max_iterations: int | None, root: Path) -> int:
     """Run GOAL with the [agent] chain now, in the foreground, until its checks pass.
 
     Writes the agent MP (GOAL as its text, each --check a Validate check), runs it as
@@ -141,11 +147,11 @@ def loop(goal: str, checks: tuple[str, ...], plan: bool, root: Path) -> int:
     \b
     Example:
       mp-engine loop "Add a --json flag to the status command" \\
-          --check "pytest -q tests/test_status.py" --check "ruff check ."
+          --check "pytest -q tests/test_status.py" --check "ruff check ." --max-iterations 10
     """
     from mp_engine.commands.loop import loop as cmd  # lazy: see cli.py's docstring
 
-    return cmd(root, goal, list(checks), plan, click.echo)
+    return cmd(root, goal, list(checks), plan, click.echo, max_iterations=max_iterations)
 
 
 COMMANDS = (run, once, root_option(loop), worker, approve, cancel, answer)

@@ -85,6 +85,15 @@ class AgentConfig(Section):
     learnings_max_bytes: int = Field(16384, ge=1024, description="learnings file size that triggers compaction")
     output_tail_bytes: int = Field(2000, ge=100, description="tail of each failing check shown in the next prompt")
     memory: bool = Field(True, description="keep SYSTEM/memory.md: lessons of earlier MPs, in every agent prompt")
+    max_disk_used: float = Field(
+        0.95,
+        gt=0,
+        le=1,
+        description="the run stops (BACKPRESSURE) before an iteration when the workspace's disk is fuller (1: never)",
+    )
+    distill: bool = Field(
+        True, description="write distillation candidates to SYSTEM/distill/ (the spec's `enable_distillation`)"
+    )
     memory_max_bytes: int = Field(
         8192, ge=1024, description="SYSTEM/memory.md's size; the oldest MPs' lessons go first"
     )

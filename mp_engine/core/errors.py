@@ -65,6 +65,15 @@ class RemoteUnreachable(SyncError):
     """The git remote could not be reached; results stay committed locally until it returns."""
 
 
+class CredentialsRefused(SyncError):
+    """The remote refused the engine's credentials (a token without the permission, a key
+    not allowed): trying again changes nothing; the message names the fix."""
+
+
+class BranchMissing(SyncError):
+    """The remote has no such branch (a `Base:` or `[repos.NAME] base` that does not exist)."""
+
+
 class SyncConflict(SyncError):
     """Local result commits cannot be rebased onto the remote; carries the conflicting paths."""
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mp_engine.config.repos import RepoConfig
 from mp_engine.core import gitcmd
-from mp_engine.core.errors import BranchMoved, SyncError
+from mp_engine.core.errors import BranchMissing, BranchMoved, CredentialsRefused
 from mp_engine.forge.credentials import GitAuth, Token, git_auth
 
 TRACKING = "refs/remotes/origin/"
@@ -57,7 +57,7 @@ class RepoMirror:
             raise self._refused(result) if remote and REFUSED_RE.search(result.err) else gitcmd.failure(result)
         return result
 
-    def _refused(self, result: gitcmd.GitResult[str]) -> SyncError:
+    def _refused(self, result: gitcmd.GitResult[str]) -> CredentialsRefused:
         held = self._auth.env is not None
         fix = (
             f"the token in the variable [repos.{self.name}] token_env names must be valid and allowed Contents "
@@ -66,7 +66,9 @@ class RepoMirror:
             else "for an ssh URL, the engine's ssh key must be allowed to push there; for https, set "
             f"[repos.{self.name}] token_env"
         )
-        return SyncError(f"{self.url} refused the engine's credentials: {result.err.strip()[-300:]}. Fix: {fix}.")
+        return CredentialsRefused(
+            f"{self.url} refused the engine's credentials: {result.err.strip()[-300:]}. Fix: {fix}."
+        )
 
     def ensure(self) -> None:
         """Make the mirror when it is missing, and guard its config from now on."""
@@ -105,7 +107,7 @@ class RepoMirror:
         if branch in have:
             return TRACKING + branch
         if base not in have:
-            raise SyncError(
+            raise BranchMissing(
                 f"[repos.{self.name}] has no branch {base!r} on {self.url} (its branches: "
                 f"{', '.join(sorted(have)) or 'none'}). Fix: set [repos.{self.name}] base, or the MP's `Base:`, "
                 "to a branch that exists."

@@ -62,6 +62,7 @@ from mp_engine.sync.local import LocalChannel
 from mp_engine.sync.redact import Redactor
 
 if TYPE_CHECKING:
+    from mp_engine.alerts.deliver import Alerter
     from mp_engine.fleet.dispatch import Fleet
 
 log = structlog.get_logger("mp_engine.pipeline.engine")
@@ -102,19 +103,7 @@ class Engine:
         agent = AgentExecutor(dispatch, self.repos)
         self.executors: dict[str, Executor] = {"shell": ShellExecutor(), "agent": agent}
         self.reserve = Reserve(ws.local_dir / "reserve", config.engine.disk_reserve_bytes)
-        self.alerts = None  # [notify]: alerts from the events, delivered by a thread of their own
-        if config.notify.enabled:
-            from mp_engine.alerts.deliver import Alerter
-
-            self.alerts = Alerter(
-                config.notify,
-                ws.local_dir / "alerts.jsonl",
-                str(ws.root),
-                emit=self.events.emit,
-                redact=self.redact,
-                environ=secretenv.environ(),
-            )
-            self.events.listeners.append(self.alerts.on_event)
+        self.alerts = self._alerter() if config.notify.enabled else None
         self.mode = "daemon"
         self.ctx = EngineContext(
             ws,
@@ -131,6 +120,21 @@ class Engine:
         )
         self._recovery_scan_done = False
         self._held_notice: tuple[Signature, str] | None = None
+
+    def _alerter(self) -> Alerter:
+        """[notify]: alerts from the events, delivered by a thread of their own."""
+        from mp_engine.alerts.deliver import Alerter
+
+        alerts = Alerter(
+            self.config.notify,
+            self.ws.local_dir / "alerts.jsonl",
+            str(self.ws.root),
+            emit=self.events.emit,
+            redact=self.redact,
+            environ=secretenv.environ(),
+        )
+        self.events.listeners.append(alerts.on_event)
+        return alerts
 
     @classmethod
     def build(cls, ws: Workspace, config: Config) -> Engine:

@@ -21,6 +21,7 @@ from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status
 from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.record.digest import read_result
 from mp_engine.record.stateview import StateView, read_view
+from mp_engine.views.loopstate import loop_state
 
 if TYPE_CHECKING:
     from mp_engine.config.load import Config
@@ -127,8 +128,9 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     if step:
         report["step"] = running_step(ws, cfg["execution"], str(state.run_id), step)
     last = state.last_result
+    res = (run_result(ws, last.get("run_id")) or {}) if last else {}
+    report["loop"] = loop_state(state, res)  # Loopr's state names and next_reset_at (issue #44)
     if last:
-        res = run_result(ws, last.get("run_id")) or {}
         cert = res.get("certificate")
         d = res.get("diagnosis") or {}
         report["last_mp"] = {

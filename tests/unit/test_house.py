@@ -16,6 +16,8 @@ from tests.conftest import REPO_ROOT
 PACKAGE = REPO_ROOT / "mp_engine"
 # Modules whose behaviour is tested through another module's tests, and why.
 TESTED_ELSEWHERE = {
+    "agent/state/ci": "tests/unit/agent/state/test_campaign.py (CI's fix task) and tests/e2e/test_pull_request.py",
+    "agent/run/repo": "tests/unit/agent/run/test_on_repository.py and tests/e2e/test_pull_request.py",
     "agent/run/resume": "tests/unit/agent/run/test_loop.py (pauses and restarts) and test_rounds.py (a pause after planning)",
     "agent/state/model": "tests/unit/agent/state/test_iteration.py, test_campaign.py, test_tasks.py",
     "agent/state/kinds": "tests/unit/agent/state/test_apply.py (every kind has its reducer)",

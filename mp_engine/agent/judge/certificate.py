@@ -8,7 +8,8 @@
     BLOCKED       the agent said it is blocked, the hard gate was reached, the planner gave
                   no valid plan, or the agent CLI cannot work (auth, not installed,
                   outage): a person must act
-    BACKPRESSURE  a STOP file in SYSTEM/ (ends the MP); SIGTERM and usage limits are also
+    BACKPRESSURE  a STOP file in SYSTEM/, or a disk fuller than `[agent] max_disk_used`
+                  (ends the MP); SIGTERM and usage limits are also
                   backpressure but only pause the loop, which resumes later
     NEED_INFO     no checks while `[agent] require_checks`, no agent chain configured, or a
                   plan asked for without `[agent.planner]`
@@ -257,6 +258,15 @@ RULES: list[_Rule] = [
             f"Answer it{e.asked}: {e.answer}.",
         ),
         own_fix=True,
+    ),
+    _Rule(
+        _is(BACKPRESSURE, "disk_usage"),
+        lambda e: (
+            "agent_backpressure",
+            "stopped: the workspace's disk is too full",
+            e.cert.detail,
+            f"Free space on the workspace's file system (or raise `[agent] max_disk_used`), {e.resend}.",
+        ),
     ),
     _Rule(
         _is(BACKPRESSURE),

@@ -38,7 +38,9 @@ class MicroTask:
     checks: tuple[int, ...] | None = None  # a planned task: the checks that accept it (planning.py)
     ref: str = ""  # a planned task: the planner's id for it
     files: tuple[str, ...] = ()  # a planned task: the files it names (shown in its prompt)
-    pause: bool = False  # `(pause)`: the run stops before it starts, for a person to look (run/guard.py, state/ending.py)
+    pause: bool = (
+        False  # `(pause)`: the run stops before it starts, for a person to look (run/guard.py, state/ending.py)
+    )
 
     @property
     def title(self) -> str:

@@ -127,6 +127,7 @@ def shared(*, mp: MicroProject, plan: Plan, nonce: str, memory: str, context: st
         ]
         for c in mp.checks:
             goal = f" (a goal: {c.metric}, the number on the last line of its output)" if c.metric else ""
+            goal += f" ({c.expect})" if c.expect else ""  # stdout_contains / stdout_not_contains
             out += [f"{c.step_id}{goal}:", fenced(c.body, "bash"), ""]
     else:
         out += ["(none: the MP has no checks; your claim is recorded but nothing verifies it)", ""]

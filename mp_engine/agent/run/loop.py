@@ -27,6 +27,7 @@ from mp_engine.agent.plan.decompose import Plan, decompose, goal_of
 from mp_engine.agent.progress import BASELINE_FILE, Progress
 from mp_engine.agent.run import answers
 from mp_engine.agent.run.attempt import Local, Runner
+from mp_engine.agent.run.guard import Halt
 from mp_engine.agent.run.placement import InPlace, Placement, Worktrees
 from mp_engine.agent.run.publisher import Publisher, iso_utc, missing, need_info
 from mp_engine.agent.run.repo import PullRequestRounds, RepoLanding, RepoRun
@@ -42,7 +43,7 @@ from mp_engine.agent.state.kinds import TaskStatus
 from mp_engine.agent.state.model import RunState
 from mp_engine.config.agent import AgentConfig
 from mp_engine.core.atomic import atomic_write_json
-from mp_engine.core.errors import SyncError
+from mp_engine.core.errors import BranchMissing, CredentialsRefused, RemoteUnreachable, SyncError
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext, wall_used
 from mp_engine.forge.repository import Repository
@@ -52,6 +53,11 @@ from mp_engine.record.diagnosis import Diagnosis
 # Where a run's attempts run when not in this engine's threads (the fleet, `[fleet]`): made
 # for the run's scope and its tasks' worktrees.
 Dispatch = Callable[[StepContext, TaskWorktrees], Runner]
+
+
+def _refused(kind: str, what: str, e: Exception, fix: str) -> ExecResult:
+    """The run ends before it starts: the repository it works on cannot be used as it is."""
+    return ExecResult(status="failed", diagnosis=Diagnosis(kind, what, str(e), fix))
 
 
 def parallel_limit(cfg: AgentConfig, mp: MicroProject) -> int:
@@ -106,9 +112,10 @@ class AgentRun:
         memory = snapshot(self.ctx.ws, self.run_dir, self.cfg.memory)
         learnings = self.run_dir / "agent" / "learnings.md"
         run = RunScope(self.ctx, self.cfg, progress.nonce, self.steps, limiter, learnings, memory)
-        # The tasks' work stops at once when the run stops it (its end, a cancel, a second
-        # signal): `halt`; the run's wall time is charged by the scheduler, shared by its tasks.
-        halt = threading.Event()
+        # The tasks' work stops at once when the run stops it (its end) or the engine does
+        # (a cancel, a second signal): `halt`; the run's wall time is charged by the
+        # scheduler, shared by its tasks.
+        halt = Halt(self.ctx.stop_now)
         tasks = run.beside(stop_now=halt, budget=self.ctx.budget.shared())
         placement = self._placement(tasks, base)
         state = RunState.begin(
@@ -181,27 +188,30 @@ class AgentRun:
 
     def _on_repository(self) -> ExecResult | None:
         """The work branch on the repository's mirror, brought up to date; a repository that
-        cannot be reached makes the run wait (the engine comes back to it), one that refuses
-        the engine's credentials ends it with the fix."""
+        cannot be reached makes the run wait (the engine comes back to it); one that refuses
+        the engine's credentials, has no such base, or fails otherwise ends it with the fix."""
         assert self.repo is not None
+        name = self.repo.repo.name
         try:
             where = self.repo.where()
-        except SyncError as e:
-            if "refused the engine's credentials" in str(e):
-                name = self.repo.repo.name
-                refused = Diagnosis(
-                    "repository_refused",
-                    f"[repos.{name}] refused the engine",
-                    str(e),
-                    f"Give the token [repos.{name}] token_env names Contents read and write on "
-                    f"{self.repo.cfg.url} (docs/PULL_REQUESTS.md), then send the MP again.",
-                )
-                return ExecResult(status="failed", diagnosis=refused)
+        except RemoteUnreachable as e:
             resume_at = iso_utc(time.time() + 60)
-            why = f"[repos.{self.repo.repo.name}] could not be reached: {e}"
+            why = f"[repos.{name}] could not be reached: {e}"
             return ExecResult(
                 status="waiting", extra={"waiting": {"kind": "repository", "reason": why, "resume_at": resume_at}}
             )
+        except CredentialsRefused as e:
+            fix = (
+                f"Give the token [repos.{name}] token_env names Contents read and write on "
+                f"{self.repo.cfg.url} (docs/PULL_REQUESTS.md), then send the MP again."
+            )
+            return _refused("repository_refused", f"[repos.{name}] refused the engine", e, fix)
+        except BranchMissing as e:
+            fix = f"Send the MP again with a `Base:` that exists, or set [repos.{name}] base to one."
+            return _refused("repository_base", f"[repos.{name}] has no such base branch", e, fix)
+        except SyncError as e:
+            fix = f"Run `git --git-dir {self.repo.repo.mirror.git_dir} fsck` and fix what it says, then send the MP again."
+            return _refused("repository_git", f"git failed on [repos.{name}]'s mirror", e, fix)
         self.work = WorkBranch(self.ctx.ws, self.mp.mp_id, self.ctx.run.run_id, parallel=self.isolated, where=where)
         return None
 

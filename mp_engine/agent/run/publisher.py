@@ -202,17 +202,19 @@ class Publisher:
         self.publish(state)
         return ExecResult(status="interrupted")
 
-    def wait(self, state: RunState, kind: str, reason: str, resume_at: str) -> ExecResult:
-        """BACKPRESSURE that pauses: persist `resume_at`; the engine re-enters after it."""
+    def wait(self, state: RunState, kind: str, reason: str, resume_at: str, *, announced: bool = False) -> ExecResult:
+        """BACKPRESSURE that pauses: persist `resume_at`; the engine re-enters after it.
+        `announced`: the pause's event was emitted already (a level's usage limit, when hit)."""
         self.progress.pause(kind, reason, resume_at)
-        self.run.emit(
-            "micro_task_pause_requested",
-            id="FR-EVT-MT-007",
-            **where(state),
-            kind=kind,
-            reason=reason,
-            resume_at=resume_at,
-        )
+        if not announced:
+            self.run.emit(
+                "micro_task_pause_requested",
+                id="FR-EVT-MT-007",
+                **where(state),
+                kind=kind,
+                reason=reason,
+                resume_at=resume_at,
+            )
         self.publish(state)
         return ExecResult(status="waiting", extra={"waiting": {"kind": kind, "reason": reason, "resume_at": resume_at}})
 

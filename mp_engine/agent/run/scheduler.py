@@ -18,7 +18,6 @@ when nothing else can go on.
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -57,14 +56,15 @@ class Scheduler:
         self,
         scope: RunScope,
         *,
-        halt: threading.Event,
+        halt: guard.Halt,
         placement: Placement,
         runner: Runner,
         publisher: Publisher,
         sides: SideSteps,
     ):
         """`halt`: the stop event of every attempt's and side step's work (the parts were
-        built with it): set by a cancel, a second stop, or the run's end."""
+        built with it): set by the run's end, and by the engine's `stop_now` (a cancel, a
+        second stop)."""
         self.scope = scope
         self.cfg = scope.cfg
         self.halt = halt
@@ -90,8 +90,6 @@ class Scheduler:
         last = time.monotonic()
         try:
             while True:
-                if ctx.stop_now.is_set():
-                    self.halt.set()
                 self._collect(state, block=False)
                 now = time.monotonic()
                 self.scope.budget.charge(now - last)  # the wall time of the run, shared by its tasks
@@ -103,7 +101,7 @@ class Scheduler:
                     if self.flights:
                         self._collect(state, block=True)
                         continue
-                    return self.publisher.pause(state, "stop", self.stopped_why or guard.STOPPED)
+                    return self._stopped(state)
                 stop = guard.due(self.scope, state)
                 if stop is not None:  # what runs finishes and is recorded first
                     if self.flights:
@@ -142,6 +140,12 @@ class Scheduler:
             pool.shutdown(wait=True)
             self.runner.close()
 
+    def _stopped(self, state: RunState) -> ExecResult:
+        """A stop, with nothing left running: the run pauses; a level's usage limit
+        outlives the stop (the run waits for its reset)."""
+        held = self._waiting(state) if self.held else None
+        return held or self.publisher.pause(state, "stop", self.stopped_why or guard.STOPPED)
+
     def _recover(self, state: RunState) -> None:
         """After a restart: an integration the crash cut short is undone (it runs again)."""
         pending = {
@@ -161,7 +165,8 @@ class Scheduler:
         or a drift check comes next, calling that level (None: it calls none)."""
         if self.held and (side is False or side in self.held):
             resume_at = min(self.held.values()) if side is False else self.held[str(side)]
-            return self.publisher.wait(state, "usage_limit", self.held_why or "the provider's usage limit", resume_at)
+            why = self.held_why or "the provider's usage limit"
+            return self.publisher.wait(state, "usage_limit", why, resume_at, announced=True)  # by `_unanswered`
         if side is None:
             return None
         slot = self.scope.limiter.next_slot(time.time())

@@ -1,7 +1,7 @@
 """CI's verdict on a pull request the run opened (issue #41), as a record the run replays
 like any other (`CI-<n>`, kind `ci`). Green ends nothing: the run stays EXACT. Red with
 rounds left goes back into the same run: a task is added whose text is what the failing
-checks said (their decisive lines), needing every task before it and accepted by every
+checks said (their decisive lines), needing every task that completed before it and accepted by every
 check of the MP, so the agent fixes and the engine pushes again. Red with the rounds used
 up ends the run BLOCKED (`ci_failed`), quoting the failure; the pull request stays open for
 a person."""
@@ -57,7 +57,8 @@ def _quoted(text: str) -> str:
 
 
 def _fix_task(s: RunState, rec: dict[str, Any]) -> list[Effect]:
-    """A task that makes CI pass, after every task, accepted by every check of the MP."""
+    """A task that makes CI pass, after every task that completed (not those a re-plan
+    replaced: they never complete), accepted by every check of the MP."""
     n = len(s.tasks)
     failing = ", ".join(rec.get("failing", [])) or "CI"
     planned = {
@@ -66,7 +67,7 @@ def _fix_task(s: RunState, rec: dict[str, Any]) -> list[Effect]:
         "title": f"Make CI pass on the pull request: {failing} failed (CI round {rec['round']})",
         "description": "CI ran on the work you pushed and failed. What the failing checks said (the end of each "
         "log):\n\n" + _quoted(rec.get("text") or "(no log)"),
-        "after": list(range(n)),
+        "after": [i for i, t in enumerate(s.tasks) if t.status is TaskStatus.COMPLETED],
         "checks": sorted({k for k in range(len(s.plan.check_from))}),
         "files": [],
         "domain": None,

@@ -12,7 +12,7 @@ from mp_engine.agent.state.kinds import LIVE, Effect, TaskStatus
 from mp_engine.agent.state.model import RunState
 
 # Ends that are the run's, not one task's: every task in a worktree of its own stops with them.
-GLOBAL_ENDS = ("stop_file", "wall_budget", "max_iterations", "cost_budget")
+GLOBAL_ENDS = ("stop_file", "wall_budget", "max_iterations", "cost_budget", "disk_usage")
 
 
 def end(s: RunState, type_: str, reason: str, detail: str) -> cert.Certificate:

@@ -2,8 +2,7 @@
 for which MP, and the one command that acts on it."""
 
 from mp_engine.alerts.rules import Rules
-
-ALL = ("halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused")
+from mp_engine.config.notify import ALERT_KINDS as ALL
 
 
 def test_a_failed_mp_that_halts_says_why_and_how_to_lift_the_halt():
@@ -38,3 +37,15 @@ def test_only_the_kinds_asked_for_and_no_engine_down_for_once():
     assert every.alert({"event": "mp_cancelled", "mp": "MP-1.0", "source": "host"}).kind == "cancelled"
     refused = every.alert({"event": "sync_push_refused", "message": "protected branch"})
     assert refused.kind == "push_refused" and "protected branch" in refused.body and "doctor" in refused.act
+
+
+def test_a_drift_check_that_found_drift_is_a_drift_alert_and_one_that_did_not_is_none():
+    # issue #44: the campaign's drift is a notification to a person, not only an event.
+    rules = Rules("/ws", ALL)
+    regressed = {"event": "campaign_drift_check", "mp": "MP-5.1", "at": 50, "regressed": ["check-001"]}
+    a = rules.alert({**regressed, "reflector": "drifted", "why": "it rewrote the API", "drift": True})
+    assert a.kind == "drift" and a.mp == "MP-5.1" and a.title == "mp-engine: MP-5.1 drifted from its goal"
+    assert "at 50 % of MP-5.1's tasks found drift: check-001 regressed; the reflector says" in a.body
+    assert "it rewrote the API" in a.body and "max_replans" in a.body and "mp-engine status --root /ws" in a.act
+    assert rules.alert({**regressed, "regressed": [], "reflector": "aligned", "drift": False}) is None
+    assert Rules("/ws", ("halt",)).alert({**regressed, "drift": True}) is None  # not asked for

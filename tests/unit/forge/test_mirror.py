@@ -10,7 +10,7 @@ import pytest
 
 from mp_engine.config.repos import RepoConfig
 from mp_engine.core import gitcmd
-from mp_engine.core.errors import BranchMoved, GitConfigChanged, SyncError
+from mp_engine.core.errors import BranchMissing, BranchMoved, CredentialsRefused, GitConfigChanged
 from mp_engine.forge.credentials import Token
 from mp_engine.forge.mirror import RepoMirror
 from tests.forge.githttp import GitHttp
@@ -98,7 +98,7 @@ def test_a_restarted_run_finds_its_worktree_and_the_next_round_starts_from_the_p
 
 def test_a_base_the_remote_does_not_have_is_refused_with_the_fix(mirror):
     mirror.fetch()
-    with pytest.raises(SyncError, match="has no branch 'develop'.*its branches: main.*`Base:`"):
+    with pytest.raises(BranchMissing, match="has no branch 'develop'.*its branches: main.*`Base:`"):
         mirror.start_point("mp/MP-1.2", "develop")
 
 
@@ -113,7 +113,9 @@ def test_a_changed_mirror_config_stops_the_engine_s_git_there(mirror):
 def test_a_wrong_token_fails_without_saying_it(tmp_path, remote):
     repo = RepoConfig(url=f"{remote.url}/app.git", land="branch", forge="none")
     wrong = RepoMirror(tmp_path / "repos", "app", repo, Token("github_pat_not-the-one", "APP_PAT"))
-    with pytest.raises(SyncError, match="refused the engine's credentials.*token_env names must be valid") as info:
+    with pytest.raises(
+        CredentialsRefused, match="refused the engine's credentials.*token_env names must be valid"
+    ) as info:
         wrong.fetch()
     assert "not-the-one" not in str(info.value)
 

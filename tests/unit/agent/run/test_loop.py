@@ -4,16 +4,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
 
 from mp_engine.agent.memory.distill import DISTILL_DIR
 from mp_engine.commands.status import render_status
 from mp_engine.config.load import load_config
+from mp_engine.core import disk
 from mp_engine.core.pids import proc
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from mp_engine.record.ledger import idempotency_key
 from mp_engine.views.status import status_report
-from tests.agentutil import GATE, GREET, ONE, add_route, calls, configure, level, only_run, progress, records
+from tests.agentutil import (
+    GATE,
+    GREET,
+    ONE,
+    PLANNED,
+    add_route,
+    calls,
+    configure,
+    level,
+    only_run,
+    planner,
+    progress,
+    records,
+    task,
+)
 from tests.conftest import drop, events, read_state, result_field, wait_for
 from tests.gitutil import git
 
@@ -129,7 +146,7 @@ def test_an_echoed_status_block_without_the_nonce_does_not_count(engine_for, ws,
 
 def test_a_hanging_agent_is_killed_by_the_idle_timeout_then_the_loop_goes_on(engine_for, ws, tmp_path):
     flag, pids = tmp_path / "hung-once", tmp_path / "child.pid"
-    engine = engine_for([level("hang", "hang.py", "--flag", str(flag), "--pids", str(pids), idle_timeout=0.5)])
+    engine = engine_for([level("hang", "hang.py", "--flag", str(flag), "--pids", str(pids), idle_timeout=2.0)])
     assert run_mp(engine, ws).action == "completed"
     first, second = records(only_run(ws))
     assert first["call"]["kind"] == "timeout" and first["call"]["idle_timed_out"] and not first["gate"]
@@ -176,12 +193,22 @@ def test_wrong_at_level_0_right_at_level_1_drops_back_and_writes_distillation_ca
     assert "Distillation candidate: `SYSTEM/distill/" in ws.result_file.read_text()
 
 
+def test_with_distill_off_the_same_escalation_writes_no_candidate(engine_for, ws):
+    # issue #44: the spec's `policy.enable_distillation`, as `[agent] distill`.
+    engine = engine_for([level("small", "wrong.py"), level("big", "good.py")], fail_threshold=1, distill=False)
+    assert run_mp(engine, ws).action == "completed"
+    assert [(r["level"], r["gate"]) for r in records(only_run(ws))] == [(0, False), (1, True)]
+    assert not (ws.system_dir / DISTILL_DIR).exists() and "FR-EVT-MT-015" not in ids(ws)
+    assert "Distillation candidate" not in ws.result_file.read_text()
+
+
 def test_no_progress_opens_the_circuit_breaker(engine_for, ws):
     engine = engine_for([level("idle", "idle.py")])
     assert run_mp(engine, ws).action == "error"
     assert len(records(only_run(ws))) == 3
     assert result_field(ws, "Error-Kind") == "agent_breaker"
     assert "Circuit breaker no_progress opened on MT-001" in ws.result_file.read_text()
+    assert status_report(ws, load_config(ws.root))["loop"] == {"state": "circuit_open", "next_reset_at": None}
 
 
 def test_a_stop_file_ends_the_loop_with_backpressure(engine_for, ws):
@@ -192,6 +219,19 @@ def test_a_stop_file_ends_the_loop_with_backpressure(engine_for, ws):
     assert result_field(ws, "Certificate") == "BACKPRESSURE"
     assert "Delete SYSTEM/STOP" in ws.result_file.read_text()
     assert ids(ws)[-1] == "FR-EVT-MT-011" and progress(only_run(ws))["status"] == "cancelled"
+
+
+def test_a_disk_fuller_than_max_disk_used_ends_the_loop_with_backpressure(engine_for, ws):
+    # issue #44: Phuc's disk-usage backpressure, measured on the workspace's real file system.
+    used = disk.used_fraction(ws.root)
+    assert used is not None and 0 < used < 1
+    engine = engine_for([level("good", "good.py")], max_disk_used=used / 2)
+    assert run_mp(engine, ws).action == "error"
+    assert records(only_run(ws)) == []  # stopped before the first iteration
+    assert result_field(ws, "Certificate") == "BACKPRESSURE" and result_field(ws, "Error-Kind") == "agent_backpressure"
+    doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
+    assert doc["certificate"]["reason"] == "disk_usage" and "above `[agent] max_disk_used`" in doc["diagnosis"]["text"]
+    assert "raise `[agent] max_disk_used`" in doc["fix"] and "FR-EVT-MT-011" in ids(ws)
 
 
 def test_an_unconfigured_chain_or_missing_checks_is_need_info(engine_for, ws):
@@ -273,6 +313,8 @@ def test_the_hourly_call_limit_waits_and_status_shows_it(engine_for, ws):
     shown = render_status(status_report(ws, load_config(ws.root)))
     assert "agent:           MT-001 (1 of 1), iteration 1, level 0 (wrong), residual 1  [waiting]" in shown
     assert "1/1 agent calls in the last hour" in shown and "waiting:         rate_limit until" in shown
+    loop = status_report(ws, load_config(ws.root))["loop"]  # Loopr's names (issue #44)
+    assert loop == {"state": "waiting", "next_reset_at": waiting["resume_at"]}
     assert not events(ws, "mp_failed")
 
 
@@ -453,3 +495,47 @@ def test_without_after_a_failure_skips_every_later_micro_task(engine_for, ws):
     assert [t["status"] for t in doc["micro_tasks"]] == ["failed", "skipped", "skipped"]
     assert [t["iterations"] for t in doc["micro_tasks"][1:]] == [0, 0]  # today's order: nothing ran after
     engine.shutdown()
+
+
+def test_a_second_stop_kills_the_planners_call_at_once(engine_for, ws, tmp_path):
+    """A planning round's call runs in the scheduler's own thread, with parts built on the
+    run's `halt` (guard.py `Halt`): a second stop signal sets it too, and kills the call."""
+    log, gate = tmp_path / "calls.jsonl", tmp_path / "gate"
+    plan = {
+        "tasks": [
+            task("T1", ("hello", "out/a.txt"), checks=["check-001"]),
+            task("T2", ("bye", "out/b.txt"), checks=["check-002"]),
+        ]
+    }
+    slow = planner(tmp_path / "answers", plan)
+    slow["argv"] += ["--log", str(log), "--wait-for", str(gate)]  # busy until the test opens the gate
+    engine = engine_for([level("good", "good.py")], planner=slow)
+    drop(ws, PLANNED)
+    done: list = []
+    ticking = threading.Thread(target=lambda: done.append(engine.tick()))
+    ticking.start()
+    try:
+        wait_for(lambda: len(calls(log)) == 1, what="the planner's call under way")
+        engine.stop.set()
+        engine.stop_now.set()  # the second signal
+        t0 = time.monotonic()
+        ticking.join(timeout=8)
+        took = time.monotonic() - t0
+        pid = calls(log)[0]["pid"]
+        still = alive(pid)
+    finally:
+        gate.touch()
+        ticking.join(timeout=60)
+    assert not still, "the planner's process survived a second stop"
+    assert took < 8, f"the run took {took:.1f} s to stop after a second signal"
+    assert done and done[0].action == "interrupted"
+
+
+def test_one_usage_limit_one_at_a_time_is_one_pause_event(engine_for, ws, tmp_path):
+    """A usage limit is announced once (FR-EVT-MT-007), when the level is held; the run's
+    wait that follows says nothing more."""
+    count = tmp_path / "count"
+    engine = engine_for([level("limited", "limited.py", "--kind", "usage", "--count", str(count), "--reset", "60")])
+    drop(ws, ONE)
+    assert engine.tick().action == "waiting"
+    assert len(events(ws, "micro_task_pause_requested")) == 1

@@ -193,6 +193,46 @@ def test_a_usage_limit_holds_the_tasks_of_its_level_and_the_mp_waits_for_one_res
     )
 
 
+def test_a_stop_while_a_level_is_held_keeps_its_reset(engine_for, ws, tmp_path):
+    """A stop arrives while one level waits for its usage limit's reset and another level's
+    task still runs: the run waits for the reset (it is not forgotten as a plain stop)."""
+    import threading
+
+    from tests.agentutil import add_route
+
+    configure(
+        ws,
+        [level("limited", "limited.py", "--kind", "usage", "--count", str(tmp_path / "n"), "--reset", "600")],
+        max_parallel=2,
+    )
+    gate = tmp_path / "gate"
+    add_route(ws, "docs", level("docs", "good.py", "--wait-for", str(gate)))
+    engine = Engine(ws, load_config(ws.root))
+    engine.start(daemon=False)
+    drop(
+        ws,
+        listed(
+            'Write "a" to `out/a.txt`. (after none)',
+            '[docs] Write "c" to `out/c.txt`. (after none)',
+            checks=[("MT-001", "grep -qx a out/a.txt"), ("MT-002", "grep -qx c out/c.txt")],
+        ),
+    )
+    done: list = []
+    ticking = threading.Thread(target=lambda: done.append(engine.tick()))
+    ticking.start()
+    try:
+        wait_for(lambda: events(ws, "micro_task_pause_requested"), what="the limited level held")
+        engine.stop.set()
+    finally:
+        gate.touch()
+        ticking.join(timeout=60)
+    assert done and done[0].action == "waiting"
+    state = read_state(ws)
+    assert state["waiting"]["kind"] == "usage_limit"
+    (held,) = events(ws, "micro_task_pause_requested")
+    assert state["waiting"]["resume_at"] == held["resume_at"]
+
+
 def test_a_cancel_stops_every_running_task(engine_for, ws, tmp_path):
     import threading
 

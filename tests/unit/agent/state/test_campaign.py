@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from mp_engine.agent.judge import certificate as cert
 from mp_engine.agent.plan.decompose import Plan
+from mp_engine.agent.state import ending
 from mp_engine.agent.state.apply import apply
-from mp_engine.agent.state.kinds import RecordKind
+from mp_engine.agent.state.kinds import Pending, RecordKind, TaskStatus
 from mp_engine.agent.state.model import RunState
 from mp_engine.config.agent import AgentLevel
 from tests.unit.agent.state.states import begin
@@ -152,3 +153,68 @@ def test_a_reflector_checks_a_listed_run_at_the_quarters_only():
     apply(s, RecordKind.DRIFT, drift(s, verdict="aligned"))
     apply(s, RecordKind.ITERATION, rec(s, gate=True))
     assert s.campaign.pending is None and s.final.type == cert.EXACT  # no final check: the gate ran every check
+
+
+def test_after_a_re_plan_cis_fix_task_can_start_in_worktrees_of_their_own():
+    """CI's fix task needs the tasks that completed, not those a re-plan replaced (FAILED
+    or SKIPPED, never COMPLETED): in worktrees of their own it can start."""
+
+    s = begin(
+        cfg(levels=GATE_LEVELS, fail_threshold=1, max_replans=1),
+        Plan("goal", (), (0,)),
+        "b",
+        planned=True,
+        isolated=True,
+    )
+
+    def start(i):
+        apply(
+            s,
+            RecordKind.START,
+            {
+                "mt": s.tasks[i].mt_id,
+                "mt_index": i,
+                "base": "b",
+                "digest": "d",
+                "worktree": "w",
+                "restart": False,
+                "at": "2026-01-01T00:00:00Z",
+                "seq": s.applied + 1,
+            },
+        )
+        s.focus = i
+
+    apply(s, RecordKind.PLAN, plan_rec(s, 1))
+    start(0)
+    apply(s, RecordKind.ITERATION, rec(s, mt_index=0))  # the hard gate: its chain gave up, a re-plan
+    assert s.campaign.pending is Pending.PLAN
+    apply(s, RecordKind.PLAN, plan_rec(s, 1))
+    start(1)
+    apply(s, RecordKind.ITERATION, rec(s, gate=True, mt_index=1))
+    apply(
+        s,
+        RecordKind.INTEGRATE,
+        {"mt_index": 1, "outcome": "integrated", "attempt": 1, "commit": "c", "at": "2026-01-01T00:00:01Z"},
+    )
+    while s.final is None:
+        if s.campaign.pending is Pending.DRIFT:
+            apply(s, RecordKind.DRIFT, drift(s))
+        else:
+            ending.settle(s)
+    assert s.final.type == cert.EXACT and s.tasks[0].status is TaskStatus.FAILED
+    apply(
+        s,
+        RecordKind.CI,
+        {
+            "round": 1,
+            "sha": "abc",
+            "state": "failure",
+            "step": "fix",
+            "failing": ["lint"],
+            "text": "E501",
+            "url": "u",
+            "seq": s.applied + 1,
+        },
+    )
+    assert s.final is None and s.tasks[2].status is TaskStatus.PENDING
+    assert s.startable(set(s.live())) == [2], "the CI fix task can never start: it needs the replaced MT-001"
