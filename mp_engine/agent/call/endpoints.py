@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,17 +127,42 @@ def codex_config(env: Mapping[str, str]) -> Path:
 
 
 def _codex(level: AgentLevel, env: Mapping[str, str], workdir: Path) -> list[Endpoint]:
-    """codex's provider (`model_provider`, or its profile's) and that provider's `base_url`."""
+    """codex's provider (`model_provider`, or its profile's) and that provider's `base_url`, as
+    its config file says with the level's argv overrides (`-c key=value`, `--profile NAME`)."""
     path = codex_config(env)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
+        data = {}
+    said = _codex_overrides(level.argv, data)
     profile = _table(_table(data, "profiles"), str(data.get("profile")))
     name = profile.get("model_provider") or data.get("model_provider")
     url = _table(_table(data, "model_providers"), str(name)).get("base_url")
     hp = host_port(url) if isinstance(url, str) else None
-    return [Endpoint(hp, f"{path} (model_providers.{name}.base_url)")] if hp else []
+    where = "the level's argv" if said else str(path)
+    return [Endpoint(hp, f"{where} (model_providers.{name}.base_url)")] if hp else []
+
+
+def _codex_overrides(argv: Sequence[str], data: dict[str, Any]) -> bool:
+    """Apply codex's `-c key=value` (a dotted key, a TOML value or a bare string) and
+    `-p/--profile NAME` from `argv` to `data`; whether any did."""
+    said = False
+    for i, word in enumerate(argv[1:], 1):
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if word in ("-p", "--profile") and value:
+            data["profile"], said = value, True
+        elif word in ("-c", "--config") and "=" in value:
+            key, _, raw = value.partition("=")
+            try:
+                parsed: Any = tomllib.loads(f"v = {raw}")["v"]
+            except ValueError:
+                parsed = raw
+            *tables, leaf = [k.strip().strip('"') for k in key.split(".")]
+            at = data
+            for t in tables:
+                at = at.setdefault(t, {}) if isinstance(at.get(t, {}), dict) else {}
+            at[leaf], said = parsed, True
+    return said
 
 
 def _table(data: dict[str, Any], key: str) -> dict[str, Any]:

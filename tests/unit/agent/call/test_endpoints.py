@@ -70,6 +70,18 @@ def test_codexs_provider_base_url_and_its_config_kept_read_only(tmp_path):
     assert default.endpoints == () and default.protected == (tmp_path / ".codex" / "config.toml",)
     (tmp_path / ".codex" / "config.toml").write_text("not = [toml")
     assert reach(preset("codex"), {"HOME": str(tmp_path)}, tmp_path).endpoints == ()
+    # The level's argv overrides the file as codex reads them (a profile still wins over a
+    # top-level key): `--profile NAME`, `-c key=value`.
+    (home / "config.toml").write_text(
+        '[model_providers.gw]\nbase_url = "http://gw.lan:8080"\n[profiles.work]\nmodel_provider = "gw"\n'
+    )
+    env = {"HOME": str(tmp_path), "CODEX_HOME": str(home)}
+    work = preset("codex").model_copy(update={"argv": ("codex", "exec", "--profile", "work", "-")})
+    assert reach(work, env, tmp_path).allowed() == ["gw.lan:8080"]
+    px = ("-c", 'model_providers.px.base_url="http://px.lan:9000/v1"', "-c", "model_provider=px")
+    over = preset("codex").model_copy(update={"argv": ("codex", "exec", *px, "-")})
+    found = reach(over, env, tmp_path)
+    assert found.allowed() == ["px.lan:9000"] and found.endpoints[0].source.startswith("the level's argv"), found
 
 
 def test_claudes_user_settings_are_the_operators_and_the_projects_only_named(tmp_path):
