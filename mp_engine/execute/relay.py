@@ -9,8 +9,9 @@ goes through untouched (the relay moves bytes), so certificates are checked end 
 every other host and port is unreachable.
 
 When an allowed host itself cannot be reached (it refuses, its name does not resolve), the
-sandboxed client only sees its connection closed; `on_refused` hears the host and the
-error, so the call's diagnosis can name them (issue #44).
+sandboxed client only sees its connection closed; `on_connect` hears each connection to an
+allowed host, with the error when it could not be made, so the call's diagnosis can tell a
+host that is down from one the sandbox refused, and name it (issue #44).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from typing import Any, TypedDict
 
 from mp_engine.execute.relay_inside import MAP_FILE, serve
 
-Refused = Callable[[str, OSError], None]  # (host:port, why) an allowed host could not be reached
+# (host:port, None) joined to an allowed host, or (host:port, why) it could not be reached
+Heard = Callable[[str, OSError | None], None]
 
 
 class _Entry(TypedDict):
@@ -42,9 +44,9 @@ class Relay:
     """The outside half: a private directory with one unix socket per allowed host, the
     sandbox's hosts file and the map the inside half reads. A context manager."""
 
-    def __init__(self, hosts: Sequence[str], on_refused: Refused | None = None):
+    def __init__(self, hosts: Sequence[str], on_connect: Heard | None = None):
         self.hosts = list(hosts)
-        self.on_refused = on_refused
+        self.on_connect = on_connect
         self.dir = Path()
         self._listeners: list[socket.socket] = []
 
@@ -82,9 +84,11 @@ class Relay:
             try:
                 conn = socket.create_connection(target, timeout=30)
             except OSError as e:
-                if self.on_refused is not None:
-                    self.on_refused(spec, e)
+                if self.on_connect is not None:
+                    self.on_connect(spec, e)
                 raise
+            if self.on_connect is not None:
+                self.on_connect(spec, None)
             conn.settimeout(None)  # 30 s to connect, not to every read: a model may think longer
             return conn
 

@@ -43,7 +43,7 @@ from mp_engine.config.agent import AgentConfig, AgentLevel
 from mp_engine.core.errors import SandboxUnavailable
 from mp_engine.core.gitcmd import git
 from mp_engine.execute import relay_inside
-from mp_engine.execute.relay import Refused, Relay
+from mp_engine.execute.relay import Heard, Relay
 
 BWRAP = "bwrap"
 # Credentials of the daemon user an agent has no business reading.
@@ -240,16 +240,17 @@ def summary(cfg: AgentConfig) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def confined(sandbox: Sandbox | None, argv: Sequence[str], on_refused: Refused | None = None) -> Iterator[list[str]]:
+def confined(sandbox: Sandbox | None, argv: Sequence[str], on_connect: Heard | None = None) -> Iterator[list[str]]:
     """`argv` as it runs: unchanged without a sandbox; inside it otherwise, with the relay to
-    its allowed hosts open for as long as the process runs. `on_refused(host, error)`: the
-    relay could not connect to an allowed host (refused, no such name, unreachable)."""
+    its allowed hosts open for as long as the process runs. `on_connect(host, error)`: each
+    connection to an allowed host, `error` None when it was joined, else why it could not
+    be made (refused, no such name, unreachable)."""
     if sandbox is None:
         yield list(argv)
     elif not sandbox.allow_hosts:
         yield sandbox.argv(argv)
     else:
-        with Relay(sandbox.allow_hosts, on_refused) as relay:
+        with Relay(sandbox.allow_hosts, on_connect) as relay:
             yield sandbox.argv(argv, relay.dir)
 
 

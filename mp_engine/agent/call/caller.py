@@ -167,6 +167,7 @@ class Caller:
         _rotate(ev.path("stdout.txt"), ev.path("stderr.txt"))
         self.limiter.record(time.time())
         refused: list[tuple[str, str]] = []  # (host, why): allowed hosts the relay could not reach
+        joined: list[str] = []  # the allowed hosts it joined the CLI to
         prompt = ev.path("prompt.md").read_text(encoding="utf-8")
 
         def net() -> Network | None:
@@ -174,14 +175,20 @@ class Caller:
                 return None
             configured = tuple((e.host, e.source) for e in found.endpoints if e.trusted)
             named = tuple((e.host, e.source) for e in found.named())
-            return Network(box.allow_hosts, configured, tuple(dict.fromkeys(refused)), named)
+            return Network(box.allow_hosts, configured, tuple(dict.fromkeys(refused)), named, tuple(set(joined)))
+
+        def heard(host: str, e: OSError | None) -> None:
+            if e is None:
+                joined.append(host)
+            else:
+                refused.append((host, str(e)))
 
         def give_up() -> bool:  # what the sandbox withholds will not come: no retry of the CLI's reaches it
             network = net()
             said = read_tail(ev.path("stdout.txt"), 16384) + "\n" + read_tail(ev.path("stderr.txt"), 16384)
             return network is not None and gives_up(echo.for_limits(said, prompt), network)
 
-        with sandbox.confined(box, argv, lambda host, e: refused.append((host, str(e)))) as run_argv:
+        with sandbox.confined(box, argv, heard) as run_argv:
             res = run_agent(
                 run_argv,
                 cwd=self.workdir,

@@ -14,7 +14,15 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mp_engine.agent.call.invoke import Call, CallKind
-from mp_engine.agent.call.network import Network, blocked_host, down_detail, down_host, last_failure, refused_detail
+from mp_engine.agent.call.network import (
+    Network,
+    blocked_host,
+    down_detail,
+    down_host,
+    last_failure,
+    refused_detail,
+    said_host,
+)
 from mp_engine.core.errors import ProcessError
 from mp_engine.execute.process import ProcessResult
 
@@ -276,8 +284,9 @@ CALL_RULES: list[CallRule] = [
     ),
     CallRule(lambda e: AUTH_RE.search(e.text), CallKind.AUTH, lambda e: (_line(e.text, AUTH_RE), None)),
     # In the sandbox (issue #44, network.py): the endpoint allowed, but the engine's host could
-    # not reach it either, is an outage, named; any other connection that failed is one the
-    # sandbox refused.
+    # not reach it either, is an outage, named; a connection that failed to a host the rules do
+    # not allow, or where the relay never joined the CLI to its API, is one the sandbox
+    # refused (after it did, to no host it names: the rules below).
     CallRule(
         lambda e: e.unconnected and e.network and e.network.down,
         CallKind.TRANSIENT,
@@ -285,7 +294,7 @@ CALL_RULES: list[CallRule] = [
         lambda e: down_host(e.net),
     ),
     CallRule(
-        lambda e: e.unconnected,
+        lambda e: e.unconnected and (not e.net.through or said_host(e.unconnected, e.net)),
         CallKind.UNREACHABLE,
         lambda e: (refused_detail(e.unconnected, e.net), None),
         lambda e: blocked_host(e.unconnected, e.net),

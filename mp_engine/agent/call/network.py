@@ -10,6 +10,9 @@ resolve) and mean different things:
 - the host is allowed, but the engine's host could not reach it either (the relay says which
   and why): an outage of that host, named (`transient`), retried like any other.
 
+And where the relay joined the CLI to its API, a connection that failed after that (a
+provider that resets) is not the sandbox's: the ordinary rules read it (an outage).
+
 The real CLIs do not say which host they tried. The error names it where it does; else the
 workspace's configuration, when it points the CLI somewhere (agent/call/endpoints.py)."""
 
@@ -56,12 +59,25 @@ class Network:
     """A sandboxed call's network: the hosts it was allowed; the (host:port, where) it is
     configured to reach beyond its level's own (empty: the level's hosts are its API); the
     (host:port, why) allowed hosts the relay could not reach; the (host:port, where) the
-    workspace points the CLI at, never allowed."""
+    workspace points the CLI at, never allowed; the hosts the relay joined it to."""
 
     allowed: tuple[str, ...]
     configured: tuple[tuple[str, str], ...] = ()
     refused: tuple[tuple[str, str], ...] = ()
     named: tuple[tuple[str, str], ...] = ()
+    joined: tuple[str, ...] = ()
+
+    @property
+    def api(self) -> set[str]:
+        """The hosts the CLI talks to its model through: its configured endpoint, else its
+        level's hosts."""
+        return {h for h, _ in self.configured} or set(self.allowed)
+
+    @property
+    def through(self) -> bool:
+        """The relay joined the CLI to its API (and the workspace sent it nowhere else): a
+        failure to connect after that is not the sandbox's."""
+        return not self.elsewhere and any(h in self.api for h in self.joined)
 
     @property
     def elsewhere(self) -> list[tuple[str, str]]:
@@ -75,8 +91,7 @@ class Network:
         asks api.anthropic.com for more than the model) is not the call's."""
         if self.elsewhere:
             return []
-        api = {h for h, _ in self.configured} or set(self.allowed)
-        return [(h, why) for h, why in self.refused if h in api]
+        return [(h, why) for h, why in self.refused if h in self.api]
 
 
 def _said(lines: list[str], i: int, pattern: re.Pattern[str]) -> str:
@@ -105,6 +120,11 @@ def last_failure(text: str) -> str:
 def blocked_host(said: str, network: Network) -> str | None:
     """The host:port the sandbox kept the CLI from: one its error (`said`) names, else one the
     workspace points it at; None when neither says (the real CLIs do not name it)."""
+    return said_host(said, network) or next((h for h, _ in network.elsewhere), None)
+
+
+def said_host(said: str, network: Network) -> str | None:
+    """A host the error names that the sandbox does not allow (then it refused that one)."""
     for m in HOST_RE.finditer(said):
         host = next(g for g in (m.group(1), m.group(3), m.group(5), m.group(7)) if g)
         scheme = m.group(0).split(":", 1)[0].lower()
@@ -112,7 +132,7 @@ def blocked_host(said: str, network: Network) -> str | None:
         # A bare host means port 443 in sandbox_allow_hosts, as there.
         if f"{host}:{port or 443}" not in network.allowed and host not in BACKGROUND_HOSTS:
             return f"{host}:{port}" if port else host
-    return next((h for h, _ in network.elsewhere), None)
+    return None
 
 
 def refused_detail(said: str, network: Network) -> str:
@@ -139,8 +159,8 @@ def down_host(network: Network) -> str | None:
 def gives_up(text: str, network: Network) -> bool:
     """Whether a sandboxed call that is still running can only wait for what will not come:
     it failed twice to connect to its API where the sandbox refused (nothing the relay
-    tried), or an allowed endpoint is down and it keeps waiting for the network (codex,
-    forever). What the agent's own commands print never stops it."""
-    if network.refused and not network.elsewhere:
+    tried), or it keeps waiting for the network (codex, forever) where the relay did try.
+    What the agent's own commands print never stops it."""
+    if (network.refused or network.joined) and not network.elsewhere:
         return len(WAITING_RE.findall(text)) >= WAITING_GIVE_UP
     return len(failures(text, API_RE)) >= REFUSED_GIVE_UP

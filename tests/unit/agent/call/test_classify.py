@@ -232,6 +232,20 @@ def test_an_allowed_endpoint_the_engine_cannot_reach_either_is_an_outage_naming_
         refused=(("api.anthropic.com:443", "no DNS"),),
     )
     assert boxed(CLAUDE_REFUSED, network=side).kind == "unreachable"
+    # The relay joined it to its API: what failed after that (a provider that resets) is no
+    # refusal of the sandbox's, but an outage as outside it.
+    joined = Network(("api.anthropic.com:443",), joined=("api.anthropic.com:443",))
+    assert boxed(CLAUDE_REFUSED, network=joined).kind == "transient"
+    assert boxed("connect ECONNREFUSED 10.1.1.1:4000", network=joined).host == "10.1.1.1:4000"  # named: refused
+    assert (
+        boxed(
+            CLAUDE_REFUSED,
+            network=Network(
+                ("api.anthropic.com:443", "gw:80"), configured=(("gw:80", "X"),), joined=("api.anthropic.com:443",)
+            ),
+        ).kind
+        == "unreachable"
+    )  # a side host only
 
 
 def test_the_rule_holds_only_in_the_sandbox_and_only_for_a_call_that_did_not_answer():

@@ -45,6 +45,8 @@ def test_the_relays_failure_is_the_calls_only_for_its_endpoint_and_not_when_the_
 def test_a_running_call_gives_up_on_what_the_sandbox_withholds_and_on_waiting_forever():
     once = "\n".join(AIDER)
     assert not gives_up(once, BOXED) and gives_up(once + "\n" + once, BOXED)  # the second: no retry helps
+    joined = Network(("api.openai.com:443",), joined=("api.openai.com:443",))
+    assert not gives_up(once + "\n" + once, joined)  # it reached its API: a provider's blip, retried
     # An allowed endpoint the relay could not reach: it may come back; codex waits forever, three in a row is no blip.
     down = Network(("gw:80",), refused=(("gw:80", "refused"),))
     assert not gives_up(f"{CODEX_WAITING}\n{CODEX_WAITING}", down)
