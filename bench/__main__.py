@@ -48,6 +48,7 @@ BENCHES = {
     "dashboard": ("bench.dashboard:run", 40, 12),  # requests per figure; a fifth of them browser updates
     "sandbox": ("bench.sandbox:run", 60, 20),  # trivial calls and checks, each way
     "pullrequest": ("bench.pullrequest:run", 30, 8),  # pushes opened as pull requests; one CI wait
+    "gates": ("bench.gates:run", 30, 8),  # protected-path looks and budget checks (issue #42)
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

@@ -8,6 +8,7 @@ and the one command that acts on it. Pure: an event record in, an `Alert` (or No
     engine_stopped, engine_stalled  engine_down
     sync_push_refused            push_refused
     campaign_drift_check         drift    (only when it found drift: the campaign's notification)
+    budget_spent                 budget   (once per day or month: the engine's spend log says)
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# An MP that ended asking a person (a task said it is blocked, the hard gate, NEED_INFO):
+# An MP that ended asking a person (a task said it is blocked, the hard gate, NEED_INFO, a
+# plan that waits for approval):
 # its halt is a question, not a failure.
-BLOCKED_KINDS = frozenset({"agent_blocked", "agent_hard_gate", "agent_need_info"})
+BLOCKED_KINDS = frozenset({"agent_blocked", "agent_hard_gate", "agent_need_info", "agent_plan_review"})
 
 
 @dataclass
@@ -121,6 +123,17 @@ class Rules:
             )
         if name == "campaign_drift_check" and e.get("drift"):
             return drift(e, mp, root)
+        if name == "budget_spent":  # issue #42: sent once per period (record/spend.py)
+            waits = "agent calls wait until" if e.get("on_budget") == "wait" else "agent MPs end until"
+            return Alert(
+                "budget",
+                f"mp-engine: the {e.get('period')}'s agent budget is spent",
+                f"Every MP's agent calls cost ${e.get('spent_usd')} this {e.get('period')} ({e.get('key')}), the "
+                f"budget is ${e.get('limit_usd')}: {waits} {e.get('resets_at')}.",
+                f"wait for the reset, or raise `[agent] {'daily' if e.get('period') == 'day' else 'monthly'}_cost_usd`",
+                mp,
+                e,
+            )
         if name == "sync_push_refused":
             return Alert(
                 "push_refused",

@@ -82,7 +82,7 @@ def templates() -> Environment:
     env = Environment(loader=PackageLoader("mp_engine.web", "templates"), autoescape=select_autoescape())
     env.filters["secs"] = lambda v: "-" if v is None else seconds(v)
     env.filters["short"] = lambda v, n=12: str(v)[:n] if v else ""
-    env.globals.update(layout=graph.layout, durations=plots.durations, rates=plots.rates)
+    env.globals.update(layout=graph.layout, durations=plots.durations, rates=plots.rates, spend=plots.spend)
     return env
 
 

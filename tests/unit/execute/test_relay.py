@@ -47,7 +47,8 @@ def test_each_connection_is_reported_and_an_allowed_host_that_refuses_with_its_e
         for path, say, reply in zip(paths, (b"hi", b""), (b"HI", b""), strict=True):
             c = socket.socket(socket.AF_UNIX)
             c.connect(path)
-            c.sendall(say)
+            if say:  # to nothing: the relay may have closed it already
+                c.sendall(say)
             assert c.recv(100) == reply  # joined; joined to nothing: closed
             c.close()
     assert [(h, e) for h, e in heard[:1]] == [(hosts[0], None)]
