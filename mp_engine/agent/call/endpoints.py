@@ -170,6 +170,10 @@ def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# Claude Code's managed settings on Linux, above every other settings file.
+CLAUDE_MANAGED = Path("/etc/claude-code/managed-settings.json")
+
+
 def claude_settings(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home()) / ".claude" / "settings.json"
 
@@ -184,8 +188,9 @@ def _settings_env(path: Path, trusted: bool) -> list[Endpoint]:
 
 
 def _claude(level: AgentLevel, env: Mapping[str, str], workdir: Path) -> list[Endpoint]:
-    """claude's user settings (`env` in ~/.claude/settings.json): the engine user's."""
-    return _settings_env(claude_settings(env), trusted=True)
+    """claude's managed settings (the host's administrator's: they win) and user settings
+    (`env` in ~/.claude/settings.json: the engine user's)."""
+    return [*_settings_env(CLAUDE_MANAGED, trusted=True), *_settings_env(claude_settings(env), trusted=True)]
 
 
 def _workspace(level: AgentLevel, env: Mapping[str, str], workdir: Path) -> list[Endpoint]:

@@ -104,3 +104,13 @@ def test_aiders_dotenv_in_the_workspace_is_named_and_its_argv_option_allowed(tmp
     assert [e.host for e in found.named()] == ["10.0.0.9:4000"] and ".env" in found.named()[0].source
     other = AgentLevel(name="x", argv=("my-agent", "{prompt_file}"))
     assert reach(other, {"HOME": str(tmp_path)}, tmp_path).endpoints == ()  # a CLI the engine does not know
+
+
+def test_claudes_managed_settings_are_read_first(tmp_path, monkeypatch):
+    import mp_engine.agent.call.endpoints as endpoints
+
+    managed = tmp_path / "managed-settings.json"
+    managed.write_text(json.dumps({"env": {"ANTHROPIC_BASE_URL": "https://llm.corp.example"}}))
+    monkeypatch.setattr(endpoints, "CLAUDE_MANAGED", managed)
+    found = reach(preset("claude"), {"HOME": str(tmp_path / "home")}, tmp_path)
+    assert found.allowed() == ["llm.corp.example:443"] and str(managed) in found.endpoints[0].source
