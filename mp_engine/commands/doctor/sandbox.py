@@ -52,7 +52,8 @@ def sandbox(ws: Workspace, config: Config) -> Check:
         OK,
         f"bubblewrap works: a probe could not read a hidden file and could write its worktree; sandboxed: "
         f"{', '.join(boxed) or 'no level'}{' and the checks' if cfg.sandboxed() else ''}; network only to "
-        f"{', '.join(hosts) or 'nowhere'} (every other host and port unreachable)",
+        f"{', '.join(hosts) or 'nowhere'} and the endpoint each level is configured to use (every other host "
+        "and port unreachable)",
     )
 
 
