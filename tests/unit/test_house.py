@@ -91,6 +91,9 @@ TESTED_ELSEWHERE = {
     "forge/githubapi": "tests/unit/forge/test_github.py (retries, rate limits, the token's repr, ETags)",
     "forge/githuberrors": "tests/unit/forge/test_github.py (each rule, against the GitHub double)",
     "client/send_request": "tests/e2e/cmd_send/test_send.py (--cancel) and tests/e2e/test_answer_daemon.py (--answer)",
+    "eval/command": "tests/e2e/cmd_eval/test_eval.py (`mp-engine eval` as a process: task sets, comparisons, kill -9)",
+    "eval/markdown": "tests/unit/eval/test_report.py (the report rendered, a task's text escaped)",
+    "eval/page": "tests/unit/eval/test_report.py (the page and its plots, a task's text escaped)",
 }
 
 
