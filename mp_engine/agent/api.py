@@ -10,6 +10,7 @@ the dashboard read of a run is `agent/progress.py`, kept light on purpose (bench
 
 from __future__ import annotations
 
+from mp_engine.agent.call.endpoints import reach
 from mp_engine.agent.call.invoke import Call, CallKind
 from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.call.presets import CONFORMANCE, PRESETS, chain, cli_of, codex_temp, installed_version
@@ -62,6 +63,7 @@ __all__ = [
     "iter_check",
     "judge",
     "protect",
+    "reach",
     "reviews_received",
     "workspace_parts",
 ]
