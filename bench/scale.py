@@ -1,4 +1,4 @@
-"""22. Scale (issue #45): what a person reads of a workspace that has run for months, a
+"""25. Scale (issue #45): what a person reads of a workspace that has run for months, a
 workspace with 10,000 archived runs (`[archive] keep_runs = 0`) and a 50 MiB event history
 (events.jsonl and its rotated files), against the same workspace at 100 runs and the event
 history those made, in one run, sampled round-robin:
@@ -188,6 +188,6 @@ def measure(small: Path, big: Path, env: dict[str, str], base: Path, reps: int) 
     rows = []
     for name in [*commands, *pages]:
         value, baseline = Stat.of(samples[(name, "big")]), Stat.of(samples[(name, "small")])
-        rows.append(ratio_row(f"22. {name}, {BIG:,} runs, 50 MiB of events", value, f"{SMALL} runs", baseline, 1.2))
+        rows.append(ratio_row(f"25. {name}, {BIG:,} runs, 50 MiB of events", value, f"{SMALL} runs", baseline, 1.2))
     os.sync()
     return rows

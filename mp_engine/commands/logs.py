@@ -53,7 +53,7 @@ def last_lines(path: Path, n: int, older: list[Path] | None = None, upto: int | 
     """The last `n` lines of the log (of its first `upto` bytes, where `follow` takes over),
     reaching into rotated files (oldest first) if needed. Each file is read from its end,
     a block at a time, until it gave `n` lines: `logs -n 50` reads a few KiB of a 10 MiB
-    log, not all of it (bench figure 22)."""
+    log, not all of it (bench figure 25)."""
     lines: list[str] = []
     for p in [path, *reversed(older or [])]:
         lines = tail_of(p, n - len(lines), upto if p == path else None) + lines

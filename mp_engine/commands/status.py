@@ -11,12 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.agent.progress import render_lines
+from mp_engine.agent.progress import pull_request_line, render_lines
 from mp_engine.config import cache as config_cache
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.terminal import terminal_safe
 from mp_engine.core.workspace import Workspace
 from mp_engine.daemon.health import ago
+from mp_engine.record.spend import line as budget_line
 from mp_engine.views.status import (
     seconds,
     status_report,
@@ -94,6 +95,14 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
             f"  last result:     {r['mp_id']}{title} {paint(r['status'], colour, bold=True)}{extra} "
             f"(run {r['run_id']}, SYSTEM/RESULT_last.md)"
         )
+        if r.get("pull_request", {}).get("number"):
+            lines.append(f"  pull request:    {pull_request_line(r['pull_request'])}")
+    for w in report.get("for_review") or []:
+        bound = f" of {w['review_rounds_max']}" if w.get("review_rounds_max") is not None else ""
+        lines.append(
+            f"  for review:      {w['mp_id']} #{w['number']} {w['url']} (CI {w['ci']}; review rounds "
+            f"{w['review_rounds']}{bound}; a reviewer's comment resumes run {w['run_id']})"
+        )
     if st.get("output_tail"):
         lines.append("  output:          " + "\n                   ".join(st["output_tail"]))
     if s.get("run_id"):
@@ -103,7 +112,15 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("halt"):
         h = report["halt"]
         lines.append(f"  halted on:       {paint(h['mp_id'], 'red', bold=True)}: {h['reason']} (since {h['since']})")
-        lines.append(f"  to continue:     send {h['lift_with'][0]}, or run {h['lift_with'][1]}")
+        if h.get("question"):  # a plan that waits for approval (issue #42)
+            plan = h["question"].get("plan") or []
+            lines.append(f"  plan to approve: {len(plan)} micro-task(s)")
+            for t in plan:
+                after = f" (after {', '.join(t['after'])})" if t.get("after") else ""
+                lines.append(f"                   {t['mt_id']}: {t['title']}{after}")
+            lines.append(f"  to continue:     {h['answer_with']}")
+        else:
+            lines.append(f"  to continue:     send {h['lift_with'][0]}, or run {h['lift_with'][1]}")
     p = report.get("pending")
     if p:
         what = p.get("mp_id") or p["kind"]
@@ -135,6 +152,8 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("last_error"):
         e = report["last_error"]
         lines.append(f"  last error:      {paint(e['event'], 'red')} {ago(e['ts'])}: {e['message'][:300]}")
+    if report.get("budget"):
+        lines.append(f"  budget:          {budget_line(report['budget'])}")
     if report.get("stop_file"):
         lines.append(f"  stop file:       {paint(report['stop_file'], 'yellow')}")
     if report.get("config_error"):

@@ -8,6 +8,7 @@ executor runs; a run it stopped ends CANCELLED, without a halt."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import structlog
 
@@ -26,6 +27,7 @@ from mp_engine.record.ledger import Ledger, read_artifact
 from mp_engine.record.outcome import CANCELLED, COMPLETED, ERROR, Outcome
 
 log = structlog.get_logger("mp_engine.pipeline.drive")
+ENDED_AS = {"completed": COMPLETED, "cancelled": CANCELLED}  # an executor's end as the outcome's status
 
 
 def budget(config: Config, mp: MicroProject, run: RunArchive, ledger: Ledger, executor: Executor) -> TimeBudget:
@@ -64,28 +66,18 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
             log.exception("executor crashed", mp=mp.mp_id)
             res = ExecResult(status="failed", diagnosis=diag.engine_error(e))
     if res.status == "waiting":
-        waiting = res.extra["waiting"]
-        ctx.state.update(waiting=waiting, reason=f"waiting: {waiting['kind']} until {waiting['resume_at']}")
-        ctx.events.emit("mp_waiting", mp=mp.mp_id, run=run.run_id, **waiting)
-        return TickResult(
-            Action.WAITING,
-            mp_id=mp.mp_id,
-            run_id=run.run_id,
-            wait_until=time.monotonic() + seconds_until(waiting["resume_at"]),
-            detail=f"{waiting['kind']}: resumes at {waiting['resume_at']}",
-        )
+        return parked(ctx, run.run_id, mp.mp_id, res.extra["waiting"])
     if watch.request is not None and res.status in ("interrupted", "cancelled"):
         return cancelled(ctx, run, ledger, mp, executor.name, res, watch.request)
     if res.status == "interrupted":
         resume_point = next((s.step_id for s in ledger.model.steps if s.status.value != "completed"), None)
         ctx.events.emit("mp_checkpointed", mp=mp.mp_id, run=run.run_id, resume_point=resume_point)
         return TickResult(Action.INTERRUPTED, mp_id=mp.mp_id, run_id=run.run_id)
-    outcome = ended(ledger, run, mp, executor.name, res, COMPLETED if res.status == "completed" else ERROR)
-    outcome.diagnosis, outcome.error_output, outcome.error_output_ref = (
-        res.diagnosis,
-        res.error_output,
-        res.error_output_ref,
-    )
+    outcome = ended(ledger, run, mp, executor.name, res, ENDED_AS.get(res.status, ERROR))
+    if outcome.status == CANCELLED:  # with no cancel request: a person answered `cancel` to a plan (issue #42)
+        ctx.events.emit("mp_cancelled", mp=mp.mp_id, run=run.run_id, source="answer")
+    for carried in ("diagnosis", "error_output", "error_output_ref"):  # what the executor found
+        setattr(outcome, carried, getattr(res, carried))
     if outcome.status == ERROR:
         outcome.halt_token = mp.mp_id
         if ctx.advise is not None and res.diagnosis is not None and not res.extra.get("answerable"):
@@ -95,6 +87,22 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         consume(watch.request)
     ledger.set_outcome(outcome.to_dict())
     return finalize(ctx, run, ledger)
+
+
+def parked(ctx: EngineContext, run_id: str, mp_id: str, waiting: dict[str, Any]) -> TickResult:
+    """The run waits until `waiting["resume_at"]` (it stays open): the state says so, and
+    the event `mp_waiting`, once per wait (a polled wait's later looks come `again`)."""
+    again = waiting.pop("again", False)
+    ctx.state.update(waiting=waiting, reason=f"waiting: {waiting['kind']} until {waiting['resume_at']}")
+    if not again:
+        ctx.events.emit("mp_waiting", mp=mp_id, run=run_id, **waiting)
+    return TickResult(
+        Action.WAITING,
+        mp_id=mp_id,
+        run_id=run_id,
+        wait_until=time.monotonic() + seconds_until(waiting["resume_at"]),
+        detail=f"{waiting['kind']}: resumes at {waiting['resume_at']}",
+    )
 
 
 def suggest(ctx: EngineContext, step_ctx: StepContext, outcome: Outcome) -> None:

@@ -104,7 +104,10 @@ def _document(o: Outcome, run_rel: str) -> dict[str, Any]:
         "lessons": o.extra.get("lessons"),  # what it added to SYSTEM/memory.md
         "suggestion": o.extra.get("suggestion"),  # [diagnose] level's opinion: not verified
         "answerable": o.extra.get("answerable"),  # an agent MP that asked: {"mt", "question"}
+        "review": o.extra.get("review"),  # `[agent.reviewer]`'s verdicts (issue #42)
         "pull_request": o.extra.get("pull_request"),  # `Repo:` (issue #41): where the work is, its pull request, CI
+        "protected": o.extra.get("protected"),  # issue #42: files that judge the work the agent changed, restored
+        "budget": o.extra.get("budget"),  # issue #42: the engine's budgets as the run ended
         "notes": o.notes,
     }
 

@@ -16,7 +16,7 @@ from mp_engine.record.digest import read_result
 
 def run_names(ws: Workspace) -> list[str]:
     """The run directories' names, newest first: one read of the archive's directory, no
-    stat per run (10,000 runs, bench figure 22)."""
+    stat per run (10,000 runs, bench figure 25)."""
     try:
         with os.scandir(ws.runs_dir) as entries:
             return sorted((e.name for e in entries if TEMP_MARKER not in e.name and e.is_dir()), reverse=True)

@@ -41,7 +41,7 @@ class ResultCache:
     """result.json of finished runs, read once per (run, mtime): a history of 1,000 runs
     then costs one stat per run (bench figure 19). The archive's run names, listed again
     only when its directory changed: at 10,000 runs the listing was most of a history
-    page (bench figure 22)."""
+    page (bench figure 25)."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[int, dict[str, Any] | None]] = {}

@@ -286,3 +286,68 @@ def test_a_browser_watches_tasks_move_sees_a_halt_and_its_fix_and_html_as_text(w
         driver.quit()
         d.signal(15)
         d.wait()
+
+
+def test_a_browser_sees_the_plan_that_waits_for_approval_as_a_graph(ws, tmp_path, daemon_factory):
+    """issue #42: `Plan: review` halts on the plan; the halt shows its task graph and how to
+    answer; `approve` (here from the host) starts the same run, and the page follows."""
+    from mp_engine.inbox import answer
+    from tests.agentutil import PLANNED
+
+    plan = {
+        "tasks": [
+            task("a", ("hello", "out/a.txt")),
+            task("b", ("bye", "out/b.txt"), checks=("check-002",), after=("a",)),
+        ]
+    }
+    configure(ws, [level("worker", "good.py")], planner=planner(tmp_path / "plans", plan))
+    d, base = serve(ws, daemon_factory)
+    driver = chromium(tmp_path / "chromium-profile")
+    try:
+        driver.get(base + "/")
+        wait_for(lambda: "● live" in text_of(driver, "#live"), what="the event stream")
+        drop(ws, PLANNED.replace("Plan: auto", "Plan: review"))
+        shown = wait_for(lambda: text_of(driver, "#plan-review"), timeout=30, what=lambda: "the plan\n" + d.output())
+        assert "The plan waits for your approval" in shown and "approve" in shown
+        nodes = driver.find_elements("css selector", "#plan-review svg.graph g.node")
+        assert [n.get_attribute("data-mt") for n in nodes] == ["MT-001", "MT-002"]
+        assert len(driver.find_elements("css selector", "#plan-review svg.graph line")) == 1
+        driver.save_screenshot(str(tmp_path / "plan-review.png"))
+        answer.write_host(ws, "MP-4.1", "approve")
+        wait_for(lambda: not driver.find_elements("css selector", "#plan-review"), timeout=60, what="the halt lifted")
+        wait_for(lambda: read_state(ws)["last_result"]["status"] == "COMPLETED", timeout=60, what=d.output)
+    finally:
+        driver.quit()
+        d.signal(15)
+        d.wait()
+
+
+def test_a_browser_sees_the_pull_request_s_link_and_ci_state_live(ws, tmp_path, daemon_factory, forge):
+    """An MP on another repository (issue #41): while the run waits for CI the page links the
+    pull request and says CI is awaited; once CI is green it says so and lists it for review."""
+    from tests.forge.scene import MP, Ci, setup
+
+    token, double, served, bare = forge
+    env, _ = setup(ws, tmp_path, forge)
+    d, base = serve(ws, daemon_factory, env)
+    driver = chromium(tmp_path / "chromium-profile")
+    ci = None
+    try:
+        driver.get(base + "/")
+        wait_for(lambda: "● live" in text_of(driver, "#live"), what="the event stream")
+        drop(ws, MP)
+        wait_for(lambda: "waiting for CI" in text_of(driver, "#pull-request"), timeout=60, what=d.output)
+        link = driver.find_element("css selector", "#pull-request a.pr-link")
+        assert link.get_attribute("href") == "https://github.com/me/app/pull/1" and link.text == "#1"
+        driver.save_screenshot(str(tmp_path / "pull-request-waiting.png"))
+        ci = Ci(double, bare, green=True)
+        wait_for(lambda: "CI: passed" in text_of(driver, "#pull-request"), timeout=60, what=d.output)
+        assert "#1" in text_of(driver, "#for-review") and "review rounds 0 of 3" in text_of(driver, "#for-review")
+        driver.save_screenshot(str(tmp_path / "pull-request-green.png"))
+        assert "Content Security Policy" not in console(driver)
+    finally:
+        if ci is not None:
+            ci.close()
+        driver.quit()
+        d.signal(15)
+        d.wait()

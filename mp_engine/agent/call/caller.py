@@ -20,7 +20,9 @@ from typing import Any
 from mp_engine.agent.call import echo, structured
 from mp_engine.agent.call.chain import render_argv
 from mp_engine.agent.call.classify import classify
+from mp_engine.agent.call.endpoints import Reach, reach
 from mp_engine.agent.call.invoke import Call, CallKind, argv_problem, run_agent
+from mp_engine.agent.call.network import Network, gives_up
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.scope import RunScope
 from mp_engine.config.agent import AgentLevel
@@ -80,10 +82,15 @@ class Caller:
         step's call (`key`: its idempotency key) already finished before a crash: then its
         recorded outcome is used."""
         call_file = ev.path("call.json")
+        spending = self.run.spending
+        charge_key = f"{self.run.run_id}/{key}"
         try:
             done = json.loads(call_file.read_text(encoding="utf-8"))
             if done.get("idempotency_key") == key:
-                return Call.from_dict(done["call"])
+                recorded = Call.from_dict(done["call"])
+                if spending is not None:  # a crash may have come before its charge: counted once
+                    spending.charge(charge_key, recorded, level)
+                return recorded
         except (FileNotFoundError, ValueError):
             pass
         site = CallSite(level, ev, mt_id, iteration, level_index, on_spawn)
@@ -91,9 +98,16 @@ class Caller:
         too_long = argv_problem(argv, env)
         if too_long is not None:  # a configuration error, not "not installed" (issue #16)
             return Call(CallKind.CONFIG, detail=f"the prompt does not fit on the command line: {too_long}")
+        refused = spending.refusal(level, ev.path("prompt.md").read_text(encoding="utf-8")) if spending else None
+        if refused is not None:  # an engine budget is spent (issue #42): the call is not made
+            return refused
         call = self._with_retries(site, argv, env)
+        if spending is not None:
+            spending.price(call, level)
         if not call.pauses:
             atomic_write_json(call_file, {"idempotency_key": key, "call": call.to_dict()}, durable=False)
+        if spending is not None:  # after its record: a crash between the two charges it on replay
+            spending.charge(charge_key if not call.pauses else f"{charge_key}#{time.time()!r}", call, level)
         return call
 
     def _command(self, site: CallSite) -> tuple[list[str], dict[str, str]]:
@@ -123,6 +137,7 @@ class Caller:
 
     def _with_retries(self, site: CallSite, argv: list[str], env: dict[str, str]) -> Call:
         """The call, in the sandbox when it is on; a transient outage is retried with backoff."""
+        found = reach(site.level, env, self.workdir)  # where the CLI is configured to connect
         box = sandbox.for_call(
             self.cfg,
             site.level,
@@ -131,12 +146,15 @@ class Caller:
             evidence_dir=site.ev.dir,
             readable=[self.ignore_file()],
             read_only=self.read_only,
+            endpoints=found.allowed(),
+            protected=found.protected,
         )
         if box is not None:  # the evidence says the call was sandboxed, and how
-            atomic_write_json(site.ev.path("sandbox.json"), box.record(), durable=False)
+            said = {e.host: e.source for e in found.endpoints if e.trusted}
+            atomic_write_json(site.ev.path("sandbox.json"), {**box.record(), "endpoints": said}, durable=False)
         retries = 0
         while True:
-            call = self._once(site, box, argv, env)
+            call = self._once(site, box, found, argv, env)
             if call.kind is not CallKind.TRANSIENT or retries >= self.cfg.transient_retries:
                 return call
             delay = self.cfg.transient_backoff * (2**retries)
@@ -154,11 +172,35 @@ class Caller:
             if self.stop.wait(delay) or self.stop_now.is_set():
                 return Call(CallKind.INTERRUPTED, detail="stopped while waiting to retry")
 
-    def _once(self, site: CallSite, box: sandbox.Sandbox | None, argv: list[str], env: dict[str, str]) -> Call:
+    def _once(
+        self, site: CallSite, box: sandbox.Sandbox | None, found: Reach, argv: list[str], env: dict[str, str]
+    ) -> Call:
         ev, level = site.ev, site.level
         _rotate(ev.path("stdout.txt"), ev.path("stderr.txt"))
         self.limiter.record(time.time())
-        with sandbox.confined(box, argv) as run_argv:
+        refused: list[tuple[str, str]] = []  # (host, why): allowed hosts the relay could not reach
+        joined: list[str] = []  # the allowed hosts it joined the CLI to
+        prompt = ev.path("prompt.md").read_text(encoding="utf-8")
+
+        def net() -> Network | None:
+            if box is None:
+                return None
+            configured = tuple((e.host, e.source) for e in found.endpoints if e.trusted)
+            named = tuple((e.host, e.source) for e in found.named())
+            return Network(box.allow_hosts, configured, tuple(dict.fromkeys(refused)), named, tuple(set(joined)))
+
+        def heard(host: str, e: OSError | None) -> None:
+            if e is None:
+                joined.append(host)
+            else:
+                refused.append((host, str(e)))
+
+        def give_up() -> bool:  # what the sandbox withholds will not come: no retry of the CLI's reaches it
+            network = net()
+            said = read_tail(ev.path("stdout.txt"), 16384) + "\n" + read_tail(ev.path("stderr.txt"), 16384)
+            return network is not None and gives_up(echo.for_limits(said, prompt), network)
+
+        with sandbox.confined(box, argv, heard) as run_argv:
             res = run_agent(
                 run_argv,
                 cwd=self.workdir,
@@ -172,10 +214,13 @@ class Caller:
                 kill_grace=self.kill_grace,
                 on_spawn=site.on_spawn,
                 markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={site.mt_id}", f"MP_ITERATION={site.iteration}"),
+                give_up=give_up if box is not None else None,
             )
-        return self._classify(res, ev, ev.path("prompt.md").read_text(encoding="utf-8"))
+        return self._classify(res, ev, prompt, level, net())
 
-    def _classify(self, res: Any, ev: IterationEvidence, prompt: str) -> Call:
+    def _classify(
+        self, res: Any, ev: IterationEvidence, prompt: str, level: AgentLevel, network: Network | None = None
+    ) -> Call:
         out = read_tail(ev.path("stdout.txt"), 256 * 1024)
         err = read_tail(ev.path("stderr.txt"), 256 * 1024)
         shaped = structured.parse(out)  # claude's or codex's JSON output: fields, not patterns
@@ -192,6 +237,10 @@ class Caller:
             rate_wait=self.cfg.rate_limit_wait,
             api_status=shaped.api_status if shaped and shaped.is_error else None,
             resets_at=shaped.resets_at if shaped else None,
+            turns=shaped.turns if shaped else None,
+            max_turns=level.max_turns,
+            turn_limit=bool(shaped and shaped.turn_limit),
+            network=network,
         )
         # What it cost, as the CLI reported it: its fields, or aider's token lines (issue #32).
         call.usage = shaped.usage if shaped and shaped.usage else structured.text_usage(out + "\n" + err)
@@ -256,10 +305,20 @@ def why_fatal(call: Call, level: AgentLevel, who: str, section: str, mp_id: str,
             f"Read the attempt's failure in Temporal (`temporal workflow show --workflow-id <id>`, docs/FLEET.md) "
             f"and the worker's log, repair the worker, {resend}.",
         ),
+        "unreachable": (
+            "agent_unreachable",
+            f"The sandbox kept the agent CLI of {who} from {call.host or 'the host it is configured to reach'}: "
+            f"{call.detail}.",
+            f"Add `{call.host or 'HOST:PORT'}` to `sandbox_allow_hosts` of level {level.name!r} in `{section}`"
+            + ("" if call.host else f" (the endpoint `{cmd}` is configured with, where the engine does not read it)")
+            + f", {resend}.",
+        ),
         "transient": (
             "agent_unavailable",
             f"The agent's provider stayed unavailable after {retries} retries: {call.detail}.",
-            f"Wait until the provider is back (its status page), {resend}.",
+            f"Start `{call.host}`, or correct its URL where it is set (said above), {resend}."
+            if call.host  # the endpoint the sandbox allowed, which the engine's host could not reach
+            else f"Wait until the provider is back (its status page), {resend}.",
         ),
     }[call.kind]
 

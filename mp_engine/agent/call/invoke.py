@@ -12,10 +12,15 @@ act on it:
     auth         not logged in, bad API key: no retry helps
                  (recognised also after exit 0 when no status block came: aider)
     not_found    the CLI could not be started
+    unreachable  in the sandbox, it could not connect to a host the rules do not allow
     config       the CLI cannot be started this way (the prompt is too long for argv)
     timeout      per-call or idle timeout: the iteration failed, the loop goes on
     crash        any other non-zero exit or signal: the iteration failed
     interrupted  a second stop signal killed it; the iteration is retried on restart
+    turn_limit   it stopped at its turn limit, or ran past it (the CLI's own report says):
+                 a failed iteration whatever the checks say (issue #42)
+    budget       not made: the engine's daily or monthly budget is spent (issue #42); it
+                 runs after the reset
 """
 
 from __future__ import annotations
@@ -45,14 +50,29 @@ class CallKind(StrEnum):
     NOT_FOUND = "not_found"  # the CLI is not installed
     TRANSIENT = "transient"  # an outage that outlasted the retries
     CONFIG = "config"  # the CLI cannot be started this way (the prompt does not fit its argv)
+    UNREACHABLE = "unreachable"  # the sandbox kept it from a host it is configured to reach
     FLEET = "fleet"  # the fleet could not run the attempt (its workers failed it every time, docs/FLEET.md)
     INTEGRATION = "integration"  # an integration's record, shown like a call (run/integrator.py)
+    TURN_LIMIT = "turn_limit"  # it stopped at, or ran past, its level's `max_turns` (issue #42)
+    BUDGET = "budget"  # not made: `[agent] daily_cost_usd` or `monthly_cost_usd` is spent (issue #42)
 
 
 # The kinds of call that end the run BLOCKED: no retry helps, a person must act.
 ENDS_RUN = frozenset(
-    {CallKind.AUTH, CallKind.BILLING, CallKind.NOT_FOUND, CallKind.TRANSIENT, CallKind.CONFIG, CallKind.FLEET}
+    {
+        CallKind.AUTH,
+        CallKind.BILLING,
+        CallKind.NOT_FOUND,
+        CallKind.TRANSIENT,
+        CallKind.CONFIG,
+        CallKind.FLEET,
+        CallKind.UNREACHABLE,
+    }
 )
+
+# The kinds of call that answered but whose work never passes the gate: the limit is the
+# verdict (claude-code-action #1577: 73 turns under `--max-turns 60`, reported as success).
+NEVER_PASSES = frozenset({CallKind.TURN_LIMIT})
 
 
 @dataclass
@@ -67,6 +87,7 @@ class Call:
     resume_at: str | None = None  # ISO UTC, for usage_limit
     usage: dict[str, Any] | None = None  # tokens and dollars, as the CLI reported them (structured.py)
     environment: str | None = None  # its every command failed outside the task (structured.py)
+    host: str | None = None  # the host:port an `unreachable` call could not reach, when known
 
     def __post_init__(self) -> None:
         self.kind = CallKind(self.kind)
@@ -79,7 +100,7 @@ class Call:
     @property
     def pauses(self) -> bool:
         """The call did not finish and runs again later: a stop, or a usage limit to wait out."""
-        return self.kind in (CallKind.INTERRUPTED, CallKind.USAGE_LIMIT)
+        return self.kind in (CallKind.INTERRUPTED, CallKind.USAGE_LIMIT, CallKind.BUDGET)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,6 +124,7 @@ def run_agent(
     kill_grace: float,
     on_spawn: Callable[[int], None] | None = None,
     markers: Sequence[str] = (),
+    give_up: Callable[[], bool] | None = None,
 ) -> ProcessResult | ProcessError:
     try:
         return run_process(
@@ -118,6 +140,7 @@ def run_agent(
             kill_grace=kill_grace,
             on_spawn=on_spawn,
             markers=markers,
+            give_up=give_up,
         )
     except ProcessError as e:
         return e

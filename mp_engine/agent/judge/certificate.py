@@ -6,8 +6,10 @@
                   breaker opened (the loop will not converge by itself), or a drift check
                   found drift with no re-plan left
     BLOCKED       the agent said it is blocked, the hard gate was reached, the planner gave
-                  no valid plan, or the agent CLI cannot work (auth, not installed,
-                  outage): a person must act
+                  no valid plan, a plan waits for approval, the reviewer still requests
+                  changes, the agent CLI cannot work (auth, not installed, outage), or a
+                  pull request's session ended (CI rounds used up, a person's push on its
+                  branch, git or the forge said no): a person must act
     BACKPRESSURE  a STOP file in SYSTEM/, or a disk fuller than `[agent] max_disk_used`
                   (ends the MP); SIGTERM and usage limits are also
                   backpressure but only pause the loop, which resumes later
@@ -193,6 +195,36 @@ RULES: list[_Rule] = [
             f"prompt; any text, e.g. `go on`): {e.answer}.",
         ),
     ),
+    _Rule(  # issue #42: the plan waits for a person
+        _is(BLOCKED, "plan_review"),
+        lambda e: (
+            "agent_plan_review",
+            "the plan waits for approval",
+            e.cert.detail,
+            "Read the plan (the result's Plan section; the dashboard draws it), then answer `approve` to start it, "
+            f"`cancel` to end the MP, or what to change (the planner re-plans with it): {e.answer}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "review_changes"),
+        lambda e: (
+            "agent_review_changes",
+            "the reviewer still requests changes",
+            e.cert.detail,
+            f"Read the reviewer's items (the result's Review section; the work is on branch mp/{e.mp_id}); make them "
+            f"clearer in the MP or raise `[agent] review_rounds`, {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "review_failed"),
+        lambda e: (
+            "agent_review_failed",
+            "the reviewer gave no verdict",
+            e.cert.detail,
+            "Make `[agent.reviewer]` answer (its prompt and output are in the run's agent/REVIEW-<n>/; it runs "
+            f"read-only under bubblewrap: `mp-engine doctor` tests the sandbox), {e.resend}.",
+        ),
+    ),
     _Rule(
         _is(BLOCKED, "hard_gate"),
         lambda e: (
@@ -240,6 +272,24 @@ RULES: list[_Rule] = [
             f"Give the token the permission the detail names (docs/PULL_REQUESTS.md), then {e.resend}.",
         ),
     ),
+    _Rule(
+        _is(BLOCKED, "pull_request_git"),
+        lambda e: (
+            "pull_request_git",
+            "git failed on the pull request's branch",
+            e.cert.detail,
+            f"Fix what git names (the repository's remote, or the engine's mirror of it), {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "pull_request_forge"),
+        lambda e: (
+            "pull_request_forge",
+            "the forge refused a call of the pull request",
+            e.cert.detail,
+            f"Read the forge's answer, fix the repository's settings or the token it names, {e.resend}.",
+        ),
+    ),
     _Rule(  # the agent CLI could not work: its fix comes with the record (calling.fatal)
         lambda c: c.type == BLOCKED and c.reason.startswith("agent_") and c.reason != "agent_blocked",
         lambda e: (
@@ -258,6 +308,16 @@ RULES: list[_Rule] = [
             f"Answer it{e.asked}: {e.answer}.",
         ),
         own_fix=True,
+    ),
+    _Rule(  # issue #42: `on_budget = "end"`
+        _is(BACKPRESSURE, "budget"),
+        lambda e: (
+            "agent_budget",
+            "the engine's agent budget is spent",
+            e.cert.detail,
+            "Wait for the reset the detail names, or raise `[agent] daily_cost_usd` / `monthly_cost_usd` (or set "
+            f'`on_budget = "wait"` so MPs wait for the reset), {e.resend}.',
+        ),
     ),
     _Rule(
         _is(BACKPRESSURE, "disk_usage"),

@@ -17,6 +17,7 @@ from mp_engine.agent.judge.checks import iter_check
 from mp_engine.agent.memory import lessons
 from mp_engine.agent.plan.decompose import Plan
 from mp_engine.agent.progress import Progress
+from mp_engine.agent.run import gates, limits
 from mp_engine.agent.run.report import sections
 from mp_engine.agent.run.workbranch import Landing, WorkBranch
 from mp_engine.agent.scope import RunScope
@@ -183,6 +184,7 @@ class Publisher:
             "pending": state.campaign.pending,
             "replans": state.campaign.replans,
             "drift_checks": state.campaign.drift_checks,
+            **gates.progress(state, self.mp),
         }
         data["residual_history"] = state.history
         data["usage"] = state.usage.to_dict()
@@ -202,11 +204,20 @@ class Publisher:
         self.publish(state)
         return ExecResult(status="interrupted")
 
-    def wait(self, state: RunState, kind: str, reason: str, resume_at: str, *, announced: bool = False) -> ExecResult:
+    def wait(
+        self, state: RunState, kind: str, reason: str, resume_at: str, *, announced: bool = False, polled: bool = False
+    ) -> ExecResult:
         """BACKPRESSURE that pauses: persist `resume_at`; the engine re-enters after it.
-        `announced`: the pause's event was emitted already (a level's usage limit, when hit)."""
-        self.progress.pause(kind, reason, resume_at)
-        if not announced:
+        `announced`: the pause's event was emitted already (a level's usage limit, when hit).
+        `polled`: a wait the run looks at again at each entry (a pull request's CI, the forge
+        or a remote away): said once when it begins and once when it ends (`end_poll`),
+        never per look; the result's `waiting` says `polled`, and `again` for a look that
+        found it going on."""
+        going_on = self.progress.polling()
+        if polled and going_on is not None and going_on["kind"] != kind:
+            self.end_poll(state)  # another wait begins: the one before is over
+        new = self.progress.pause(kind, reason, resume_at, polled=polled)
+        if new and not announced:
             self.run.emit(
                 "micro_task_pause_requested",
                 id="FR-EVT-MT-007",
@@ -216,7 +227,18 @@ class Publisher:
                 resume_at=resume_at,
             )
         self.publish(state)
-        return ExecResult(status="waiting", extra={"waiting": {"kind": kind, "reason": reason, "resume_at": resume_at}})
+        waiting: dict[str, Any] = {"kind": kind, "reason": reason, "resume_at": resume_at}
+        if polled:
+            waiting.update(polled=True, **({} if new else {"again": True}))
+        return ExecResult(status="waiting", extra={"waiting": waiting})
+
+    def end_poll(self, state: RunState) -> None:
+        """The polled wait that went on is over (CI said its word, the forge or the remote
+        is back): the run says it resumed, once (FR-EVT-MT-008)."""
+        ended = self.progress.end_poll()
+        if ended is not None:
+            self.run.emit("micro_task_resumed", id="FR-EVT-MT-008", **where(state), after=ended["kind"])
+            self.progress.save()
 
     def cancelled(self, state: RunState) -> ExecResult:
         """Stopped by a cancel request, between or during iterations: the partial work
@@ -266,7 +288,11 @@ class Publisher:
         extra = self._extra(state, ctx, landing, commits, distilled)
         if c.type in (cert.EXACT, cert.UNVERIFIED):
             return ExecResult(status="completed", checks=checks, extra=extra)
-        if c.type == cert.BLOCKED and c.reason in ANSWERABLE and c.mt:  # a person can answer: the run goes on
+        if c.reason == "plan_cancelled":  # a person answered `cancel` to the plan: no halt (issue #42)
+            return ExecResult(status="cancelled", checks=checks, extra=extra)
+        if (plan := gates.answerable(state, self.mp)) is not None:  # a plan waits for approval
+            extra["answerable"] = plan
+        elif c.type == cert.BLOCKED and c.reason in ANSWERABLE and c.mt:  # a person can answer: the run goes on
             extra["answerable"] = {"mt": c.mt, "question": c.detail}
         diagnosis = cert.diagnosis(c, self.mp.mp_id, fix=state.fatal_fix)
         res = ExecResult(status="failed", checks=checks, diagnosis=diagnosis, extra=extra)
@@ -316,9 +342,14 @@ class Publisher:
                 *sections(c, state, state.plan, self.run_rel, pauses, distilled, commits, carried),
             ],
         }
+        extra.update(gates.result(state))  # plan approval and the reviewer (issue #42)
+        extra["agent"]["approvals"] = extra.pop("approvals", [])
+        extra["sections"] += gates.sections(state, self.run_rel)
         if extra["lessons"]:  # finalize adds them to SYSTEM/memory.md
             body = "\n".join(f"- {ln}" for ln in extra["lessons"])
             extra["sections"].append({"title": "Lessons for SYSTEM/memory.md", "body": body})
+        extra["protected"], extra["budget"] = limits.protected(state), limits.budget(self.run.spending, state)
+        extra["sections"] += limits.sections(extra["protected"], extra["budget"])  # issue #42
         if self.lander is not None:  # the repository the work is on, and its pull request
             extra["pull_request"] = self.lander.result()
         confined = sandbox_summary(ctx.config.agent)

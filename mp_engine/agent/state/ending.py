@@ -132,8 +132,9 @@ def settle(s: RunState) -> list[Effect]:
 
 
 def finish(s: RunState) -> None:
-    """Every task ended: the run's certificate (a planned MP's final drift check first)."""
-    if not s.failures and campaign.verify_at_end(s):
+    """Every task ended: the run's certificate (a planned MP's final drift check first, then
+    the reviewer's review)."""
+    if not s.failures and (campaign.verify_at_end(s) or campaign.review_due(s)):
         return
     if s.failures:
         s.final = replace(s.failures[0], residual_history=list(s.history))

@@ -23,6 +23,8 @@ class RecordKind(StrEnum):
     INTEGRATE = "integrate"
     ANSWER = "answer"
     CI = "ci"  # CI's verdict on a push of the work branch, on a pull request (issue #41)
+    REVIEW = "review"  # the reviewer's verdict on the verified work (issue #42)
+    PR_REVIEW = "pr_review"  # comments on that pull request from people who may steer (issue #41)
     FATAL = "fatal"
 
 
@@ -49,6 +51,7 @@ class Pending(StrEnum):
 
     PLAN = "plan"  # a planning round
     DRIFT = "drift"  # a drift check
+    REVIEW = "review"  # the reviewer reviews the verified work before it lands (issue #42)
 
 
 class EffectKind(StrEnum):

@@ -73,7 +73,7 @@ def test_logs_follow_keeps_every_line_across_rotation(ws, tmp_path, monkeypatch)
 
 
 def test_the_last_lines_of_a_big_log_are_read_from_its_end(ws):
-    """Issue #45 (bench figure 22): `logs -n 50` read the whole current log, 10 MiB after
+    """Issue #45 (bench figure 25): `logs -n 50` read the whole current log, 10 MiB after
     weeks of operation, to show its last 50 lines. It reads blocks from the end now."""
     import tracemalloc
 

@@ -151,7 +151,7 @@ def test_the_page_names_its_icon(ws):
 
 
 def test_the_history_page_shows_the_newest_hundred_runs_and_says_how_many_there_are(ws, monkeypatch):
-    """Issue #45 (bench figure 22): the page showed every run up to 1,000, so at 10,000
+    """Issue #45 (bench figure 25): the page showed every run up to 1,000, so at 10,000
     archived runs it cost 28 times what it cost at 100. It shows the newest 100 by default."""
     import shutil
 
@@ -174,3 +174,41 @@ def test_every_answer_forbids_framing_inline_script_referrers_and_sniffing(ws, p
         policy = r.headers["content-security-policy"]
         assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy and "'unsafe-inline'" not in policy
         assert r.headers["referrer-policy"] == "no-referrer" and r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_page_and_the_state_show_the_budgets_spent(ws):
+    """Issue #42: spend today and this month against `[agent] daily_cost_usd` and
+    `monthly_cost_usd`, every MP's and every fleet worker's calls together."""
+    from mp_engine.record.spend import SPEND_FILE, SpendLog
+
+    text = ws.config_file.read_text()
+    ws.config_file.write_text(text.replace("[agent]\n", "[agent]\ndaily_cost_usd = 1.0\nmonthly_cost_usd = 20.0\n", 1))
+    SpendLog(ws.local_dir / SPEND_FILE).charge("run/k", 1.25, mp="MP-1")
+    _, client = app_for(ws)
+    budget = client.get("/api/v1/state").json()["budget"]
+    assert budget["day"]["spent_usd"] == 1.25 and budget["day"]["left_usd"] == 0.0
+    page = client.get("/").text
+    assert '<span class="bad">$1.2500 of $1.0 today</span>' in page and "$1.2500 of $20.0 this month" in page
+    assert 'aria-label="agent spend per day this month"' in page and 'class="limit"' in page  # the plot
+    assert budget["days"] == [{"day": budget["day"]["key"], "usd": 1.25}]
+
+
+def test_a_pull_request_is_linked_with_its_ci_state_while_ci_runs_and_after(ws, tmp_path, monkeypatch):
+    from tests.unit.agent.run.repos import BRANCH, MP, engine, git, until_done
+
+    eng, forge, bare = engine(ws, tmp_path, monkeypatch, review_poll=3600)
+    drop(ws, MP)
+    res = eng.tick()
+    while res.action != "waiting" or not git(bare, "branch", "--list", BRANCH):
+        res = eng.tick()
+    _, client = app_for(ws)
+    page = client.get("/").text
+    link = '<a class="pr-link" href="https://github.com/me/app/pull/1">#1</a>'
+    assert link in page and "waiting for CI" in page and "CI rounds 0 of 2" in page
+    assert client.get("/api/v1/state").json()["agent"]["pull_request"]["number"] == 1
+    assert until_done(eng, forge, bare).action == "completed"
+    page = client.get("/").text
+    assert link in page and '<b class="pr-ci">passed</b>' in page and "review rounds 0 of 3" in page, page
+    assert 'id="for-review"' in page  # waiting for review now
+    run = client.get("/api/v1/state").json()["last_mp"]["run_id"]
+    assert link in client.get(f"/runs/{run}").text

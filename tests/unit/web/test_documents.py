@@ -104,7 +104,7 @@ def test_with_git_on_the_state_has_the_channel_the_last_sync_and_the_heartbeat(t
 
 
 def test_the_archive_is_listed_again_only_when_its_directory_changed(ws, monkeypatch):
-    """Issue #45 (bench figure 22): at 10,000 runs, listing SYSTEM/runs was most of what a
+    """Issue #45 (bench figure 25): at 10,000 runs, listing SYSTEM/runs was most of what a
     history page cost. The names are kept until the directory's mtime moves; a listing
     taken just after a change is not kept (a second change in the same tick)."""
     import os
