@@ -110,7 +110,7 @@ def processes(site: Any) -> list[str]:
     out = []
     for p in psutil.process_iter(["pid", "cmdline", "cwd"]):
         info = p.info
-        if info["pid"] in ours:
+        if info["pid"] in ours or (daemon and spawned_by(p, daemon)):  # one it started since the listing
             continue
         cmd = " ".join(info.get("cmdline") or [])[:120]
         m = marked(info["pid"], site.runs_prefix)
@@ -120,6 +120,15 @@ def processes(site: Any) -> list[str]:
         elif (info.get("cwd") or "").startswith(str(site.root)):
             out.append(f"process {info['pid']} ({cmd}) in the workspace")
     return out
+
+
+def spawned_by(p: psutil.Process, pid: int) -> bool:
+    """Whether `pid` is among `p`'s ancestors now (a process gone meanwhile counts: it
+    left nothing behind)."""
+    try:
+        return any(a.pid == pid for a in p.parents())
+    except psutil.Error:
+        return True
 
 
 # -- results -------------------------------------------------------------------------------------

@@ -168,3 +168,30 @@ def test_nothing_left_behind_means_no_queued_mp_either(tmp_path):
 def test_a_run_that_ended_before_the_disk_filled_is_not_explained_by_it():
     assert check.overlaps((1.0, 2.0), (1.5, 3.0)) and not check.overlaps((1.0, 2.0), (2.5, 3.0))
     assert check.overlaps((1.0, None), (time.time(), time.time())) and not check.overlaps((None, 2.0), (0.0, 5.0))
+
+
+def test_a_git_the_daemon_starts_while_the_checker_looks_is_not_an_orphan(tmp_path, monkeypatch):
+    """The short soak reported the daemon's own `git ls-remote` as left behind: it started
+    after the checker listed the daemon's children. Its ancestry says whose it is."""
+    import subprocess
+    from types import SimpleNamespace
+
+    import psutil
+
+    daemon = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], cwd=tmp_path)
+    try:
+        site = SimpleNamespace(engine=SimpleNamespace(pid=daemon.pid), root=tmp_path, runs_prefix=f"{tmp_path}/runs/")
+        check_wait = time.monotonic() + 10
+        while not psutil.Process(daemon.pid).children() and time.monotonic() < check_wait:
+            time.sleep(0.01)
+        monkeypatch.setattr(psutil.Process, "children", lambda self, recursive=False: [])  # listed before it began
+        assert check.processes(site) == []
+        stray = subprocess.Popen(["sleep", "30"], cwd=tmp_path)  # not the daemon's: reported
+        try:
+            assert [line.split(" (")[0] for line in check.processes(site)] == [f"process {stray.pid}"]
+        finally:
+            stray.kill()
+            stray.wait()
+    finally:
+        daemon.kill()
+        daemon.wait()
