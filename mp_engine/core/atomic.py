@@ -90,28 +90,35 @@ def atomic_write_json(path: Path, obj: Any, *, durable: bool = True) -> None:
     atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", durable=durable)
 
 
+def fsync_file(path: Path) -> None:
+    """fsync one file's content (not its directory entry)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def make_durable(*paths: Path) -> None:
     """fsync each file or directory, then each parent directory once (after non-durable writes)."""
     parents: dict[Path, None] = {}
     for path in paths:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(path)
         parents[Path(path).parent] = None
     for parent in parents:
         fsync_dir(parent)
 
 
-def append_durable(path: Path, line: str, *, durable: bool = True) -> None:
-    """Append one line (a newline is added) with O_APPEND and (unless `durable=False`) fsync it."""
+def append_durable(path: Path, line: str, *, durable: bool = True) -> int:
+    """Append one line (a newline is added) with O_APPEND and (unless `durable=False`) fsync
+    it; return the file's size afterwards."""
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, data)
         if durable:
             os.fsync(fd)
+        return os.fstat(fd).st_size
     finally:
         os.close(fd)
 

@@ -102,3 +102,55 @@ def test_a_ledger_with_wrong_fields_does_not_load(tmp_path):
     with pytest.raises(ValidationError):
         Ledger.load(bad)
     assert StepStatus("pending") is StepStatus.PENDING
+
+
+def _fsynced(monkeypatch) -> list[str]:
+    """The paths os.fsync is called on from now on (files and directories)."""
+    import os
+
+    paths: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: paths.append(os.readlink(f"/proc/self/fd/{fd}")) or real(fd))
+    return paths
+
+
+def test_deferred_transitions_are_flushed_as_journal_lines_with_one_fsync(ledger, monkeypatch):
+    """The agent loop's checkpoint: no rewrite of ledger.json, one fsync of the journal
+    (and of its directory the first time in a generation)."""
+    ledger.durable, ledger.deferred = False, True
+    before = ledger.path.read_bytes()
+    fsyncs = _fsynced(monkeypatch)
+    for i in (1, 2):
+        step = ledger.ensure_step(f"MT-00{i}_iter-001", "agent", "k")
+        ledger.start(step)
+        ledger.spawned(step, 70 + i, None)
+        ledger.finish(step, ok=True, output_ref="x")
+        ledger.flush(durable=True)
+        assert on_disk(ledger)["steps"][i - 1]["status"] == "completed"
+    assert ledger.path.read_bytes() == before  # journal lines only
+    jpath, folder = str(journal.journal_path(ledger.path)), str(ledger.path.parent)
+    assert fsyncs == [jpath, folder, jpath]  # the journal twice, its directory once
+    ledger.flush(durable=True)  # nothing deferred: the journal is fsynced, nothing is written
+    assert fsyncs[3:] == [jpath] and len(journal.journal_path(ledger.path).read_text().splitlines()) == 4
+
+
+def test_a_checkpoint_makes_a_rewrite_that_skipped_fsync_durable(ledger, monkeypatch):
+    """A rewrite of ledger.json without fsync (a step released, the journal folded) in the
+    agent loop's batch mode: the next checkpoint fsyncs its content and the directory,
+    or a power loss could leave the renamed file empty while the journal's lines of its
+    generation survive."""
+    ledger.durable, ledger.deferred = False, True
+    step = ledger.ensure_step("MT-001_iter-001", "agent", "k")
+    ledger.start(step)
+    fsyncs = _fsynced(monkeypatch)
+    ledger.save()  # as `AgentSteps.release` does in batch mode: not fsynced
+    assert fsyncs == []
+    ledger.flush(durable=True)  # nothing deferred since, no journal: the rewrite itself
+    assert fsyncs == [str(ledger.path), str(ledger.path.parent)]
+    ledger.flush(durable=True)  # synced already: nothing more
+    assert len(fsyncs) == 2
+    ledger.save()
+    ledger.start(ledger.ensure_step("MT-002_iter-001", "agent", "k2"))  # deferred
+    ledger.flush(durable=True)  # the new generation's journal, then the rewrite before it
+    assert fsyncs[2:] == [str(journal.journal_path(ledger.path)), str(ledger.path), str(ledger.path.parent)]
+    assert [s["status"] for s in Ledger.load(ledger.path).model.model_dump()["steps"]] == ["in_progress"] * 2
