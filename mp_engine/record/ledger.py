@@ -163,13 +163,14 @@ class Ledger:
         )
 
     @_locked
-    def save(self, *, durable: bool | None = None) -> None:
-        """Rewrite ledger.json whole, as a new journal generation, and drop the journal."""
+    def save(self, *, durable: bool | None = None, dir_sync: bool = True) -> None:
+        """Rewrite ledger.json whole, as a new journal generation, and drop the journal
+        (`dir_sync`: as in `atomic_write`)."""
         self.model.journal_gen += 1
         self._dirty.clear()
         durable = self.durable if durable is None else durable
-        atomic_write(self.path, self.dumps(), durable=durable)
-        self._unsynced = not durable
+        atomic_write(self.path, self.dumps(), durable=durable, dir_sync=dir_sync)
+        self._unsynced = not (durable and dir_sync)
         journal.remove(self.path)  # its lines are of the older generation: ignored if it stays
 
     @_locked
@@ -216,6 +217,16 @@ class Ledger:
         if due:
             fsync_dir(self.path.parent)  # the journal file itself must survive, not only its lines
             self._dir_synced_gen = self.model.journal_gen if exists else self._dir_synced_gen
+
+    def open_journal(self) -> None:
+        """Create this generation's (empty) journal, for `journal_entry_durable`."""
+        journal.journal_path(self.path).touch()
+
+    def journal_entry_durable(self) -> None:
+        """The journal's directory entry was fsynced (with a new run's): appends to it need
+        no directory fsync of their own."""
+        if journal.journal_path(self.path).exists():
+            self._dir_synced_gen = self.model.journal_gen
 
     # -- steps ----------------------------------------------------------------------
 
@@ -297,8 +308,11 @@ class Ledger:
 
     @_locked
     def close(self) -> None:
+        """The run is done. Its content fsynced (never a torn ledger, which would count as
+        an unfilled run), the rename not: a power loss may take it back to `finishing`,
+        and finalizing, idempotent, is done again (pipeline/finalize.py)."""
         self.model.status = "closed"
-        self.save()
+        self.save(dir_sync=False)
 
     def recover(self, artifact_dir: Path, reason: str) -> Recovery:
         """The spec's CrashRecoveryProcedure for this ledger.
