@@ -95,6 +95,25 @@ def atomic_write_json(path: Path, obj: Any, *, durable: bool = True, dir_sync: b
     atomic_write(path, text, durable=durable, dir_sync=dir_sync)
 
 
+def atomic_link(source: Path, path: Path) -> bool:
+    """Replace `path` with a hard link to `source` (a link under a temp name, renamed over
+    `path`: a reader sees the old file or the new one): the same bytes, with nothing to
+    write and nothing to fsync but the directory. False where the file system has no hard
+    links (the caller writes a copy)."""
+    path = Path(path)
+    tmp = path.parent / f".{path.name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        os.link(source, tmp)
+    except OSError:
+        return False
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return True
+
+
 def fsync_file(path: Path) -> None:
     """fsync one file's content (not its directory entry)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
