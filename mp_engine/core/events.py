@@ -55,7 +55,16 @@ class EventLog:
         # the run, bounded by the run, while this log stays on the host (committing it made
         # every commit and push grow with the log, up to its rotation bound).
         self.tee: Path | None = None
-        self._synced_ino = -1  # the log file whose directory entry `sync` made durable
+        # The log file whose directory entry is durable: one found at start was made so by
+        # the first `sync` of the engine that created it (one that crashed before that
+        # leaves an entry a power loss may take, and with it a record, never state).
+        self._synced_ino = self._inode()
+
+    def _inode(self) -> int:
+        try:
+            return os.stat(self.path).st_ino
+        except OSError:
+            return -1
 
     def rotate_at(self, max_bytes: int, keep: int, archive_dir: Path) -> None:
         """Rotate into `archive_dir` before a line would take the file past `max_bytes`."""

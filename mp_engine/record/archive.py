@@ -68,8 +68,9 @@ class RunArchive:
 
     def make_durable(self, ledger: Ledger | None = None) -> None:
         """fsync what `create_run` wrote: the MP copy, the ledger, the run directory and its
-        entry; the (empty) journal's entry with them, which `ledger` is told."""
-        make_durable(*(p for p in (self.mp_copy, self.ledger_path, self.steps_dir) if p.exists()), self.dir)
+        entry; the (empty) journal's entry and `steps/` with them (an empty directory needs
+        only its parent's fsync), which `ledger` is told."""
+        make_durable(*(p for p in (self.mp_copy, self.ledger_path) if p.exists()), self.dir)
         if ledger is not None:
             ledger.journal_entry_durable()
 

@@ -126,3 +126,8 @@ def test_sync_fsyncs_the_log_and_its_directory_only_for_a_new_file(tmp_path: Pat
     calls.clear()
     log.sync()
     assert calls == [str(log.path), str(tmp_path)]
+    again = EventLog(log.path)  # the next engine: the file's entry was made durable before it
+    again.emit("restarted")
+    calls.clear()
+    again.sync()
+    assert calls == [str(log.path)]
