@@ -48,6 +48,9 @@ BENCHES = {
     "dashboard": ("bench.dashboard:run", 40, 12),  # requests per figure; a fifth of them browser updates
     "sandbox": ("bench.sandbox:run", 60, 20),  # trivial calls and checks, each way
     "pullrequest": ("bench.pullrequest:run", 30, 8),  # pushes opened as pull requests; one CI wait
+    "gates": ("bench.gates:run", 30, 8),  # protected-path looks and budget checks (issue #42)
+    "eval": ("bench.evalrun:run", 2, 1),  # a 16-task eval with a 1 s agent, serially and 4 at once
+    "evaldemo": ("bench.evalrun:run_demo", 1, 1),  # the demo set, init --agent claude, a scripted 1 s model
 }
 
 START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"

@@ -88,17 +88,18 @@ def configure(
     git_repo: bool = True,
     planner: dict[str, Any] | None = None,
     reflector: dict[str, Any] | None = None,
+    reviewer: dict[str, Any] | None = None,
     **opts: Any,
 ) -> None:
     """Replace the template's [agent] section with these settings and levels (and a
-    planner and reflector level); make the workspace a git repository with a first commit
+    planner, reflector and reviewer level); make the workspace a git repository with a first commit
     (an agent MP works on a branch) unless it is one already or `git_repo` is false."""
     text = ws.config_file.read_text()
     text = text[: text.index("[agent]")] if "[agent]" in text else text
     lines = ["[agent]", *(f"{k} = {toml_value(v)}" for k, v in opts.items())]
     for lv in levels:
         lines += ["", "[[agent.levels]]", *(f"{k} = {toml_value(v)}" for k, v in lv.items())]
-    for role, lv in (("planner", planner), ("reflector", reflector)):
+    for role, lv in (("planner", planner), ("reflector", reflector), ("reviewer", reviewer)):
         if lv is not None:
             lines += ["", f"[agent.{role}]", *(f"{k} = {toml_value(v)}" for k, v in lv.items())]
     ws.config_file.write_text(text + "\n".join(lines) + "\n")

@@ -19,7 +19,7 @@ from mp_engine.agent.judge.checks import CheckRun, iter_check
 from mp_engine.agent.plan.decompose import decompose
 from mp_engine.agent.run.answers import add as add_answer
 from mp_engine.agent.run.answers import received as answers_received
-from mp_engine.agent.run.attempt import Attempt, AttemptOutcome, Runner, call, judge
+from mp_engine.agent.run.attempt import Attempt, AttemptOutcome, Runner, call, judge, protect
 from mp_engine.agent.run.loop import Dispatch
 from mp_engine.agent.run.parts import WorkspaceParts, workspace_parts
 from mp_engine.agent.run.steps import AgentSteps
@@ -57,5 +57,6 @@ __all__ = [
     "installed_version",
     "iter_check",
     "judge",
+    "protect",
     "workspace_parts",
 ]

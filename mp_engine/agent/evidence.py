@@ -169,6 +169,15 @@ class Worktree:
         self._counts[(base, head)] = n
         return n
 
+    def diff(self, base: Snapshot) -> str:
+        """The whole diff since `base` (commits and uncommitted changes; new untracked files
+        by name), for a reviewer to read (issue #42)."""
+        if not self.is_git:
+            return self.diffstat(base, self.snapshot())
+        text = self._git("diff", "--no-color", base.head or EMPTY_TREE, "--", *PATHSPEC)
+        untracked = self.snapshot().untracked
+        return text + "".join(f"new untracked file: {p}\n" for p in untracked)
+
 
 class IterationEvidence:
     """The evidence directory of one iteration and its SHA-256 manifest."""

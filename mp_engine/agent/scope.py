@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mp_engine.agent.evidence import Snapshot, Worktree
 
 if TYPE_CHECKING:  # the scope is at the bottom of agent/: every room takes it whole
+    from mp_engine.agent.call.budget import Spending
     from mp_engine.agent.call.limiter import CallLimiter
     from mp_engine.agent.run.steps import AgentSteps
     from mp_engine.config.agent import AgentConfig
@@ -29,6 +30,9 @@ class RunScope:
     limiter: CallLimiter
     learnings: Path  # agent/learnings.md of the run
     memory: str = ""  # the run's snapshot of SYSTEM/memory.md (memory/lessons.py)
+    spending: Spending | None = (
+        None  # the engine's budgets (call/budget.py); None on a fleet worker: the engine holds them
+    )
 
     @property
     def mp(self) -> MicroProject:

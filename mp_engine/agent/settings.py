@@ -1,5 +1,5 @@
 """An agent MP's own settings (docs/AGENT.md, "Per-MP settings"): its headers
-`Max-Iterations:`, `Levels:`, `Wall-Budget:` and `Max-Cost-USD:` over `[agent]`, for this
+`Max-Iterations:`, `Levels:`, `Wall-Budget:`, `Max-Cost-USD:` and `Plan: review` over `[agent]`, for this
 MP only. A header may lower a limit the operator marked as a ceiling (`[agent] ceilings`),
 never raise it; `Levels:` keeps a subset of the chain, in the chain's order. What cannot
 apply is an `InvalidMPError` with the fix, so the MP is refused before it starts."""
@@ -32,6 +32,8 @@ def for_mp(cfg: AgentConfig, mp: MicroProject) -> AgentConfig:
         update[key] = value
     if "Levels" in mp.headers:
         update["levels"] = _levels(cfg, mp)
+    if mp.headers.get("Plan") == "review":  # planned, and the plan waits for a person (issue #42)
+        update["plan_review"] = True
     return cfg.model_copy(update=update) if update else cfg
 
 

@@ -7,6 +7,8 @@ and the one command that acts on it. Pure: an event record in, an `Alert` (or No
     mp_cancelled                 cancelled
     engine_stopped, engine_stalled  engine_down
     sync_push_refused            push_refused
+    campaign_drift_check         drift    (only when it found drift: the campaign's notification)
+    budget_spent                 budget   (once per day or month: the engine's spend log says)
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# An MP that ended asking a person (a task said it is blocked, the hard gate, NEED_INFO):
+# An MP that ended asking a person (a task said it is blocked, the hard gate, NEED_INFO, a
+# plan that waits for approval):
 # its halt is a question, not a failure.
-BLOCKED_KINDS = frozenset({"agent_blocked", "agent_hard_gate", "agent_need_info"})
+BLOCKED_KINDS = frozenset({"agent_blocked", "agent_hard_gate", "agent_need_info", "agent_plan_review"})
 
 
 @dataclass
@@ -118,6 +121,19 @@ class Rules:
                 None,
                 e,
             )
+        if name == "campaign_drift_check" and e.get("drift"):
+            return drift(e, mp, root)
+        if name == "budget_spent":  # issue #42: sent once per period (record/spend.py)
+            waits = "agent calls wait until" if e.get("on_budget") == "wait" else "agent MPs end until"
+            return Alert(
+                "budget",
+                f"mp-engine: the {e.get('period')}'s agent budget is spent",
+                f"Every MP's agent calls cost ${e.get('spent_usd')} this {e.get('period')} ({e.get('key')}), the "
+                f"budget is ${e.get('limit_usd')}: {waits} {e.get('resets_at')}.",
+                f"wait for the reset, or raise `[agent] {'daily' if e.get('period') == 'day' else 'monthly'}_cost_usd`",
+                mp,
+                e,
+            )
         if name == "sync_push_refused":
             return Alert(
                 "push_refused",
@@ -128,3 +144,21 @@ class Rules:
                 e,
             )
         return None
+
+
+def drift(e: dict[str, Any], mp: str | None, root: str) -> Alert:
+    """A drift check that found drift (issue #44: the campaign notifies a person, "Campaign
+    drifted from goal. Re-planning..."): what it found; the engine re-plans by itself, or
+    the MP ends DIVERGED and its halt is an alert of its own."""
+    found = [f"{', '.join(e.get('regressed') or [])} regressed"] if e.get("regressed") else []
+    if e.get("reflector") == "drifted":
+        found.append(f"the reflector says the work drifted: {e.get('why') or '(no reason given)'}")
+    return Alert(
+        "drift",
+        f"mp-engine: {mp} drifted from its goal",
+        f"The drift check at {e.get('at')} % of {mp}'s tasks found drift: {'; '.join(found) or 'drift'}. "
+        "The engine re-plans while `[agent] max_replans` allows; otherwise the MP ends DIVERGED.",
+        f"nothing yet; `mp-engine status {root}` shows the re-plan",
+        mp,
+        e,
+    )

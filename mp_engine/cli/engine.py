@@ -1,5 +1,5 @@
-"""Running the engine on this host: `run`, `once`, `loop`, `worker`, and a person's say in a run
-(`approve`, `cancel`, `answer`). Each body is `commands/<name>.py`, imported when it runs."""
+"""Running the engine on this host: `run`, `once`, `loop`, `eval`, `worker`, and a person's say in
+a run (`approve`, `cancel`, `answer`). Each body is `commands/<name>.py`, imported when it runs."""
 
 from __future__ import annotations
 
@@ -129,7 +129,13 @@ def answer(root: Path, mp_id: str, text: str | None, file, mt: str | None, timeo
 @click.argument("goal")
 @click.option("--check", "checks", multiple=True, metavar="CMD", help="A bash check the work must pass (repeat).")
 @click.option("--plan", is_flag=True, help="Have the planner level plan the micro-tasks (Plan: auto).")
-def loop(goal: str, checks: tuple[str, ...], plan: bool, root: Path) -> int:
+@click.option(
+    "--max-iterations",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Agent iterations for this goal (Max-Iterations:; default [agent] max_iterations, 30).",
+)
+def loop(goal: str, checks: tuple[str, ...], plan: bool, max_iterations: int | None, root: Path) -> int:
     """Run GOAL with the [agent] chain now, in the foreground, until its checks pass.
 
     Writes the agent MP (GOAL as its text, each --check a Validate check), runs it as
@@ -141,11 +147,69 @@ def loop(goal: str, checks: tuple[str, ...], plan: bool, root: Path) -> int:
     \b
     Example:
       mp-engine loop "Add a --json flag to the status command" \\
-          --check "pytest -q tests/test_status.py" --check "ruff check ."
+          --check "pytest -q tests/test_status.py" --check "ruff check ." --max-iterations 10
     """
     from mp_engine.commands.loop import loop as cmd  # lazy: see cli.py's docstring
 
-    return cmd(root, goal, list(checks), plan, click.echo)
+    return cmd(root, goal, list(checks), plan, click.echo, max_iterations=max_iterations)
 
 
-COMMANDS = (run, once, root_option(loop), worker, approve, cancel, answer)
+@click.command(name="eval")
+@root_option
+@click.argument("tasks", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--demo", is_flag=True, help="The demo set shipped with mp-engine (tiny repositories, a real bug each).")
+@click.option(
+    "--from-history",
+    "history",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="REPO",
+    help="Tasks from REPO's own commits that changed code and tests together.",
+)
+@click.option("--since", metavar="REV", help="--from-history: only commits after REV.")
+@click.option(
+    "-n", "count", type=click.IntRange(1), default=10, show_default=True, help="--from-history: at most N tasks."
+)
+@click.option("--test", "history_test", metavar="CMD", help="--from-history: the test command, with {tests} or {test}.")
+@click.option("--setup", "history_setup", metavar="CMD", default="", help="--from-history: the setup command.")
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="An mp-engine.toml whose agent chain to evaluate (repeat to compare; default: the workspace's).",
+)
+@click.option("--parallel", type=click.IntRange(1, 64), default=1, show_default=True, help="Tasks at once.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="The eval directory (default: SYSTEM/.engine/eval/NAME in a workspace, else ./mp-engine-eval/NAME).",
+)
+@click.option(
+    "--judge-timeout", type=float, default=1800.0, show_default=True, help="Seconds for one setup or test run."
+)
+def eval_(root: Path, tasks: Path | None, configs: tuple[Path, ...], **opts) -> int:
+    """Run a task set through the agent chain and judge it with tests the agent never saw.
+
+    Each task runs as an agent MP in a fresh workspace of its repository at its base commit
+    (`mp-engine once`, archived like any run); the judging tests are applied afterwards, in a
+    copy the agent never saw. The report (resolve rate with its 95 % interval, time, cost,
+    overhead, paired comparisons between configurations) is written to the eval directory.
+    Stopped or killed, the same command goes on with the tasks not judged yet. Exit codes:
+    0 every task judged, 2 usage or configuration error, 4 another eval works in --out,
+    5 stopped first (run it again to go on). docs/EVAL.md.
+
+    \b
+    Examples:
+      mp-engine eval --demo --config cheap.toml --config strong.toml --parallel 2
+      mp-engine eval swe-bench-lite.jsonl --config claude.toml --parallel 4
+      mp-engine eval --from-history ~/src/app --since v1.0 -n 20 --test "python -m pytest -q {tests}"
+    """
+    from mp_engine.eval.command import EvalArgs  # lazy: see the module docstring
+    from mp_engine.eval.command import eval_ as cmd
+
+    return cmd(EvalArgs(root=root, tasks=tasks, configs=configs, **opts), click.echo)
+
+
+COMMANDS = (run, once, root_option(loop), eval_, worker, approve, cancel, answer)

@@ -190,7 +190,26 @@ class Orchestrator:
                 f"an MP whose header has `Approves: {halt.get('mp_id')}` (the approve tool sends one), "
                 "or `mp-engine approve` on the engine host"
             )
+            asked = self._question(str(halt.get("run_id") or ""))
+            if asked is not None:  # it ended asking (a plan that waits for approval, issue #42)
+                report["question"] = asked
+                report["answer_with"] = f"the answer tool with mp_id {halt.get('mp_id')}" + (
+                    ": `approve`, `cancel`, or what to change" if asked.get("kind") == "plan_review" else ""
+                )
         return report
+
+    def _question(self, run_id: str) -> dict[str, Any] | None:
+        """What the halted run asks a person (its result's `answerable`), or None."""
+        if not RUN_ID_RE.match(run_id):
+            return None
+        with self._lock:
+            s, tip = self.sender.at_tip()
+            try:
+                doc = self._result_document(s, tip, run_id)
+            finally:
+                s.close()
+        asked = (doc or {}).get("answerable")
+        return asked if isinstance(asked, dict) else None
 
     def list_results(self, limit: int = 20) -> dict[str, Any]:
         with self._lock:

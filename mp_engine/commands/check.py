@@ -24,7 +24,8 @@ def check(
             require_executable(mp)
         else:
             AgentExecutor().validate(mp)
-            if mp.headers.get("Plan") != "auto":  # a planned MP's tasks come from the planner at run time
+            # A planned MP's tasks come from the planner at run time.
+            if mp.headers.get("Plan") not in ("auto", "review"):
                 micro_tasks = decompose(mp).summary(mp)
     except InvalidMPError as e:
         if as_json:  # a program asked for JSON: it gets JSON, valid or not
@@ -52,7 +53,7 @@ def render(mp: MicroProject, summary: dict, micro_tasks: list[dict]) -> list[str
     lines += [f"  {s['id']}  line {s['line']:<4} {s['what']}" for s in summary["steps"]]
     lines.append(f"checks ({len(mp.checks)}):")
     lines += [f"  {c['id']}  line {c['line']:<4} {c['what']}" for c in summary["checks"]]
-    if mp.executor == "agent" and mp.headers.get("Plan") == "auto":
+    if mp.executor == "agent" and mp.headers.get("Plan") in ("auto", "review"):
         lines.append("micro-tasks: planned at run time by `[agent.planner]` (docs/AGENT.md, Plans)")
     elif mp.executor == "agent":  # the decomposition rule: docs/AGENT.md
         lines.append(f"micro-tasks ({len(micro_tasks)}), each accepted by its checks:")

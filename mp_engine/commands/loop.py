@@ -31,12 +31,15 @@ from mp_engine.record.stateview import read_view
 TITLE_CHARS = 60
 
 
-def compose(goal: str, checks: list[str], plan: bool, now: datetime) -> tuple[str, str, str]:
+def compose(
+    goal: str, checks: list[str], plan: bool, now: datetime, max_iterations: int | None = None
+) -> tuple[str, str, str]:
     """(the MP's id, its title, its text): an agent MP whose id is the time it was written."""
     mp_id = f"MP-{now:%Y%m%d}.{now:%H%M%S}"
     first = next((ln.strip() for ln in goal.splitlines() if ln.strip()), "loop")
     title = first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 3].rsplit(" ", 1)[0] + "..."
     head = [f"# {mp_id} {title}", "Executor: agent", *(["Plan: auto"] if plan else [])]
+    head += [f"Max-Iterations: {max_iterations}"] if max_iterations is not None else []
     body = ["", goal.strip(), ""]
     if checks:
         body += ["## Validate", ""]
@@ -53,6 +56,8 @@ def loop(
     plan: bool,
     echo: Callable[[str], None],
     out: TextIO | None = None,
+    *,
+    max_iterations: int | None = None,
 ) -> ExitCode:
     from mp_engine.commands.once import alone, one_pass
 
@@ -75,7 +80,8 @@ def loop(
             "then run `mp-engine loop` again."
         )
     require_chain(config)
-    mp_id, title, text = compose(goal, checks, plan, datetime.now(UTC))
+    require_within_ceiling(config, max_iterations)
+    mp_id, title, text = compose(goal, checks, plan, datetime.now(UTC), max_iterations)
     here = config.model_copy(
         update={
             "git": config.git.model_copy(update={"enabled": False}),  # pushes nothing
@@ -112,6 +118,17 @@ def require_chain(config: Config) -> None:
             f"the agent chain's commands are not on PATH: {', '.join(missing)}. Install them, or give absolute "
             f"paths in [[agent.levels]] argv of {CONFIG_FILE} (`mp-engine doctor` checks the chain). "
             "Nothing was written."
+        )
+
+
+def require_within_ceiling(config: Config, max_iterations: int | None) -> None:
+    """`--max-iterations` above a ceiling the operator set: refused before anything is
+    written, as the engine would refuse the MP (docs/AGENT.md, Per-MP settings)."""
+    cap = config.agent.max_iterations
+    if max_iterations is not None and "max_iterations" in config.agent.ceilings and max_iterations > cap:
+        raise WorkspaceError(
+            f"--max-iterations {max_iterations} is above the ceiling {CONFIG_FILE} sets ([agent] max_iterations = "
+            f"{cap}, listed in ceilings): ask for at most {cap}, or raise it there. Nothing was written."
         )
 
 

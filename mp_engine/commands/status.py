@@ -17,6 +17,7 @@ from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.terminal import terminal_safe
 from mp_engine.core.workspace import Workspace
 from mp_engine.daemon.health import ago
+from mp_engine.record.spend import line as budget_line
 from mp_engine.views.status import (
     seconds,
     status_report,
@@ -103,7 +104,15 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("halt"):
         h = report["halt"]
         lines.append(f"  halted on:       {paint(h['mp_id'], 'red', bold=True)}: {h['reason']} (since {h['since']})")
-        lines.append(f"  to continue:     send {h['lift_with'][0]}, or run {h['lift_with'][1]}")
+        if h.get("question"):  # a plan that waits for approval (issue #42)
+            plan = h["question"].get("plan") or []
+            lines.append(f"  plan to approve: {len(plan)} micro-task(s)")
+            for t in plan:
+                after = f" (after {', '.join(t['after'])})" if t.get("after") else ""
+                lines.append(f"                   {t['mt_id']}: {t['title']}{after}")
+            lines.append(f"  to continue:     {h['answer_with']}")
+        else:
+            lines.append(f"  to continue:     send {h['lift_with'][0]}, or run {h['lift_with'][1]}")
     p = report.get("pending")
     if p:
         what = p.get("mp_id") or p["kind"]
@@ -135,6 +144,8 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
     if report.get("last_error"):
         e = report["last_error"]
         lines.append(f"  last error:      {paint(e['event'], 'red')} {ago(e['ts'])}: {e['message'][:300]}")
+    if report.get("budget"):
+        lines.append(f"  budget:          {budget_line(report['budget'])}")
     if report.get("stop_file"):
         lines.append(f"  stop file:       {paint(report['stop_file'], 'yellow')}")
     if report.get("config_error"):

@@ -33,11 +33,21 @@ class AgentLevel(Section):
     sandbox_allow_hosts: tuple[str, ...] = Field(
         (), description="host:port this level's calls may reach in the sandbox (its model API)"
     )
+    max_turns: int | None = Field(
+        None,
+        ge=1,
+        description="model turns one call may take (claude's --max-turns, or {max_turns} in argv); the CLI's report is checked",
+    )
 
     @model_validator(mode="after")
     def _runnable(self) -> AgentLevel:
         if self.hard_gate:
             return self
+        if self.max_turns is not None and not _takes_turns(self.argv):
+            raise ValueError(
+                f"level {self.name!r} has max_turns, but its CLI takes no turn limit the engine knows; "
+                "use claude (which gets --max-turns), put {max_turns} in argv where the CLI takes it, or remove max_turns"
+            )
         if not self.argv:
             raise ValueError(f"level {self.name!r} has no argv; give the agent command or set hard_gate = true")
         joined = " ".join(self.argv)
@@ -46,6 +56,13 @@ class AgentLevel(Section):
                 f"level {self.name!r} never passes the prompt; put {{prompt}} or {{prompt_file}} in argv or set stdin = true"
             )
         return self
+
+
+def _takes_turns(argv: tuple[str, ...]) -> bool:
+    """Whether a turn limit can reach this CLI: claude's `--max-turns`, or `{max_turns}` in argv."""
+    return bool(argv) and (
+        argv[0].rsplit("/", 1)[-1] in ("claude", "claude.exe") or any("{max_turns}" in a for a in argv)
+    )
 
 
 def _check_chain(levels: tuple[AgentLevel, ...], where: str) -> None:
@@ -72,6 +89,17 @@ class AgentRoute(Section):
         return self
 
 
+class ModelPrice(Section):
+    """`[agent.prices."MODEL"]`: US dollars per million tokens of a model whose CLI reports tokens only."""
+
+    input: float = Field(ge=0, description="dollars per million input tokens")
+    output: float = Field(ge=0, description="dollars per million output tokens")
+    cache_read: float | None = Field(None, ge=0, description="per million cached input tokens read (default: input)")
+    cache_write: float | None = Field(
+        None, ge=0, description="per million tokens written to the cache (default: input)"
+    )
+
+
 class AgentConfig(Section):
     """The agent executor (issue #4, docs/AGENT.md). An empty chain means NEED_INFO."""
 
@@ -85,6 +113,15 @@ class AgentConfig(Section):
     learnings_max_bytes: int = Field(16384, ge=1024, description="learnings file size that triggers compaction")
     output_tail_bytes: int = Field(2000, ge=100, description="tail of each failing check shown in the next prompt")
     memory: bool = Field(True, description="keep SYSTEM/memory.md: lessons of earlier MPs, in every agent prompt")
+    max_disk_used: float = Field(
+        0.95,
+        gt=0,
+        le=1,
+        description="the run stops (BACKPRESSURE) before an iteration when the workspace's disk is fuller (1: never)",
+    )
+    distill: bool = Field(
+        True, description="write distillation candidates to SYSTEM/distill/ (the spec's `enable_distillation`)"
+    )
     memory_max_bytes: int = Field(
         8192, ge=1024, description="SYSTEM/memory.md's size; the oldest MPs' lessons go first"
     )
@@ -143,6 +180,35 @@ class AgentConfig(Section):
     sandbox_allow_hosts: tuple[str, ...] = Field(
         (), description="host:port every sandboxed call and check may reach (the levels add their own)"
     )
+    # Issue #42: the files that judge the work, and budgets across every MP.
+    protected_paths: tuple[str, ...] = Field(
+        (), description="globs the agent may not change (besides the checks' files and CI configuration)"
+    )
+    daily_cost_usd: float | None = Field(
+        None, gt=0, description="dollars every agent call of every MP may cost in a calendar day"
+    )
+    monthly_cost_usd: float | None = Field(
+        None, gt=0, description="dollars every agent call of every MP may cost in a calendar month"
+    )
+    budget_clock: str = Field(
+        "local", description='the days and months of the budgets: "local" (the host\'s time zone), "UTC" or a zone name'
+    )
+    on_budget: Literal["wait", "end"] = Field(
+        "wait", description="a budget spent: the MP waits for the reset, or ends (BACKPRESSURE)"
+    )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict, description="`[agent.prices.MODEL]`: what tokens cost where a CLI reports no dollars"
+    )
+    # Gates a person and a second model hold (issue #42): docs/AGENT.md, "Plan approval" and "The reviewer".
+    plan_review: bool = Field(
+        False, description="a planned MP's plan waits for a person's `approve` before any task starts (`Plan: review`)"
+    )
+    reviewer: AgentLevel | None = Field(
+        None, description="`[agent.reviewer]`: the level that reviews verified work before it lands (read-only)"
+    )
+    review_rounds: int = Field(
+        1, ge=0, description="times the reviewer's requested changes go back to the tasks they name"
+    )
 
     @model_validator(mode="after")
     def _chain(self) -> AgentConfig:
@@ -153,15 +219,17 @@ class AgentConfig(Section):
         for host in (*self.sandbox_allow_hosts, *(h for lv in self.all_levels() for h in lv.sandbox_allow_hosts)):
             if not host.strip() or " " in host.strip():
                 raise ValueError(f"sandbox_allow_hosts: {host!r} is not host:port (like api.openai.com:443)")
-        for role in ("planner", "reflector"):
+        for role in ("planner", "reflector", "reviewer"):
             lv = getattr(self, role)
             if lv is not None and lv.hard_gate:
-                raise ValueError(f"[agent.{role}] must call an agent; a hard gate cannot plan or reflect")
+                raise ValueError(f"[agent.{role}] must call an agent; a hard gate cannot plan, reflect or review")
+        _check_clock(self.budget_clock)
         return self
 
     def all_levels(self) -> tuple[AgentLevel, ...]:
-        """Every level that may be called: the chain, the routes', the planner, the reflector."""
-        roles = tuple(lv for lv in (self.planner, self.reflector) if lv is not None)
+        """Every level that may be called: the chain, the routes', the planner, the reflector,
+        the reviewer."""
+        roles = tuple(lv for lv in (self.planner, self.reflector, self.reviewer) if lv is not None)
         return (*self.levels, *(lv for r in self.routes for lv in r.levels), *roles)
 
     def sandboxed(self, level: AgentLevel | None = None) -> bool:
@@ -172,3 +240,17 @@ class AgentConfig(Section):
     def wants_sandbox(self) -> bool:
         """Whether anything runs in the sandbox: then it must work on this host."""
         return self.sandboxed() or any(self.sandboxed(lv) for lv in self.all_levels() if not lv.hard_gate)
+
+
+def _check_clock(name: str) -> None:
+    """`budget_clock`: "local", "UTC" or a zone the host knows."""
+    if name in ("local", "UTC"):
+        return
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f'budget_clock: {name!r} is not "local", "UTC" or a time zone name like "Europe/Berlin"'
+        ) from None

@@ -8,7 +8,9 @@ from pydantic import Field
 
 from mp_engine.config.section import Section
 
-AlertKind = Literal["halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused"]
+AlertKind = Literal[
+    "halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused", "drift", "budget"
+]
 ALERT_KINDS: tuple[AlertKind, ...] = get_args(AlertKind)
 
 
@@ -17,7 +19,7 @@ class NotifyConfig(Section):
     `urls`, `urls_env` or `command` is set."""
 
     on: tuple[AlertKind, ...] = Field(
-        ("halt", "blocked", "engine_down", "push_refused"), description="what is worth an alert"
+        ("halt", "blocked", "engine_down", "push_refused", "drift", "budget"), description="what is worth an alert"
     )
     urls: tuple[str, ...] = Field((), description="Apprise URLs: ntfy://, slack://, mailto://, json://, ...")
     urls_env: str = Field(

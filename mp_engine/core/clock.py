@@ -10,6 +10,11 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+def iso_at(epoch: float) -> str:
+    """The epoch second `epoch` as `now_iso` writes a time."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def compact_stamp() -> str:
     """Current time as `20261122T151600Z`, for directory names that sort by time."""
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -40,6 +40,18 @@ def mount_of(path: Path, mounts: Path = Path("/proc/mounts")) -> tuple[str, str]
     return best
 
 
+def used_fraction(path: Path) -> float | None:
+    """How full the file system holding `path` is, as `df` counts it (blocks in use over
+    those an unprivileged process can use), or None when it cannot be read."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    used = st.f_blocks - st.f_bfree
+    usable = used + st.f_bavail
+    return used / usable if usable > 0 else None
+
+
 def describe(path: Path) -> str:
     """`/srv (ext4, 12 KiB free)`, for a diagnosis."""
     mount = mount_of(path)

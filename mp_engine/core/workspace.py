@@ -126,6 +126,12 @@ class Workspace:
         return self.system_dir / LOCAL_DIR
 
     @property
+    def evals_dir(self) -> Path:
+        """Where `mp-engine eval` keeps its evals by default (docs/EVAL.md); the dashboard
+        shows their reports."""
+        return self.local_dir / "eval"
+
+    @property
     def stop_file(self) -> Path:
         """SYSTEM/STOP: while it exists, agent MPs end BACKPRESSURE (docs/AGENT.md)."""
         return self.system_dir / "STOP"

@@ -21,6 +21,7 @@ from mp_engine.core.clock import parse_iso
 from mp_engine.core.errors import StateError
 from mp_engine.daemon.health import SYNC_FAILURES
 from mp_engine.pipeline.engine import Engine
+from mp_engine.record.spend import SPEND_FILE, SpendLog
 
 # Steps run from milliseconds (file blocks) to the step timeout; MPs up to hours.
 STEP_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600)
@@ -62,10 +63,33 @@ class Metrics:
         since.set_function(lambda: _seconds_since(last_sync_ok()))
         halted = Gauge("mp_engine_halted", "1 while the engine is halted on an ERROR awaiting approval", registry=r)
         halted.set_function(self._halted)
+        self._budget_gauges()
         for status in ("COMPLETED", "ERROR"):  # export zeros, so rate() works from the first MP
             self.mps.labels(status)
         for event in SYNC_FAILURES:
             self.sync_failures.labels(event)
+
+    def _budget_gauges(self) -> None:
+        """`mp_engine_budget_remaining_usd{period}` (issue #42): dollars left of each budget
+        set in `[agent]`, read from the spend log when scraped (every MP, every fleet worker)."""
+        agent = self.config.agent
+        limits = {"day": agent.daily_cost_usd, "month": agent.monthly_cost_usd}
+        if all(v is None for v in limits.values()):
+            return
+        log = SpendLog(self.engine.ws.local_dir / SPEND_FILE, agent.budget_clock)
+        left = Gauge(
+            "mp_engine_budget_remaining_usd",
+            "Dollars left of the engine's agent budget this day or month ([agent] daily_cost_usd, monthly_cost_usd)",
+            ["period"],
+            registry=self.registry,
+        )
+
+        def remaining(period: str, cap: float) -> Callable[[], float]:
+            return lambda: max(0.0, cap - log.spent()[period][1])
+
+        for period, limit in limits.items():
+            if limit is not None:
+                left.labels(period).set_function(remaining(period, limit))
 
     def _halted(self) -> float:
         try:

@@ -28,6 +28,7 @@ import structlog
 
 import mp_engine.execute.process as process
 from mp_engine.config.load import Config
+from mp_engine.core.clock import iso_at
 from mp_engine.core.errors import ConfigError, StateError
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.daemon.health import SYNC_FAILURES, progress_of, read_last_sync_ok, record_sync_ok, status_line
@@ -220,6 +221,21 @@ class Supervisor:
             if idle > self.stall_limit:
                 self._stalled(idle)
 
+    def stall_fields(self, msg: str, idle: float, now: float) -> dict[str, Any]:
+        """The `engine_stalled` event's fields: `detail`, and the spec's FR-EVT-WF-RECOVERY
+        fields for a run that went from running to stalled (issue #44): `from_state`,
+        `to_state`, `reason`, `last_heartbeat_ts` (the last proof of progress, RFC 3339),
+        `threshold_secs` (`[watch] stall_limit`), `actor`."""
+        return {
+            "detail": msg,
+            "from_state": "running",
+            "to_state": "stalled",
+            "reason": msg,
+            "last_heartbeat_ts": iso_at(now - idle),
+            "threshold_secs": self.stall_limit,
+            "actor": "system",
+        }
+
     def _stalled(self, idle: float) -> None:
         """Exit non-zero so launchd (KeepAlive SuccessfulExit=false) or systemd restarts us.
 
@@ -234,7 +250,10 @@ class Supervisor:
         )
         log.critical("main loop stalled", idle=round(idle, 1), stall_limit=self.stall_limit, exit_code=ExitCode.STALLED)
         writer = threading.Thread(
-            target=self.engine.events.emit, args=("engine_stalled",), kwargs={"detail": msg}, daemon=True
+            target=self.engine.events.emit,
+            args=("engine_stalled",),
+            kwargs=self.stall_fields(msg, idle, time.time()),
+            daemon=True,
         )
         writer.start()
         writer.join(timeout=2.0)

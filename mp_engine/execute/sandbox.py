@@ -116,12 +116,14 @@ class Sandbox:
                 out += ["--tmpfs", str(p)]
             elif p.exists():
                 out += ["--ro-bind", str(empty_file()), str(p)]
-        if self.gitdirs is not None and not self.read_only:
+        if self.gitdirs is not None:  # a worktree's git directories, where a private /tmp would hide them
             common, own = self.gitdirs
             out += ["--ro-bind", str(common), str(common), "--ro-bind", str(empty_file()), str(common / "config")]
             # The worktree's own git state, and the object store: `git add` (aider adds what it
-            # creates) writes objects; refs, config and hooks stay read-only.
-            out += ["--bind", str(own), str(own), "--bind-try", str(common / "objects"), str(common / "objects")]
+            # creates) writes objects; refs, config and hooks stay read-only. A read-only call
+            # (the reviewer reads `git log`) writes none of them.
+            if not self.read_only:
+                out += ["--bind", str(own), str(own), "--bind-try", str(common / "objects"), str(common / "objects")]
         for p in self.readable:
             out += ["--ro-bind-try", str(p), str(p)]
         out += ["--ro-bind-try" if self.read_only else "--bind-try", str(self.workdir), str(self.workdir)]
@@ -148,6 +150,7 @@ class Sandbox:
             "hidden": [str(p) for p in self.hide],
             "network": list(self.allow_hosts) or "none",
             "pid_namespace": True,
+            **({"read_only": True} if self.read_only else {}),  # the worktree too ([diagnose], the reviewer)
         }
 
 

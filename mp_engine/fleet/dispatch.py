@@ -39,6 +39,7 @@ from mp_engine.agent.api import (
     WorkspaceParts,
     iter_check,
     judge,
+    protect,
 )
 from mp_engine.config.fleet import FleetConfig
 from mp_engine.config.load import Config
@@ -157,7 +158,7 @@ class FleetRunner:
     def _attempt(self, parts: WorkspaceParts, steps: AgentSteps, a: Attempt, done: int) -> AttemptOutcome:
         while True:
             wid = attempt_id(self.ctx.run.run_id, a.mt_id, a.iteration, done + 1)
-            got = self._wait(self._spec(parts, a, wid), parts.caller.stop_now, parts)
+            got = self._wait(self._spec(parts, a, wid), parts.caller.stop_now, parts, a)
             if got != "again":  # "again": it ended without a result, not asked by this engine
                 break
             done = self._gave_back(steps, a, done)
@@ -199,9 +200,9 @@ class FleetRunner:
             max_tries=self.cfg.max_tries,
         )
 
-    def _wait(self, spec: AttemptSpec, stop: threading.Event, parts: WorkspaceParts) -> Any:
-        """The attempt's result; None when stopped; a Call when the fleet failed it;
-        "again" when it ended cancelled or terminated by someone else."""
+    def _wait(self, spec: AttemptSpec, stop: threading.Event, parts: WorkspaceParts, a: Attempt) -> Any:
+        """The attempt's result; None when stopped; a Call when the fleet failed it or the
+        engine's budget refused it; "again" when it ended cancelled or terminated by someone else."""
         mt, backoff = spec.mt_id, 1.0
         handle: WorkflowHandle[Any, Any] | None = None
         result: Future[AttemptResult] | None = None
@@ -212,7 +213,10 @@ class FleetRunner:
                     self._cancel(handle, result)
                     return None
                 if handle is None:
-                    handle = self._start_or_attach(spec, parts)
+                    started = self._start_or_attach(spec, parts, a)
+                    if isinstance(started, Call):  # the engine's budgets hold every worker's calls (issue #42)
+                        return started
+                    handle = started
                     result = self.fleet.submit(handle.result(follow_runs=False))
                     self._where[mt] = f"queued on {spec.queue}"
                 assert result is not None
@@ -252,9 +256,10 @@ class FleetRunner:
                     return None
                 backoff = min(BACKOFF_MAX, backoff * 2)
 
-    def _start_or_attach(self, spec: AttemptSpec, parts: WorkspaceParts) -> WorkflowHandle[Any, Any]:
+    def _start_or_attach(self, spec: AttemptSpec, parts: WorkspaceParts, a: Attempt) -> WorkflowHandle[Any, Any] | Call:
         """The attempt Temporal has under this id (a restarted engine re-attaches), or a
-        new one from the task's worktree as it is now."""
+        new one from the task's worktree as it is now; a `budget` call when the engine's
+        budgets refuse a new one (the spend of every worker is charged here, `_home`)."""
         client = self.fleet.client
         assert client is not None
         handle = client.get_workflow_handle(spec.attempt_id, result_type=AttemptResult)
@@ -265,6 +270,10 @@ class FleetRunner:
         except RPCError as e:
             if e.status != RPCStatusCode.NOT_FOUND:
                 raise
+        spending = parts.run.spending
+        refused = spending.refusal(a.level, spec.prompt) if spending is not None else None
+        if refused is not None:
+            return refused
         workdir = parts.caller.workdir
         spec.commit = snapshot.snapshot(workdir, f"{spec.mp_id} {spec.mt_id} before iteration {spec.iteration}")
         snapshot.push(workdir, self.remote, spec.commit, spec.branch)
@@ -361,13 +370,18 @@ class FleetRunner:
         note = f"[first {got.stdout_omitted} bytes on the worker only]\n" if got.stdout_omitted else ""
         atomic_write(ev.path("stdout.txt"), note + got.stdout, durable=False)
         atomic_write(ev.path("stderr.txt"), got.stderr, durable=False)
-        call = Call.from_dict(got.call)
+        call, spending = Call.from_dict(got.call), parts.run.spending
+        if spending is not None:  # priced with the engine's table, charged once its record is written
+            spending.price(call, a.level)
         if not call.pauses:
             atomic_write_json(
                 ev.path("call.json"),
-                {"idempotency_key": a.step.idempotency_key, "call": got.call, "worker": got.worker},
+                {"idempotency_key": a.step.idempotency_key, "call": call.to_dict(), "worker": got.worker},
                 durable=False,
             )
+        if spending is not None:
+            key = f"{self.ctx.run.run_id}/{a.step.idempotency_key}"
+            spending.charge(key if not call.pauses else f"{key}#{wid}", call, a.level)
         self.ctx.events.emit(
             "fleet_finished",
             mp=self.ctx.mp.mp_id,
@@ -383,7 +397,8 @@ class FleetRunner:
         if got.checks_interrupted:
             return AttemptOutcome(call, checks_interrupted=True)
         checks = [self._check(parts, a, c) for c in got.checks]
-        out = judge(parts, a, call, checks)
+        # What the worker restored, and what the engine finds changed of its own protected set.
+        out = judge(parts, a, call, checks, sorted({*got.protected, *protect(parts, a)}))
         assert out.evidence is not None
         out.evidence.update(worker=got.worker, attempt=wid, tries=got.tries)
         return out

@@ -26,6 +26,7 @@ from mp_engine.agent.api import (
     Snapshot,
     WorkspaceScope,
     call,
+    protect,
     workspace_parts,
 )
 from mp_engine.config.agent import AgentLevel
@@ -200,6 +201,7 @@ class WorkerHost:
         )
         if answer.pauses or answer.ends_run:
             return result
+        result.protected = protect(parts, a)  # the checks run on the base's copy of what judges the work
         runs = parts.checker.run(spec.accepting, spec.step_id)
         if runs is None:
             result.checks_interrupted = True

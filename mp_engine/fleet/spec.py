@@ -80,6 +80,9 @@ class AttemptResult:
     checks: list[CheckOutcome] = field(default_factory=list)
     checks_interrupted: bool = False
     commit: str = ""  # the worker's work, pushed to `branch` (the spec's commit when nothing changed)
+    protected: list[str] = field(
+        default_factory=list
+    )  # files that judge the work the call changed, restored (issue #42)
     started_at: str = ""
     ended_at: str = ""
 

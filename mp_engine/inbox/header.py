@@ -61,8 +61,11 @@ def _executor(value: str) -> str:
 
 def _plan(value: str) -> str:
     value = value.strip().lower()
-    if value not in ("auto", "list"):
-        raise ValueError("must be `auto` (a planner level plans the work) or `list` (one micro-task per list item)")
+    if value not in ("auto", "list", "review"):
+        raise ValueError(
+            "must be `auto` (a planner level plans the work), `review` (it plans, and the plan waits for a "
+            "person's approval) or `list` (one micro-task per list item)"
+        )
     return value
 
 
@@ -116,6 +119,13 @@ def _branch(value: str) -> str:
     return value
 
 
+def _globs(value: str) -> tuple[str, ...]:
+    globs = tuple(g for g in re.split(r"[\s,]+", value.strip()) if g)
+    if not globs:
+        raise ValueError("must name paths or globs the agent may change, like `Allow-Changes: tests/test_api.py`")
+    return globs
+
+
 def _issue_number(value: str) -> int:
     return _positive_int(value.strip().removeprefix("#"))
 
@@ -127,7 +137,7 @@ HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Approves": (_mp_ref, "id of the failed MP this one approves, lifting the halt"),
     "Answers": (_mp_ref, "id of the agent MP that asked a question; this MP's text is the answer, and its run goes on"),
     "Executor": (_executor, "`shell` (default) or `agent`"),
-    "Plan": (_plan, "agent MPs: `auto` (the planner level plans) or `list` (one micro-task per list item)"),
+    "Plan": (_plan, "agent MPs: `auto` (the planner level plans), `review` (and a person approves the plan) or `list`"),
     "Max-Parallel": (_positive_int, "agent MPs: at most this many micro-tasks at once (lowers `[agent] max_parallel`)"),
     "Max-Iterations": (_positive_int, "agent MPs: agent iterations for this MP (`[agent] max_iterations`)"),
     "Levels": (_level_names, "agent MPs: only these levels of the chain, in its order (`Levels: aider, claude`)"),
@@ -136,6 +146,7 @@ HEADER_KEYS: dict[str, tuple[Callable[[str], Any], str]] = {
     "Repo": (_repo_name, "agent MPs: the `[repos.NAME]` repository to work on instead of the channel's"),
     "Base": (_branch, "with `Repo:`: the branch to start from and to land on (the repository's `base` otherwise)"),
     "Issue": (_issue_number, "with `Repo:`: the issue the work answers (`Issue: 12`): linked and commented once"),
+    "Allow-Changes": (_globs, "agent MPs: files that judge the work the agent may change anyway (`tests/**`)"),
 }
 _KEY_LOOKUP = {k.lower(): k for k in HEADER_KEYS}
 

@@ -34,6 +34,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from mp_engine.core.errors import InvalidMPError
+from mp_engine.inbox import expect as expectations
 from mp_engine.inbox.header import HEADER_KEYS, decode, parse_header_line, parse_headers, sha256_hex
 from mp_engine.inbox.lines import BLANKS, Fence, closing_fence, dedent, fence_open, heading, interesting
 from mp_engine.inbox.metric import SYNTAX as METRIC_SYNTAX
@@ -62,6 +63,7 @@ class Block:
     lang: str | None = None  # "bash", "sh" or "py" for commands and checks
     path: str | None = None  # for file blocks
     metric: Metric | None = None  # a Validate check's goal (metric.py)
+    expect: expectations.Expect | None = None  # what a check's output must and must not say (expect.py)
 
     @property
     def step_id(self) -> str:
@@ -277,10 +279,11 @@ class _Body:
         if lang in COMMAND_LANGS:
             seq = self.checks if in_validate else self.steps
             kind: Literal["command", "check"] = "check" if in_validate else "command"
-            goal = self._metric(words[1] if len(words) > 1 else "", i, in_validate)
-            seq.append(
-                Block(kind=kind, index=len(seq) + 1, line=i + 1, body=body, lang=COMMAND_LANGS[lang], metric=goal)
-            )
+            info = words[1] if len(words) > 1 else ""
+            said = self._expect(info, i, in_validate)
+            goal = self._metric(expectations.without(info), i, in_validate)
+            lang_of = COMMAND_LANGS[lang]
+            seq.append(Block(kind, len(seq) + 1, i + 1, body, lang_of, metric=goal, expect=said))
         elif lang == FILE_LANG:
             path = words[1].strip() if len(words) > 1 else ""
             if not path:
@@ -321,6 +324,24 @@ class _Body:
                 mp_id=self.mp_id,
             )
         return goal
+
+    def _expect(self, info: str, i: int, in_validate: bool) -> expectations.Expect | None:
+        """The `stdout_contains="..."` / `stdout_not_contains="..."` of a check's fence (expect.py)."""
+        try:
+            said = expectations.parse(info)
+        except ValueError as e:
+            raise InvalidMPError(
+                str(e), f"Correct the fence at line {i + 1}: {expectations.SYNTAX}.", line=i + 1, mp_id=self.mp_id
+            ) from e
+        if said is not None and not in_validate:
+            raise InvalidMPError(
+                f"the block at line {i + 1} says what its output must contain but is a step, not a check",
+                "Move it under the Validate heading (only checks are judged by their output), or drop "
+                "stdout_contains=/stdout_not_contains= from its fence.",
+                line=i + 1,
+                mp_id=self.mp_id,
+            )
+        return said
 
 
 def _heading(line: str) -> tuple[int, bool]:

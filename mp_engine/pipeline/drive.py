@@ -26,6 +26,7 @@ from mp_engine.record.ledger import Ledger, read_artifact
 from mp_engine.record.outcome import CANCELLED, COMPLETED, ERROR, Outcome
 
 log = structlog.get_logger("mp_engine.pipeline.drive")
+ENDED_AS = {"completed": COMPLETED, "cancelled": CANCELLED}  # an executor's end as the outcome's status
 
 
 def budget(config: Config, mp: MicroProject, run: RunArchive, ledger: Ledger, executor: Executor) -> TimeBudget:
@@ -80,12 +81,11 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         resume_point = next((s.step_id for s in ledger.model.steps if s.status.value != "completed"), None)
         ctx.events.emit("mp_checkpointed", mp=mp.mp_id, run=run.run_id, resume_point=resume_point)
         return TickResult(Action.INTERRUPTED, mp_id=mp.mp_id, run_id=run.run_id)
-    outcome = ended(ledger, run, mp, executor.name, res, COMPLETED if res.status == "completed" else ERROR)
-    outcome.diagnosis, outcome.error_output, outcome.error_output_ref = (
-        res.diagnosis,
-        res.error_output,
-        res.error_output_ref,
-    )
+    outcome = ended(ledger, run, mp, executor.name, res, ENDED_AS.get(res.status, ERROR))
+    if outcome.status == CANCELLED:  # with no cancel request: a person answered `cancel` to a plan (issue #42)
+        ctx.events.emit("mp_cancelled", mp=mp.mp_id, run=run.run_id, source="answer")
+    for carried in ("diagnosis", "error_output", "error_output_ref"):  # what the executor found
+        setattr(outcome, carried, getattr(res, carried))
     if outcome.status == ERROR:
         outcome.halt_token = mp.mp_id
         if ctx.advise is not None and res.diagnosis is not None and not res.extra.get("answerable"):

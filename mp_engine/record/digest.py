@@ -16,12 +16,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mp_engine import __version__
 from mp_engine.core.atomic import append_durable, atomic_write, read_tail
 from mp_engine.core.workspace import RUNS_DIR, SYSTEM_DIR, Workspace
 from mp_engine.record.diagnosis import REFUSED_KIND
 from mp_engine.record.outcome import ERROR, Outcome, StepReport
 
 SCHEMA = "mp-engine/result/1"
+# The versions MP-1.3's own VERSION section gives (its "Protocol Version" and "Specification
+# Version"): what every result says it implements (issue #44).
+PROTOCOL_VERSION = "v1.0"
+SPECIFICATION = "MP-1.3"
 LAST_JSON = "RESULT_last.json"
 INDEX = "results.jsonl"
 INDEX_ROTATED = "results.1.jsonl"
@@ -67,6 +72,9 @@ def _document(o: Outcome, run_rel: str) -> dict[str, Any]:
     d = o.diagnosis
     return {
         "schema": SCHEMA,
+        "specification": SPECIFICATION,
+        "protocol_version": PROTOCOL_VERSION,
+        "engine_version": __version__,
         "mp_id": o.mp_id,
         "mp_sha256": o.mp_sha256,
         "title": o.title,
@@ -96,7 +104,10 @@ def _document(o: Outcome, run_rel: str) -> dict[str, Any]:
         "lessons": o.extra.get("lessons"),  # what it added to SYSTEM/memory.md
         "suggestion": o.extra.get("suggestion"),  # [diagnose] level's opinion: not verified
         "answerable": o.extra.get("answerable"),  # an agent MP that asked: {"mt", "question"}
+        "review": o.extra.get("review"),  # `[agent.reviewer]`'s verdicts (issue #42)
         "pull_request": o.extra.get("pull_request"),  # `Repo:` (issue #41): where the work is, its pull request, CI
+        "protected": o.extra.get("protected"),  # issue #42: files that judge the work the agent changed, restored
+        "budget": o.extra.get("budget"),  # issue #42: the engine's budgets as the run ended
         "notes": o.notes,
     }
 
@@ -114,7 +125,8 @@ def read_result(run_dir: Path) -> dict[str, Any] | None:
     if str(raw.get("schema", "")).startswith("mp-engine/result/"):
         return raw
     try:
-        return _document(Outcome.from_dict(raw), f"{SYSTEM_DIR}/{RUNS_DIR}/{run_dir.name}")
+        # An older engine wrote it, which one is not recorded: not this version.
+        return {**_document(Outcome.from_dict(raw), f"{SYSTEM_DIR}/{RUNS_DIR}/{run_dir.name}"), "engine_version": None}
     except (TypeError, KeyError, AttributeError):  # not an outcome either: what can be read of it
         return {k: raw.get(k) for k in ("mp_id", "title", "status", "run_id", "duration", "started_at", "finished_at")}
 

@@ -14,7 +14,7 @@ from mp_engine import __version__
 from mp_engine.core.atomic import atomic_link, atomic_write, fsync_dir, make_durable
 from mp_engine.core.workspace import Workspace
 from mp_engine.record.archive import RunArchive
-from mp_engine.record.digest import LAST_JSON, document, read_result
+from mp_engine.record.digest import LAST_JSON, PROTOCOL_VERSION, SPECIFICATION, document, read_result
 from mp_engine.record.outcome import Outcome, StepReport, fenced
 
 # RESULT_last.md travels with every result commit and is what an orchestrator (often a
@@ -64,6 +64,8 @@ def render_markdown(o: Outcome, ws: Workspace) -> str:
         f"Finished: {o.finished_at}",
         f"Duration: {o.duration:.2f} s",
         f"Engine: mp-engine {__version__}",
+        f"Specification: {SPECIFICATION}",
+        f"Protocol: {PROTOCOL_VERSION}",
     ]
     if o.extra.get("certificate"):  # the agent executor's halting certificate (docs/AGENT.md)
         lines.append(f"Certificate: {o.extra['certificate']['type']}")

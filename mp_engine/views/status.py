@@ -20,7 +20,9 @@ from mp_engine.core.workspace import Workspace
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
 from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.record.digest import read_result
+from mp_engine.record.spend import report as spend_report
 from mp_engine.record.stateview import StateView, read_view
+from mp_engine.views.loopstate import loop_state
 
 if TYPE_CHECKING:
     from mp_engine.config.load import Config
@@ -103,6 +105,10 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
             **halt.model_dump(),
             "lift_with": [f"an MP whose header has `Approves: {halt.mp_id}`", "`mp-engine approve` on this host"],
         }
+        asked = (run_result(ws, halt.run_id) or {}).get("answerable")
+        if asked and asked.get("kind") == "plan_review":  # a plan waits for approval (issue #42)
+            report["halt"]["question"] = asked
+            report["halt"]["answer_with"] = f"`mp-engine answer {halt.mp_id} approve` (or `cancel`, or what to change)"
         waiting_mp = report.get("pending")
         if waiting_mp and waiting_mp.get("approves") not in (halt.mp_id, halt.run_id):
             waiting_mp["held"] = f"waits: the engine is halted on {halt.mp_id} and this MP does not approve it"
@@ -127,8 +133,9 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     if step:
         report["step"] = running_step(ws, cfg["execution"], str(state.run_id), step)
     last = state.last_result
+    res = (run_result(ws, last.get("run_id")) or {}) if last else {}
+    report["loop"] = loop_state(state, res)  # Loopr's state names and next_reset_at (issue #44)
     if last:
-        res = run_result(ws, last.get("run_id")) or {}
         cert = res.get("certificate")
         d = res.get("diagnosis") or {}
         report["last_mp"] = {
@@ -144,6 +151,8 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     report["daemon"] = liveness(ws, state, step)
     if report["daemon"].get("summary"):
         report["summary"] = report["daemon"].pop("summary")
+    if (budget := spend_report(ws.local_dir, cfg.get("agent") or {})) is not None:  # issue #42
+        report["budget"] = budget
     if ws.stop_file.exists():
         report["stop_file"] = f"{ws.rel(ws.stop_file)} exists: agent MPs end BACKPRESSURE until it is removed"
     return report

@@ -35,7 +35,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mp_engine.views.status import seconds
-from mp_engine.web import graph, plots
+from mp_engine.web import evals, graph, plots
 from mp_engine.web.documents import Documents
 from mp_engine.web.live import Feed, Watch
 
@@ -82,7 +82,7 @@ def templates() -> Environment:
     env = Environment(loader=PackageLoader("mp_engine.web", "templates"), autoescape=select_autoescape())
     env.filters["secs"] = lambda v: "-" if v is None else seconds(v)
     env.filters["short"] = lambda v, n=12: str(v)[:n] if v else ""
-    env.globals.update(layout=graph.layout, durations=plots.durations, rates=plots.rates)
+    env.globals.update(layout=graph.layout, durations=plots.durations, rates=plots.rates, spend=plots.spend)
     return env
 
 
@@ -117,6 +117,8 @@ class Dashboard:
                 Route("/", self.guarded(self.index)),
                 Route("/history", self.guarded(self.history)),
                 Route("/runs/{run_id}", self.guarded(self.run_page)),
+                Route("/evals", self.guarded(self.evals_page)),
+                Route("/evals/{name}", self.guarded(self.eval_page)),
                 Route("/api/v1/state", self.guarded(self.api_state)),
                 Route("/api/v1/runs", self.guarded(self.api_runs)),
                 Route("/api/v1/runs/{run_id}", self.guarded(self.api_run)),
@@ -198,6 +200,16 @@ class Dashboard:
         if doc is None:
             return self.page("missing.html", 404, run_id=request.path_params["run_id"], title="no such run")
         return self.page("run.html", doc=doc, title=doc["run_id"])
+
+    def evals_page(self, request: Request) -> Response:
+        where = self.docs.ws.rel(self.docs.ws.evals_dir)
+        return self.page("evals.html", evals=evals.reports(self.docs.ws), where=where, title="evals")
+
+    def eval_page(self, request: Request) -> Response:
+        doc = evals.report(self.docs.ws, request.path_params["name"])
+        if doc is None:
+            return self.page("missing.html", 404, run_id=request.path_params["name"], what="eval", title="no such eval")
+        return self.page("eval.html", doc=doc, title=f"eval {doc['name']}")
 
     # -- live ----------------------------------------------------------------------------------
 

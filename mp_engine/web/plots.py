@@ -1,5 +1,6 @@
-"""History as plots (issue #32): bar coordinates a template draws as SVG, so the page
-needs no charting script. Pure: numbers in, rectangles, axes and labels out."""
+"""History as plots (issue #32) and the month's spend against the daily budget (issue
+#42): bar coordinates a template draws as SVG, so the page needs no charting script.
+Pure: numbers in, rectangles, axes and labels out."""
 
 from __future__ import annotations
 
@@ -88,3 +89,26 @@ def rates(levels: dict[str, dict[str, Any]], *, width: int = 360, row: int = 22)
             }
         )
     return {"bars": bars, "width": width, "height": max(len(bars), 1) * row, "row": row}
+
+
+def spend(days: list[dict[str, Any]], daily: float | None, *, width: int = 420, height: int = 110) -> dict[str, Any]:
+    """One bar per day of the month so far (`{"day": "2026-11-03", "usd": 1.2}`, a day of
+    the month at its place), on a scale from $0 to a round number above the most spent in
+    a day and the daily budget; the budget as a line across, bars over it marked."""
+    top = max([float(d["usd"]) for d in days] + [float(daily or 0.0)], default=0.0)
+    scale = round_up(top)
+    plot_w, plot_h = width - LEFT, height - BOTTOM - TOP
+    base, step = TOP + plot_h, plot_w / 31
+    bars: list[dict[str, Any]] = []
+    for d in days:
+        usd, n = float(d["usd"]), int(str(d["day"])[8:10])
+        h = max(MIN_BAR, usd / scale * plot_h) if usd > 0 else 0.0
+        over = daily is not None and usd >= daily
+        x = round(LEFT + (n - 1) * step + 0.5, 1)
+        said = f"{d['day']}: ${usd:.4f}" + (" (the daily budget spent)" if over else "")
+        bars.append({"x": x, "y": round(base - h, 1), "w": round(max(step - 1, 1), 1), "h": round(h, 1), "over": over})
+        bars[-1]["label"] = said
+    limit = None if daily is None else round(base - float(daily) / scale * plot_h, 1)
+    ticks = [{"y": round(base - f * plot_h, 1), "label": f"${scale * f:g}"} for f in (0.0, 0.5, 1.0)]
+    axis = {"left": LEFT, "base": base, "top": TOP, "right": width}
+    return {"bars": bars, "width": width, "height": height, "limit_y": limit, "ticks": ticks, "axis": axis}

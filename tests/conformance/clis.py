@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from mp_engine.agent.call.presets import codex_temp
 
@@ -81,6 +82,16 @@ def installed(cli: str) -> Path:
     exe = home / binary
     if _ready(home, exe, marker, registry):
         return exe
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache_dir() / f"{cli}-{wanted}.lock")):  # test workers (pytest -n) install once
+        if not _ready(home, exe, marker, registry):
+            _install_into(cli, registry, package, wanted, prefix)
+    if not _ready(home, exe, marker, registry):
+        pytest.fail(f"{package}@{wanted} installed, but {exe} is not its executable (postinstall did not run?)")
+    return exe
+
+
+def _install_into(cli: str, registry: str, package: str, wanted: str, prefix: Path) -> None:
     if registry == "npm":
         if shutil.which("npm") is None:
             pytest.skip(f"npm is not installed, so the real {cli} CLI cannot be installed")
@@ -92,9 +103,6 @@ def installed(cli: str) -> Path:
         _install(
             cli, [str(prefix / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", f"{package}=={wanted}"]
         )
-    if not _ready(home, exe, marker, registry):
-        pytest.fail(f"{package}@{wanted} installed, but {exe} is not its executable (postinstall did not run?)")
-    return exe
 
 
 def _ready(home: Path, exe: Path, marker: str, registry: str) -> bool:

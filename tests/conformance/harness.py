@@ -4,6 +4,7 @@ what every conformance row does, whatever the CLI."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -56,3 +57,48 @@ def assert_sandboxed_exact(ws: Workspace, result: TickResult, api_url: str) -> N
     assert result_field(ws, "Certificate") == "EXACT" and (ws.root / "out" / "a.txt").read_text() == "hello\n"
     rules = json.loads((only_run(ws).dir / records(only_run(ws))[0]["evidence"] / "sandbox.json").read_text())
     assert rules["network"] == [urlsplit(api_url).netloc] and str(ws.root) in rules["hidden"]
+
+
+# The reviewer (issue #42): a real CLI as `[agent.reviewer]`, a fake worker (tests/fake_agents).
+REVIEW_CHANGE = 'Append "hi again" to `out/a.txt`.'
+
+
+def reviewing(req: dict[str, Any], count: int) -> Any:
+    """As the reviewer: request one change of out/a.txt in round 1, approve in round 2, each
+    under the nonce of the review's own prompt."""
+    from tests.conformance import fakemodel as fm
+
+    said = fm.user_text(req)
+    nonce = re.search(r'^<review nonce="([0-9a-f]+)">', said, re.M)
+    assert nonce, "the reviewer's prompt shows its answer block"
+    if "## Your review in round 1" in said:
+        return fm.text(f'Better now.\n<review nonce="{nonce.group(1)}">\nVERDICT: approve\n</review>')
+    body = f"VERDICT: changes\n- out/a.txt: {REVIEW_CHANGE}"
+    return fm.text(f'One thing.\n<review nonce="{nonce.group(1)}">\n{body}\n</review>')
+
+
+def fake_worker() -> dict[str, Any]:
+    """The worker level of a reviewer row: the honest fake, which also makes the changes a
+    reviewer requests."""
+    from tests.agentutil import level
+
+    return level("good", "good.py", "--obey-review")
+
+
+def assert_reviewed(ws: Workspace, result: TickResult, api: Any) -> None:
+    """The reviewer (a real CLI, read-only in the sandbox) asked for a change in round 1,
+    which went back to MT-001, and approved round 2: EXACT, with the change landed."""
+    from tests.conformance import fakemodel as fm
+    from tests.conftest import result_field
+
+    assert result.action == "completed", ws.result_file.read_text()
+    assert result_field(ws, "Certificate") == "EXACT"
+    assert (ws.root / "out" / "a.txt").read_text() == "hello\nhi again\n"
+    review = json.loads((ws.system_dir / "RESULT_last.json").read_text())["review"]
+    assert [r["verdict"] for r in review["reviews"]] == ["changes", "approve"] and review["rounds"] == 1
+    assert review["reviews"][0]["items"] == [{"target": "out/a.txt", "mt": "MT-001", "change": REVIEW_CHANGE}]
+    prompts = [fm.user_text(r) for r in api.requests if "# Review for mp-engine" in fm.user_text(r)]
+    assert prompts and "+hello" in prompts[0] and "grep -qx hello out/a.txt" in prompts[0]
+    run = only_run(ws)
+    boxed = json.loads((run.dir / "agent" / "REVIEW-1" / "iter-001" / "sandbox.json").read_text())
+    assert boxed["read_only"] is True and boxed["network"] == [urlsplit(api.url).netloc], boxed

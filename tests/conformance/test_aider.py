@@ -18,7 +18,16 @@ from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
 from tests.conformance.fakeopenai import FakeOpenAI, openai_error
-from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, needs_sandbox, run_mp
+from tests.conformance.harness import (
+    BULKY,
+    assert_reviewed,
+    assert_sandboxed_exact,
+    fake_worker,
+    first_call,
+    needs_sandbox,
+    reviewing,
+    run_mp,
+)
 from tests.conftest import read_state, result_field
 from tests.gitutil import git
 
@@ -77,7 +86,7 @@ def aider(ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with FakeOpenAI(scenario) as api:
             monkeypatch.setenv("OPENAI_API_BASE", api.url + "/v1")
-            if opts.get("sandbox") == "os":  # the fake model server is the host it may reach
+            if opts.get("sandbox") == "os" or "reviewer" in opts:  # the fake model server: the host it may reach
                 opts["sandbox_allow_hosts"] = [urlsplit(api.url).netloc]
             return run_mp(ws, level or aider_level(exe), mp, **opts), api
 
@@ -226,3 +235,11 @@ def test_the_rows_run_the_level_docs_agent_md_gives():
     blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", docs, re.S)]
     levels = [lv for b in blocks for lv in b.get("agent", {}).get("levels", []) if lv.get("name") == "aider"]
     assert levels and levels[0]["argv"] == DOCUMENTED_ARGV and levels[0]["env_allow"] == ENV_ALLOW
+
+
+def test_aider_as_the_reviewer_asks_for_a_change_then_approves(aider, ws):
+    """issue #42: `[agent.reviewer]` is aider, read-only in the sandbox (it cannot apply an
+    edit there); its requested change goes back to the task, and its approval of round 2
+    lets the work land."""
+    result, api = aider(reviewing, level=fake_worker(), reviewer=aider_level(aider.exe, name="reviewer"))
+    assert_reviewed(ws, result, api)

@@ -18,7 +18,16 @@ import pytest
 from tests.agentutil import ONE, PLANNED, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import installed
-from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, needs_sandbox, run_mp
+from tests.conformance.harness import (
+    BULKY,
+    assert_reviewed,
+    assert_sandboxed_exact,
+    fake_worker,
+    first_call,
+    needs_sandbox,
+    reviewing,
+    run_mp,
+)
 from tests.conftest import result_field
 from tests.gitutil import git
 
@@ -77,7 +86,7 @@ def claude(request, ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with fm.FakeAnthropic(scenario) as api:
             monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-            if opts.get("sandbox") == "os":  # the fake model server is the host it may reach
+            if opts.get("sandbox") == "os" or "reviewer" in opts:  # the fake model server: the host it may reach
                 opts["sandbox_allow_hosts"] = [urlsplit(api.url).netloc]
             return run_mp(ws, level or claude_level(exe, request.param), mp, **opts), api
 
@@ -405,3 +414,35 @@ def test_a_planned_two_task_mp_runs_with_claude_as_planner_and_worker(claude, ws
         ("MT-002", "completed"),
     ]
     assert [d["at"] for d in result_json["drift_checks"]] == [50, 100]
+
+
+def test_a_model_that_keeps_calling_tools_stops_at_max_turns_and_never_passes(claude, ws):
+    """Issue #42: `max_turns = 2` reaches the CLI as `--max-turns 2`; a model that calls a
+    tool on every turn ends there (claude: `error_max_turns`, or "Reached max turns" in text),
+    and the engine counts that call as a failed iteration with its reason, never as success,
+    even though the work is done and the checks pass."""
+
+    def busy(req, count):
+        if count == 0:
+            return fm.tool("Write", file_path=f"{fm.workdir_of(req)}/out/a.txt", content="hello\n")
+        return fm.tool("Bash", command=f"echo still working {count}")
+
+    level = claude_level(claude.exe, claude.fmt, max_turns=2)
+    result, api = claude(busy, level=level, max_iterations=2, max_no_progress=5)
+    assert result.action == "error", ws.result_file.read_text()
+    recs = records(only_run(ws))
+    assert len(recs) == 2 and len(api.calls()) == 4  # two model turns per call, not one more
+    for rec in recs:
+        assert rec["call"]["kind"] == "turn_limit" and not rec["gate"] and rec["failing"] == []
+        assert "stopped at --max-turns 2" in rec["call"]["detail"]
+    assert result_field(ws, "Certificate") in ("TIMEOUT", "DIVERGED")  # out of iterations, or no status block
+
+
+def test_claude_as_the_reviewer_asks_for_a_change_then_approves(claude, ws):
+    """issue #42: `[agent.reviewer]` is claude without edit permissions (as docs/AGENT.md
+    gives it), read-only in the sandbox; its requested change goes back to the task, and
+    its approval of round 2 lets the work land."""
+    reviewer = claude_level(claude.exe, claude.fmt, name="reviewer")
+    reviewer["argv"] = [str(claude.exe), "-p", "--output-format", claude.fmt]
+    result, api = claude(reviewing, level=fake_worker(), reviewer=reviewer)
+    assert_reviewed(ws, result, api)

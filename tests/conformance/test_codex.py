@@ -20,7 +20,16 @@ from tests.agentutil import ONE, only_run, records
 from tests.conformance import fakemodel as fm
 from tests.conformance.clis import codex_home, installed
 from tests.conformance.fakeopenai import FakeOpenAI, command, openai_error
-from tests.conformance.harness import BULKY, assert_sandboxed_exact, first_call, needs_sandbox, run_mp
+from tests.conformance.harness import (
+    BULKY,
+    assert_reviewed,
+    assert_sandboxed_exact,
+    fake_worker,
+    first_call,
+    needs_sandbox,
+    reviewing,
+    run_mp,
+)
 from tests.conftest import read_state, result_field
 
 pytestmark = pytest.mark.conformance
@@ -84,7 +93,7 @@ def codex(request, ws, tmp_path, monkeypatch):
     def run(scenario: fm.Scenario, mp: str = ONE, level: dict | None = None, **opts):
         with FakeOpenAI(scenario) as api:
             (home / "config.toml").write_text(PROVIDER.format(url=api.url))
-            if opts.get("sandbox") == "os":  # the fake model server is the host it may reach
+            if opts.get("sandbox") == "os" or "reviewer" in opts:  # the fake model server: the host it may reach
                 opts["sandbox_allow_hosts"] = [urlsplit(api.url).netloc]
             return run_mp(ws, level or codex_level(exe, request.param), mp, **opts), api
 
@@ -375,3 +384,13 @@ def test_a_planned_two_task_mp_runs_with_codex_as_planner_and_worker(codex, ws):
         "MP-4.1 MT-002: Write the farewell",
         "MP-4.1 MT-001: Write the greeting",
     ]
+
+
+def test_codex_as_the_reviewer_asks_for_a_change_then_approves(codex, ws):
+    """issue #42: `[agent.reviewer]` is `codex exec` in its read-only sandbox mode, inside
+    the engine's read-only sandbox; its requested change goes back to the task, and its
+    approval of round 2 lets the work land."""
+    reviewer = codex_level(codex.exe, codex.fmt, name="reviewer")
+    reviewer["argv"][reviewer["argv"].index("workspace-write")] = "read-only"
+    result, api = codex(reviewing, level=fake_worker(), reviewer=reviewer)
+    assert_reviewed(ws, result, api)

@@ -286,3 +286,37 @@ def test_a_browser_watches_tasks_move_sees_a_halt_and_its_fix_and_html_as_text(w
         driver.quit()
         d.signal(15)
         d.wait()
+
+
+def test_a_browser_sees_the_plan_that_waits_for_approval_as_a_graph(ws, tmp_path, daemon_factory):
+    """issue #42: `Plan: review` halts on the plan; the halt shows its task graph and how to
+    answer; `approve` (here from the host) starts the same run, and the page follows."""
+    from mp_engine.inbox import answer
+    from tests.agentutil import PLANNED
+
+    plan = {
+        "tasks": [
+            task("a", ("hello", "out/a.txt")),
+            task("b", ("bye", "out/b.txt"), checks=("check-002",), after=("a",)),
+        ]
+    }
+    configure(ws, [level("worker", "good.py")], planner=planner(tmp_path / "plans", plan))
+    d, base = serve(ws, daemon_factory)
+    driver = chromium(tmp_path / "chromium-profile")
+    try:
+        driver.get(base + "/")
+        wait_for(lambda: "● live" in text_of(driver, "#live"), what="the event stream")
+        drop(ws, PLANNED.replace("Plan: auto", "Plan: review"))
+        shown = wait_for(lambda: text_of(driver, "#plan-review"), timeout=30, what=lambda: "the plan\n" + d.output())
+        assert "The plan waits for your approval" in shown and "approve" in shown
+        nodes = driver.find_elements("css selector", "#plan-review svg.graph g.node")
+        assert [n.get_attribute("data-mt") for n in nodes] == ["MT-001", "MT-002"]
+        assert len(driver.find_elements("css selector", "#plan-review svg.graph line")) == 1
+        driver.save_screenshot(str(tmp_path / "plan-review.png"))
+        answer.write_host(ws, "MP-4.1", "approve")
+        wait_for(lambda: not driver.find_elements("css selector", "#plan-review"), timeout=60, what="the halt lifted")
+        wait_for(lambda: read_state(ws)["last_result"]["status"] == "COMPLETED", timeout=60, what=d.output)
+    finally:
+        driver.quit()
+        d.signal(15)
+        d.wait()

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from mp_engine.core.clock import parse_iso
 from mp_engine.core.lock import WorkspaceLock
 from tests.conftest import drop, events, read_state, wait_for
 from tests.serviceutil import BLOCKING_MP, NotifySocket, scrape
@@ -104,6 +105,9 @@ def test_a_blocked_loop_stops_the_watchdog_and_the_stall_limit_exits_nonzero(ws,
     assert any(m.get("STATUS", "").startswith("stalled: the main loop made no progress") for m in after)
     stalled = events(ws, "engine_stalled")
     assert stalled and "watch.stall_limit = 3 s" in stalled[-1]["detail"]
+    fields = stalled[-1]
+    assert (fields["from_state"], fields["to_state"], fields["threshold_secs"]) == ("running", "stalled", 3.0)
+    assert parse_iso(fields["last_heartbeat_ts"]) < parse_iso(fields["ts"])
     assert not (ws.root / "ran").exists()
 
 

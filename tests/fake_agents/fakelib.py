@@ -33,6 +33,7 @@ def options(extra: list[tuple[str, dict]] | None = None) -> argparse.Namespace:
     p.add_argument("--touch")
     p.add_argument("--sleep", type=float, default=0.0)
     p.add_argument("--cost", type=float, help="print aider's token and cost line for one message of this cost")
+    p.add_argument("--tokens", type=int, help="print aider's token line (this many sent, 30 received), no cost")
     for name, kw in extra or []:
         p.add_argument(name, **kw)
     return p.parse_args()
@@ -53,23 +54,23 @@ def nonce(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def task(text: str) -> str:
-    m = re.search(r"^## Your micro-task now: .*?\n(.*?)^## ", text, re.M | re.S)
+def task(text: str, section: str = "Your micro-task now") -> str:
+    m = re.search(rf"^## {re.escape(section)}.*?\n(.*?)^## ", text, re.M | re.S)
     return m.group(1) if m else ""
 
 
-def writes(text: str) -> list[tuple[str, str]]:
-    return WRITE_RE.findall(task(text))
+def writes(text: str, section: str = "Your micro-task now") -> list[tuple[str, str]]:
+    return WRITE_RE.findall(task(text, section))
 
 
-def do_writes(text: str, transform=lambda s: s) -> int:
+def do_writes(text: str, transform=lambda s: s, section: str = "Your micro-task now") -> int:
     done = 0
-    for content, path in writes(text):
+    for content, path in writes(text, section):
         target = Path.cwd() / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(transform(content) + "\n")
         done += 1
-    for content, path in APPEND_RE.findall(task(text)):
+    for content, path in APPEND_RE.findall(task(text, section)):
         target = Path.cwd() / path
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("a") as f:
@@ -116,6 +117,8 @@ def start(opts: argparse.Namespace, text: str) -> None:
         think(opts.sleep)
     if opts.cost is not None:  # as aider prints it after each message (base_coder.py)
         print(f"Tokens: 1.2k sent, 30 received. Cost: ${opts.cost:.2f} message, ${opts.cost:.2f} session.")
+    if opts.tokens is not None:  # a CLI that counts tokens and says nothing of dollars
+        print(f"Tokens: {opts.tokens} sent, 30 received.")
 
 
 def think(seconds: float) -> None:

@@ -16,6 +16,8 @@ from tests.conftest import REPO_ROOT
 PACKAGE = REPO_ROOT / "mp_engine"
 # Modules whose behaviour is tested through another module's tests, and why.
 TESTED_ELSEWHERE = {
+    "agent/run/review": "tests/unit/agent/state/test_review.py (the reviewer's round through Engine.tick())",
+    "agent/run/gates": "tests/unit/agent/state/test_approval.py and test_review.py (the result and status)",
     "agent/state/ci": "tests/unit/agent/state/test_campaign.py (CI's fix task) and tests/e2e/test_pull_request.py",
     "agent/run/repo": "tests/unit/agent/run/test_on_repository.py and tests/e2e/test_pull_request.py",
     "agent/run/resume": "tests/unit/agent/run/test_loop.py (pauses and restarts) and test_rounds.py (a pause after planning)",
@@ -89,6 +91,9 @@ TESTED_ELSEWHERE = {
     "forge/githubapi": "tests/unit/forge/test_github.py (retries, rate limits, the token's repr, ETags)",
     "forge/githuberrors": "tests/unit/forge/test_github.py (each rule, against the GitHub double)",
     "client/send_request": "tests/e2e/cmd_send/test_send.py (--cancel) and tests/e2e/test_answer_daemon.py (--answer)",
+    "eval/command": "tests/e2e/cmd_eval/test_eval.py (`mp-engine eval` as a process: task sets, comparisons, kill -9)",
+    "eval/markdown": "tests/unit/eval/test_report.py (the report rendered, a task's text escaped)",
+    "eval/page": "tests/unit/eval/test_report.py (the page and its plots, a task's text escaped)",
 }
 
 

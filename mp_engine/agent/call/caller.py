@@ -80,10 +80,15 @@ class Caller:
         step's call (`key`: its idempotency key) already finished before a crash: then its
         recorded outcome is used."""
         call_file = ev.path("call.json")
+        spending = self.run.spending
+        charge_key = f"{self.run.run_id}/{key}"
         try:
             done = json.loads(call_file.read_text(encoding="utf-8"))
             if done.get("idempotency_key") == key:
-                return Call.from_dict(done["call"])
+                recorded = Call.from_dict(done["call"])
+                if spending is not None:  # a crash may have come before its charge: counted once
+                    spending.charge(charge_key, recorded, level)
+                return recorded
         except (FileNotFoundError, ValueError):
             pass
         site = CallSite(level, ev, mt_id, iteration, level_index, on_spawn)
@@ -91,9 +96,16 @@ class Caller:
         too_long = argv_problem(argv, env)
         if too_long is not None:  # a configuration error, not "not installed" (issue #16)
             return Call(CallKind.CONFIG, detail=f"the prompt does not fit on the command line: {too_long}")
+        refused = spending.refusal(level, ev.path("prompt.md").read_text(encoding="utf-8")) if spending else None
+        if refused is not None:  # an engine budget is spent (issue #42): the call is not made
+            return refused
         call = self._with_retries(site, argv, env)
+        if spending is not None:
+            spending.price(call, level)
         if not call.pauses:
             atomic_write_json(call_file, {"idempotency_key": key, "call": call.to_dict()}, durable=False)
+        if spending is not None:  # after its record: a crash between the two charges it on replay
+            spending.charge(charge_key if not call.pauses else f"{charge_key}#{time.time()!r}", call, level)
         return call
 
     def _command(self, site: CallSite) -> tuple[list[str], dict[str, str]]:
@@ -173,9 +185,9 @@ class Caller:
                 on_spawn=site.on_spawn,
                 markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={site.mt_id}", f"MP_ITERATION={site.iteration}"),
             )
-        return self._classify(res, ev, ev.path("prompt.md").read_text(encoding="utf-8"))
+        return self._classify(res, ev, ev.path("prompt.md").read_text(encoding="utf-8"), level)
 
-    def _classify(self, res: Any, ev: IterationEvidence, prompt: str) -> Call:
+    def _classify(self, res: Any, ev: IterationEvidence, prompt: str, level: AgentLevel) -> Call:
         out = read_tail(ev.path("stdout.txt"), 256 * 1024)
         err = read_tail(ev.path("stderr.txt"), 256 * 1024)
         shaped = structured.parse(out)  # claude's or codex's JSON output: fields, not patterns
@@ -192,6 +204,9 @@ class Caller:
             rate_wait=self.cfg.rate_limit_wait,
             api_status=shaped.api_status if shaped and shaped.is_error else None,
             resets_at=shaped.resets_at if shaped else None,
+            turns=shaped.turns if shaped else None,
+            max_turns=level.max_turns,
+            turn_limit=bool(shaped and shaped.turn_limit),
         )
         # What it cost, as the CLI reported it: its fields, or aider's token lines (issue #32).
         call.usage = shaped.usage if shaped and shaped.usage else structured.text_usage(out + "\n" + err)

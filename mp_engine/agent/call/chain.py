@@ -11,19 +11,24 @@ from collections.abc import Mapping, Sequence
 
 from mp_engine.config.agent import AgentConfig, AgentLevel
 
-PLACEHOLDERS = ("prompt", "prompt_file", "workspace", "mt_id", "evidence_dir", "ignore_file")
+PLACEHOLDERS = ("prompt", "prompt_file", "workspace", "mt_id", "evidence_dir", "ignore_file", "max_turns")
 
 
 def render_argv(level: AgentLevel, values: Mapping[str, str]) -> list[str]:
     """The level's argv with `{prompt}`, `{prompt_file}`, `{workspace}`, `{mt_id}`,
     `{evidence_dir}` (the iteration's evidence directory) and `{ignore_file}` (what is not
     the agent's work, in gitignore syntax: workspace.NOT_WORK) replaced. Plain replacement,
-    not `str.format`: other braces (JSON, shell) stay as written."""
+    not `str.format`: other braces (JSON, shell) stay as written. A level's `max_turns`
+    (issue #42) goes where argv says `{max_turns}`, else to claude as `--max-turns N`."""
     out = []
     for arg in level.argv:
         for name in PLACEHOLDERS:
-            arg = arg.replace("{" + name + "}", values.get(name, ""))
+            arg = arg.replace(
+                "{" + name + "}", str(level.max_turns or "") if name == "max_turns" else values.get(name, "")
+            )
         out.append(arg)
+    if level.max_turns is not None and not any("{max_turns}" in a for a in level.argv):
+        out[1:1] = ["--max-turns", str(level.max_turns)]
     return out
 
 

@@ -48,6 +48,8 @@ BILLING_RE = re.compile(
     r"billing hard limit|check your plan and billing",
     re.I,
 )
+# claude's plain-text end at its turn limit: "Error: Reached max turns (3)" (exit 1).
+TURNS_RE = re.compile(r"Reached max(?:imum number of)? turns \((\d+)\)", re.I)
 EPOCH_RE = re.compile(r"limit reached\|(\d{10})\b", re.I)  # Claude Code: "...usage limit reached|1735689600"
 ISO_RE = re.compile(
     r"(?:reset|until|after|at)\D{0,20}(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)"
@@ -190,6 +192,15 @@ class Ended:
     rate_wait: float | None
     api_status: int | None  # from a CLI's structured output (structured.py)
     resets_at: str | None
+    turns: int | None = None  # model turns, as the CLI's report counted them
+    max_turns: int | None = None  # the level's limit (issue #42)
+    turn_limit: bool = False  # the CLI's report says it stopped at its limit
+
+    @property
+    def over_turns(self) -> bool:
+        """It stopped at its turn limit, or ran past it (the CLI's own report says so)."""
+        past = self.max_turns is not None and self.turns is not None and self.turns > self.max_turns
+        return self.turn_limit or past or (self.failed and TURNS_RE.search(self.text) is not None)
 
     @property
     def failed(self) -> bool:
@@ -212,6 +223,13 @@ def _usage_limit(e: Ended) -> tuple[str, str]:
     )
 
 
+def _turns(e: Ended) -> tuple[str, None]:
+    limit = f"--max-turns {e.max_turns}" if e.max_turns is not None else "its turn limit"
+    if e.turn_limit or (e.failed and TURNS_RE.search(e.text)):
+        return f"the CLI stopped at {limit} before the task was done ({e.turns or '?'} turns)", None
+    return f"the call ran {e.turns} turns, past {limit}: its report is not believed", None
+
+
 def _api_error(e: Ended) -> str:
     return f"API error {e.api_status}: {e.text.strip().splitlines()[0][:300] if e.text.strip() else ''}"
 
@@ -230,6 +248,8 @@ CALL_RULES: list[CallRule] = [
     CallRule(lambda e: e.res.interrupted, CallKind.INTERRUPTED, lambda e: ("stopped by a second stop signal", None)),
     CallRule(lambda e: e.res.idle_timed_out, CallKind.TIMEOUT, lambda e: ("no output for the idle timeout", None)),
     CallRule(lambda e: e.res.timed_out, CallKind.TIMEOUT, lambda e: ("the call timeout expired", None)),
+    # The CLI's own report of its turns (issue #42): at or past the limit is never success.
+    CallRule(lambda e: e.over_turns, CallKind.TURN_LIMIT, _turns),
     # A CLI's structured output decides before any text pattern.
     CallRule(lambda e: e.failed and e.api_status in (401, 403), CallKind.AUTH, lambda e: (_api_error(e), None)),
     CallRule(lambda e: e.failed and (e.api_status or 0) >= 500, CallKind.TRANSIENT, lambda e: (_api_error(e), None)),
@@ -273,18 +293,24 @@ def classify(
     rate_wait: float | None = None,
     api_status: int | None = None,
     resets_at: str | None = None,
+    turns: int | None = None,
+    max_turns: int | None = None,
+    turn_limit: bool = False,
 ) -> Call:
     """Classify one call from its process result and its output (stdout + stderr tail), by
     the first of `CALL_RULES` that applies. Without a parsable reset, a quota or plan limit
     waits `fallback_wait`; a plain rate limit (429, "per-minute") waits `rate_wait` (a
     minute, not half an hour). `api_status` and `resets_at` come from a CLI's structured
-    output (structured.py) and decide before any text pattern."""
+    output (structured.py) and decide before any text pattern; `turns` and `turn_limit`
+    are its report of the call's turns, held to the level's `max_turns`."""
     if isinstance(res, ProcessError):
         cause = res.__cause__
         if isinstance(cause, OSError) and cause.errno == errno.E2BIG:
             return Call(CallKind.CONFIG, detail=f"{res}: the prompt is too long for the command line")
         return Call(CallKind.NOT_FOUND, detail=str(res))
-    ended = Ended(res, text, status_seen, now, fallback_wait, rate_wait, api_status, resets_at)
+    ended = Ended(
+        res, text, status_seen, now, fallback_wait, rate_wait, api_status, resets_at, turns, max_turns, turn_limit
+    )
     rule = next(r for r in CALL_RULES if r.when(ended))
     detail, resume_at = rule.says(ended)
     return Call(

@@ -16,6 +16,10 @@ act on it:
     timeout      per-call or idle timeout: the iteration failed, the loop goes on
     crash        any other non-zero exit or signal: the iteration failed
     interrupted  a second stop signal killed it; the iteration is retried on restart
+    turn_limit   it stopped at its turn limit, or ran past it (the CLI's own report says):
+                 a failed iteration whatever the checks say (issue #42)
+    budget       not made: the engine's daily or monthly budget is spent (issue #42); it
+                 runs after the reset
 """
 
 from __future__ import annotations
@@ -47,12 +51,18 @@ class CallKind(StrEnum):
     CONFIG = "config"  # the CLI cannot be started this way (the prompt does not fit its argv)
     FLEET = "fleet"  # the fleet could not run the attempt (its workers failed it every time, docs/FLEET.md)
     INTEGRATION = "integration"  # an integration's record, shown like a call (run/integrator.py)
+    TURN_LIMIT = "turn_limit"  # it stopped at, or ran past, its level's `max_turns` (issue #42)
+    BUDGET = "budget"  # not made: `[agent] daily_cost_usd` or `monthly_cost_usd` is spent (issue #42)
 
 
 # The kinds of call that end the run BLOCKED: no retry helps, a person must act.
 ENDS_RUN = frozenset(
     {CallKind.AUTH, CallKind.BILLING, CallKind.NOT_FOUND, CallKind.TRANSIENT, CallKind.CONFIG, CallKind.FLEET}
 )
+
+# The kinds of call that answered but whose work never passes the gate: the limit is the
+# verdict (claude-code-action #1577: 73 turns under `--max-turns 60`, reported as success).
+NEVER_PASSES = frozenset({CallKind.TURN_LIMIT})
 
 
 @dataclass
@@ -79,7 +89,7 @@ class Call:
     @property
     def pauses(self) -> bool:
         """The call did not finish and runs again later: a stop, or a usage limit to wait out."""
-        return self.kind in (CallKind.INTERRUPTED, CallKind.USAGE_LIMIT)
+        return self.kind in (CallKind.INTERRUPTED, CallKind.USAGE_LIMIT, CallKind.BUDGET)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -51,6 +51,8 @@ class Structured:
     error: str = ""  # the CLI's own error message when the call failed: where limits are read
     usage: dict[str, Any] | None = None  # what the call cost, when the CLI says (module docstring)
     environment: str | None = None  # every command failed for a reason outside the task (`_environment`)
+    turns: int | None = None  # model turns the call took, as the CLI counted them (claude's `num_turns`)
+    turn_limit: bool = False  # the CLI stopped at its turn limit (claude's `error_max_turns`)
 
 
 def parse(stdout: str, now: datetime | None = None) -> Structured | None:
@@ -91,6 +93,7 @@ def _claude(objs: list[dict[str, Any]]) -> Structured | None:
     is_error = bool(result.get("is_error"))
     used = u if isinstance(u := result.get("usage"), dict) else {}
     cost = result.get("total_cost_usd")
+    turns = result.get("num_turns")
     return Structured(
         answer=answer,
         is_error=is_error,
@@ -106,6 +109,9 @@ def _claude(objs: list[dict[str, Any]]) -> Structured | None:
         )
         if used or cost is not None
         else None,
+        turns=turns if isinstance(turns, int) else None,
+        # claude 2.1: `"subtype": "error_max_turns"`, `"terminal_reason": "max_turns"`, exit 1.
+        turn_limit=result.get("subtype") == "error_max_turns" or result.get("terminal_reason") == "max_turns",
     )
 
 

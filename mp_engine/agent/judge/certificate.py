@@ -6,9 +6,11 @@
                   breaker opened (the loop will not converge by itself), or a drift check
                   found drift with no re-plan left
     BLOCKED       the agent said it is blocked, the hard gate was reached, the planner gave
-                  no valid plan, or the agent CLI cannot work (auth, not installed,
+                  no valid plan, a plan waits for approval, the reviewer still requests
+                  changes, or the agent CLI cannot work (auth, not installed,
                   outage): a person must act
-    BACKPRESSURE  a STOP file in SYSTEM/ (ends the MP); SIGTERM and usage limits are also
+    BACKPRESSURE  a STOP file in SYSTEM/, or a disk fuller than `[agent] max_disk_used`
+                  (ends the MP); SIGTERM and usage limits are also
                   backpressure but only pause the loop, which resumes later
     NEED_INFO     no checks while `[agent] require_checks`, no agent chain configured, or a
                   plan asked for without `[agent.planner]`
@@ -192,6 +194,36 @@ RULES: list[_Rule] = [
             f"prompt; any text, e.g. `go on`): {e.answer}.",
         ),
     ),
+    _Rule(  # issue #42: the plan waits for a person
+        _is(BLOCKED, "plan_review"),
+        lambda e: (
+            "agent_plan_review",
+            "the plan waits for approval",
+            e.cert.detail,
+            "Read the plan (the result's Plan section; the dashboard draws it), then answer `approve` to start it, "
+            f"`cancel` to end the MP, or what to change (the planner re-plans with it): {e.answer}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "review_changes"),
+        lambda e: (
+            "agent_review_changes",
+            "the reviewer still requests changes",
+            e.cert.detail,
+            f"Read the reviewer's items (the result's Review section; the work is on branch mp/{e.mp_id}); make them "
+            f"clearer in the MP or raise `[agent] review_rounds`, {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "review_failed"),
+        lambda e: (
+            "agent_review_failed",
+            "the reviewer gave no verdict",
+            e.cert.detail,
+            "Make `[agent.reviewer]` answer (its prompt and output are in the run's agent/REVIEW-<n>/; it runs "
+            f"read-only under bubblewrap: `mp-engine doctor` tests the sandbox), {e.resend}.",
+        ),
+    ),
     _Rule(
         _is(BLOCKED, "hard_gate"),
         lambda e: (
@@ -257,6 +289,25 @@ RULES: list[_Rule] = [
             f"Answer it{e.asked}: {e.answer}.",
         ),
         own_fix=True,
+    ),
+    _Rule(  # issue #42: `on_budget = "end"`
+        _is(BACKPRESSURE, "budget"),
+        lambda e: (
+            "agent_budget",
+            "the engine's agent budget is spent",
+            e.cert.detail,
+            "Wait for the reset the detail names, or raise `[agent] daily_cost_usd` / `monthly_cost_usd` (or set "
+            f'`on_budget = "wait"` so MPs wait for the reset), {e.resend}.',
+        ),
+    ),
+    _Rule(
+        _is(BACKPRESSURE, "disk_usage"),
+        lambda e: (
+            "agent_backpressure",
+            "stopped: the workspace's disk is too full",
+            e.cert.detail,
+            f"Free space on the workspace's file system (or raise `[agent] max_disk_used`), {e.resend}.",
+        ),
     ),
     _Rule(
         _is(BACKPRESSURE),

@@ -1,7 +1,8 @@
 """Distillation candidates: when a micro-task that failed at a lower level succeeds at a
 higher one, the failed attempt (student) and the successful one (teacher) are written to
 `SYSTEM/distill/<run>_<MT>.json` (the spec's DistillationCandidate), for training the
-cheaper model later. Written once; a replay after a crash does not rewrite it.
+cheaper model later, unless `[agent] distill = false`. Written once; a replay after a crash
+does not rewrite it.
 """
 
 from __future__ import annotations
@@ -93,7 +94,10 @@ def write_candidate(
 
 def distill(run: RunScope, *, task: TaskState, chain: tuple[AgentLevel, ...], announce: bool) -> None:
     """The distillation candidate of a micro-task a higher level solved after a lower one
-    failed (`chain`: its own), announced when written now (FR-EVT-MT-015)."""
+    failed (`chain`: its own), announced when written now (FR-EVT-MT-015). None with
+    `[agent] distill = false` (the spec's `enable_distillation`)."""
+    if not run.cfg.distill:
+        return
     ws, mp_id, run_id, run_rel = run.ws, run.mp.mp_id, run.run_id, run.run_rel
     teacher = task.records[-1]
     failed = [r for r in task.records if not r["gate"]]

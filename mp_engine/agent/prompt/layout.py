@@ -87,6 +87,7 @@ class WorkerPrompt:
     statuses: dict[str, str] | None = None
     answers: list[dict[str, str]] | None = None
     memory: str = ""
+    review: list[dict[str, str]] | None = None  # the reviewer's requested changes on it (issue #42)
 
 
 def build(p: WorkerPrompt, context: str = "") -> str:
@@ -96,6 +97,7 @@ def build(p: WorkerPrompt, context: str = "") -> str:
     out = shared(mp=p.mp, plan=p.plan, nonce=p.nonce, memory=p.memory, context=context)
     out += ["## Learnings so far", "", without_title(earlier) or "(none yet)", ""]
     out += task_part(p.plan, p.task, p.workspace, p.checks, p.statuses, p.answers)
+    out += review_part(p.review)
     out += iteration_part(p.task, p.iteration, p.level, p.level_name, p.previous, p.tails, this_mt, p.remaining)
     return "\n".join(out)
 
@@ -127,6 +129,7 @@ def shared(*, mp: MicroProject, plan: Plan, nonce: str, memory: str, context: st
         ]
         for c in mp.checks:
             goal = f" (a goal: {c.metric}, the number on the last line of its output)" if c.metric else ""
+            goal += f" ({c.expect})" if c.expect else ""  # stdout_contains / stdout_not_contains
             out += [f"{c.step_id}{goal}:", fenced(c.body, "bash"), ""]
     else:
         out += ["(none: the MP has no checks; your claim is recorded but nothing verifies it)", ""]
@@ -182,6 +185,22 @@ def task_part(
     out += [f"## The checks that accept {task.mt_id}", ""]
     out += [", ".join(c.step_id for c in checks) if checks else "(none)", ""]
     return out
+
+
+def review_part(review: list[dict[str, str]] | None) -> list[str]:
+    """The reviewer sent the task back (issue #42): its items, as the failing check `review`."""
+    if not review:
+        return []
+    out = [
+        "## The check `review` failed: the reviewer requested changes",
+        "",
+        "Every check passed, but a reviewer read the work before it landed and asks for these changes to",
+        "this micro-task's work. Make them; the checks above must still pass, and the reviewer reads the",
+        "work again.",
+        "",
+    ]
+    out += [f"- {i['target']}: {i['change']}" for i in review]
+    return [*out, ""]
 
 
 def iteration_part(

@@ -58,6 +58,7 @@ class Prompter:
             learnings=learnings.read(self.run.learnings),
             statuses={t.mt_id: t.status for t in state.tasks},
             answers=ts.answers,
+            review=ts.review,
             memory=self.run.memory,
             remaining=layout.Remaining(
                 iterations_left=self.cfg.max_iterations - state.total,
@@ -162,6 +163,12 @@ class Prompter:
                     for suffix in ("stdout", "stderr")
                 ]
                 tails[c["id"]] = "\n".join(p for p in parts if p)[-cap:]
+        if record.get("protected"):  # issue #42: what it changed of the judge, put back
+            tails["protected_path"] = (
+                f"You changed {', '.join(record['protected'])}, which judge the work (a check runs or collects "
+                "them, or they configure CI). They were restored from the base and the checks ran on that copy: "
+                "make the work pass them as they are."
+            )
         return tails
 
     def repomap(self) -> RepoMap:

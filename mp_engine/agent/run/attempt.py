@@ -63,24 +63,39 @@ def call(parts: WorkspaceParts, a: Attempt) -> Call:
 
 
 def work(parts: WorkspaceParts, a: Attempt) -> AttemptOutcome:
-    """Call, run the checks, judge. Safe to run beside other attempts, each in its own
-    workspace."""
+    """Call, put back what judges the work, run the checks, judge. Safe to run beside other
+    attempts, each in its own workspace."""
     answer = call(parts, a)
     if answer.pauses or answer.ends_run:
         return AttemptOutcome(answer)
+    touched = protect(parts, a)
     checks = parts.checker.run(a.accepting, a.step.step_id)
     if checks is None:
         return AttemptOutcome(answer, checks_interrupted=True)
-    return judge(parts, a, answer, checks)
+    return judge(parts, a, answer, checks, touched)
 
 
-def judge(parts: WorkspaceParts, a: Attempt, answer: Call, checks: list[CheckRun]) -> AttemptOutcome:
+def protect(parts: WorkspaceParts, a: Attempt) -> list[str]:
+    """The files that judge the work the call changed (issue #42), each put back as the
+    base has it: the checks run on the base's copy, and the iteration fails."""
+    guard = parts.protected
+    touched = guard.touched() if guard is not None else []
+    if guard is not None and touched:
+        guard.restore(touched)
+        parts.run.emit("protected_path_restored", mt=a.mt_id, iteration=a.iteration, paths=touched)
+    return touched
+
+
+def judge(
+    parts: WorkspaceParts, a: Attempt, answer: Call, checks: list[CheckRun], protected: list[str] | None = None
+) -> AttemptOutcome:
     """The dual gate of an answered call whose checks ran (here, or on a worker of the
-    fleet): the agent's claims (marked with the run's `nonce`) AND the checks, and the
-    evidence of the workspace as the call left it."""
+    fleet): the agent's claims (marked with the run's `nonce`) AND the checks AND no
+    protected file changed (`protected`: those it changed), and the evidence of the
+    workspace as the call left it."""
     claims = parse_claims(parts.caller.read_output(a.ev), parts.run.nonce)
     assert a.mt_index is not None
-    evidence = parts.recorder.evidence(a, answer, claims, checks)
+    evidence = parts.recorder.evidence(a, answer, claims, checks, protected or [])
     return AttemptOutcome(answer, evidence)
 
 

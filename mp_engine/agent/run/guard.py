@@ -1,5 +1,6 @@
-"""Before anything more of a run starts: SYSTEM/STOP, the time budget and the iteration cap
-end the run (saying what it was about to do); a task marked `(pause)` that one-at-a-time
+"""Before anything more of a run starts: SYSTEM/STOP, a disk fuller than `[agent]
+max_disk_used` (Phuc's disk-usage backpressure), the time budget and the iteration cap end
+the run (saying what it was about to do); a task marked `(pause)` that one-at-a-time
 work reaches ends it for a person to look (issue #34). One guard for 1..N tasks: what
 already runs finishes and is recorded first (the scheduler waits for it)."""
 
@@ -13,6 +14,7 @@ from mp_engine.agent.judge import certificate as cert
 from mp_engine.agent.scope import RunScope
 from mp_engine.agent.state import ending
 from mp_engine.agent.state.model import RunState
+from mp_engine.core import disk
 
 STOPPED = "a stop signal (SIGTERM/SIGINT); the loop resumes when the engine restarts"
 
@@ -58,6 +60,13 @@ def due(run: RunScope, state: RunState) -> Stop | None:
     if ws.stop_file.exists():
         return Stop(
             cert.BACKPRESSURE, "stop_file", f"{ws.rel(ws.stop_file)} was found{when}; the loop stopped as asked."
+        )
+    if (used := disk.used_fraction(ws.root)) is not None and used > run.cfg.max_disk_used:
+        return Stop(
+            cert.BACKPRESSURE,
+            "disk_usage",
+            f"The workspace's file system, {disk.describe(ws.root)}, is {used:.0%} used, above `[agent] "
+            f"max_disk_used` ({run.cfg.max_disk_used:.0%}){when}; the loop stopped before it fills.",
         )
     if budget.remaining() <= 0:
         return Stop(

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from mp_engine.agent.call.budget import Spending
 from mp_engine.agent.call.limiter import CallLimiter
 from mp_engine.agent.evidence import Snapshot, Worktree
 from mp_engine.agent.memory.distill import distill, distilled
@@ -77,8 +78,9 @@ class AgentRun:
         self.dispatch = dispatch
         self.cfg = ctx.config.agent
         self.mp = ctx.mp
-        # `Plan: auto` (or `[agent] plan`): a planner level plans the tasks (sidesteps.py).
-        self.planned = (ctx.mp.headers.get("Plan") or self.cfg.plan) == "auto"
+        # `Plan: auto` (or `[agent] plan`): a planner level plans the tasks (sidesteps.py);
+        # `Plan: review`: and each plan waits for a person's approval (state/approval.py).
+        self.planned = (ctx.mp.headers.get("Plan") or self.cfg.plan) in ("auto", "review")
         self.first_plan: Plan = goal_of(ctx.mp) if self.planned else decompose(ctx.mp)
         self.run_dir = ctx.run.dir
         # Tasks at once: `[agent] max_parallel`, lowered by `Max-Parallel:`; kept in the
@@ -111,7 +113,8 @@ class AgentRun:
         limiter = CallLimiter(self.ctx.ws.local_dir / "agent_calls.log", self.cfg.calls_per_hour)
         memory = snapshot(self.ctx.ws, self.run_dir, self.cfg.memory)
         learnings = self.run_dir / "agent" / "learnings.md"
-        run = RunScope(self.ctx, self.cfg, progress.nonce, self.steps, limiter, learnings, memory)
+        spending = Spending.at(self.ctx.ws.local_dir, self.cfg, mp_id=self.mp.mp_id, emit=self.emit)  # every MP's
+        run = RunScope(self.ctx, self.cfg, progress.nonce, self.steps, limiter, learnings, memory, spending)
         # The tasks' work stops at once when the run stops it (its end) or the engine does
         # (a cancel, a second signal): `halt`; the run's wall time is charged by the
         # scheduler, shared by its tasks.

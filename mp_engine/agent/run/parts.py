@@ -11,6 +11,7 @@ from typing import Any
 
 from mp_engine.agent.call.caller import Caller
 from mp_engine.agent.judge.checks import Checker
+from mp_engine.agent.judge.protected import Protected
 from mp_engine.agent.prompt.prompter import Prompter
 from mp_engine.agent.run.recorder import Recorder
 from mp_engine.agent.scope import RunScope, WorkspaceScope
@@ -33,6 +34,7 @@ class WorkspaceParts:
     checker: Checker
     recorder: Recorder
     prompter: Prompter
+    protected: Protected | None = None  # the files that judge the work, as of the base (issue #42)
 
 
 def workspace_parts(
@@ -42,4 +44,15 @@ def workspace_parts(
     # Checks of an iteration whose agent call finished run to the end on a first stop
     # signal (the iteration is "the current step"); a second signal still kills them.
     checker = Checker(checks_in(run.ctx, place.workdir, stop=threading.Event()), run.mp, check_slots)
-    return WorkspaceParts(run, place, Caller(run, place.workdir), checker, Recorder(run, place), Prompter(run, place))
+    guard = protected(run, place)
+    return WorkspaceParts(
+        run, place, Caller(run, place.workdir), checker, Recorder(run, place), Prompter(run, place), guard
+    )
+
+
+def protected(run: RunScope, place: WorkspaceScope) -> Protected | None:
+    """What the agent may not change in this workspace (judge/protected.py), read from its
+    base commit; None without git (nothing to restore from)."""
+    if not place.base.head or not place.worktree.is_git:
+        return None
+    return Protected.at(place.workdir, place.base.head, run.mp, run.cfg.protected_paths)

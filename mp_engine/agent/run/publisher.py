@@ -17,6 +17,7 @@ from mp_engine.agent.judge.checks import iter_check
 from mp_engine.agent.memory import lessons
 from mp_engine.agent.plan.decompose import Plan
 from mp_engine.agent.progress import Progress
+from mp_engine.agent.run import gates, limits
 from mp_engine.agent.run.report import sections
 from mp_engine.agent.run.workbranch import Landing, WorkBranch
 from mp_engine.agent.scope import RunScope
@@ -183,6 +184,7 @@ class Publisher:
             "pending": state.campaign.pending,
             "replans": state.campaign.replans,
             "drift_checks": state.campaign.drift_checks,
+            **gates.progress(state, self.mp),
         }
         data["residual_history"] = state.history
         data["usage"] = state.usage.to_dict()
@@ -266,7 +268,11 @@ class Publisher:
         extra = self._extra(state, ctx, landing, commits, distilled)
         if c.type in (cert.EXACT, cert.UNVERIFIED):
             return ExecResult(status="completed", checks=checks, extra=extra)
-        if c.type == cert.BLOCKED and c.reason in ANSWERABLE and c.mt:  # a person can answer: the run goes on
+        if c.reason == "plan_cancelled":  # a person answered `cancel` to the plan: no halt (issue #42)
+            return ExecResult(status="cancelled", checks=checks, extra=extra)
+        if (plan := gates.answerable(state, self.mp)) is not None:  # a plan waits for approval
+            extra["answerable"] = plan
+        elif c.type == cert.BLOCKED and c.reason in ANSWERABLE and c.mt:  # a person can answer: the run goes on
             extra["answerable"] = {"mt": c.mt, "question": c.detail}
         diagnosis = cert.diagnosis(c, self.mp.mp_id, fix=state.fatal_fix)
         res = ExecResult(status="failed", checks=checks, diagnosis=diagnosis, extra=extra)
@@ -316,9 +322,14 @@ class Publisher:
                 *sections(c, state, state.plan, self.run_rel, pauses, distilled, commits, carried),
             ],
         }
+        extra.update(gates.result(state))  # plan approval and the reviewer (issue #42)
+        extra["agent"]["approvals"] = extra.pop("approvals", [])
+        extra["sections"] += gates.sections(state, self.run_rel)
         if extra["lessons"]:  # finalize adds them to SYSTEM/memory.md
             body = "\n".join(f"- {ln}" for ln in extra["lessons"])
             extra["sections"].append({"title": "Lessons for SYSTEM/memory.md", "body": body})
+        extra["protected"], extra["budget"] = limits.protected(state), limits.budget(self.run.spending, state)
+        extra["sections"] += limits.sections(extra["protected"], extra["budget"])  # issue #42
         if self.lander is not None:  # the repository the work is on, and its pull request
             extra["pull_request"] = self.lander.result()
         confined = sandbox_summary(ctx.config.agent)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.agent.call.invoke import Call
+from mp_engine.agent.call.invoke import NEVER_PASSES, Call
 from mp_engine.agent.evidence import IterationEvidence, Snapshot
 from mp_engine.agent.judge.checks import CheckRun
 from mp_engine.agent.judge.claims import Claims
@@ -34,13 +34,15 @@ class Recorder:
 
     # -- an iteration ------------------------------------------------------------------
 
-    def evidence(self, a: Attempt, call: Call, claims: Claims, checks: list[CheckRun]) -> dict[str, Any]:
+    def evidence(
+        self, a: Attempt, call: Call, claims: Claims, checks: list[CheckRun], protected: list[str] | None = None
+    ) -> dict[str, Any]:
         """The iteration's record (the dual gate: the claim AND every check) and its
         evidence, hashed in a manifest: everything of it that is this workspace's, so it
         may run beside other tasks' (in their worker threads). `iteration` places it in
         the run."""
         snap = self.place.worktree.snapshot()
-        record = self._verdict(a, call, claims, checks, snap)
+        record = self._verdict(a, call, claims, checks, snap, protected or [])
         ev = a.ev
         ev.add(ev.path("stdout.txt"))
         ev.add(ev.path("stderr.txt"))
@@ -55,10 +57,12 @@ class Recorder:
         return record
 
     def _verdict(
-        self, a: Attempt, call: Call, claims: Claims, checks: list[CheckRun], snap: Snapshot
+        self, a: Attempt, call: Call, claims: Claims, checks: list[CheckRun], snap: Snapshot, protected: list[str]
     ) -> dict[str, Any]:
+        """Long because it is the record, field by field."""
         passed = [c.check_id for c, ok, _ in checks if ok]
-        failing = [c.check_id for c, ok, _ in checks if not ok]
+        # A changed file that judges the work is a failure of its own (issue #42), never progress.
+        failing = [c.check_id for c, ok, _ in checks if not ok] + (["protected_path"] if protected else [])
         steps_dir = self.run.ctx.run.steps_dir
         measured = [
             (c.check_id, c.metric, read_value(steps_dir / f"{c.step_id}.stdout"))
@@ -70,7 +74,7 @@ class Recorder:
         # (in (0, 1]; inbox/metric.py), so an agent getting closer shows as a smaller residual.
         distance = {k: metric.distance(value) for k, metric, value in measured}
         residual = round(sum(distance.get(k, 1) for k in failing), 6)
-        gate = claims.claimed_complete and not failing and not claims.blocked
+        gate = claims.claimed_complete and not failing and not claims.blocked and call.kind not in NEVER_PASSES
         return {
             "ok": True,  # the iteration ran to its end; `gate` says whether the MT is done
             "gate": gate,
@@ -95,7 +99,8 @@ class Recorder:
             # Every command of the call failed for a reason outside the task (structured.py).
             **({"environment": call.environment} if call.environment else {}),
             **({"metrics": metrics} if metrics else {}),
-            "error": error_signature(call, checks),
+            **({"protected": protected} if protected else {}),
+            "error": error_signature(call, checks, protected),
             "digest": snap.digest,
             "head": snap.head,
             "evidence": a.ev.rel,
@@ -145,6 +150,11 @@ class Recorder:
                 f"- Agent call: {record['call']['kind']}"
                 + (f" ({record['call']['detail']})" if record["call"]["detail"] else ""),
                 f"- Checks: {checks_text}",
+                *(
+                    [f"- Changed what judges the work (restored): {', '.join(record['protected'])}"]
+                    if record.get("protected")
+                    else []
+                ),
                 f"- Evidence: {record['evidence']}/",
             ]
         )
@@ -193,9 +203,10 @@ class Recorder:
         self.steps.finish(step, rec, ok=ok, error=rec.get("invalid"))
 
 
-def error_signature(call: Call, checks: list[CheckRun]) -> str | None:
+def error_signature(call: Call, checks: list[CheckRun], protected: list[str] | None = None) -> str | None:
     """What an iteration failed on, for the same-error breaker."""
     if call.kind != "ok":
         return f"call:{call.kind}"
     failing = [f"{c.check_id}:exit {code}" for c, ok, code in checks if not ok]
+    failing += [f"protected_path:{p}" for p in protected or []]
     return "|".join(failing) or None

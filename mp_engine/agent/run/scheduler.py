@@ -26,6 +26,7 @@ from mp_engine.agent.call.caller import why_fatal
 from mp_engine.agent.call.chain import describe
 from mp_engine.agent.call.invoke import Call, CallKind
 from mp_engine.agent.evidence import IterationEvidence
+from mp_engine.agent.judge import certificate as cert
 from mp_engine.agent.memory.distill import distill
 from mp_engine.agent.run import guard
 from mp_engine.agent.run.attempt import Attempt, AttemptOutcome, Runner, record
@@ -74,8 +75,9 @@ class Scheduler:
         self.publisher = publisher
         self.sides = sides
         self.flights: dict[Future[AttemptOutcome], Flight] = {}
-        self.held: dict[str, str] = {}  # level name -> resume_at of its usage limit
+        self.held: dict[str, str] = {}  # level name -> resume_at of its usage limit (or the budgets')
         self.held_why = ""
+        self.held_kind = "usage_limit"  # or "budget": every level waits for a budget's reset (issue #42)
         self.stopped_why: str | None = None  # why the last call or checks were cut short
         # The snapshot `status` shows is rewritten each second, and sooner (PUBLISH_GAP after
         # the last one) when tasks start or end: a fast loop does not rewrite it per iteration.
@@ -170,7 +172,7 @@ class Scheduler:
         if self.held and (side is False or side in self.held):
             resume_at = min(self.held.values()) if side is False else self.held[str(side)]
             why = self.held_why or "the provider's usage limit"
-            return self.publisher.wait(state, "usage_limit", why, resume_at, announced=True)  # by `_unanswered`
+            return self.publisher.wait(state, self.held_kind, why, resume_at, announced=True)  # by `_unanswered`
         if side is None:
             return None
         slot = self.scope.limiter.next_slot(time.time())
@@ -297,6 +299,9 @@ class Scheduler:
                 resume_at=call.resume_at,
                 level_name=a.level.name,
             )
+        elif call.kind is CallKind.BUDGET:
+            self.scope.steps.release(a.step)
+            self._over_budget(state, call)
         elif call.ends_run:
             why = why_fatal(call, a.level, who, section, self.scope.mp.mp_id, self.cfg.transient_retries)
             task = a.mt_index is not None  # else a planning round's or drift check's call: placed at the task in focus
@@ -304,6 +309,24 @@ class Scheduler:
             iteration = a.iteration if task else state.next_iteration
             rec = parts.recorder.fatal(a, call, why, mt_id=mt_id, iteration=iteration, seq=state.applied + 1)
             self.act(state, apply(state, RecordKind.FATAL, rec))
+
+    def _over_budget(self, state: RunState, call: Call) -> None:
+        """An engine budget is spent (issue #42): the run ends BACKPRESSURE (`on_budget =
+        "end"`), or every level waits for the reset, like a usage limit of them all."""
+        if self.cfg.on_budget == "end":
+            ending.end(state, cert.BACKPRESSURE, "budget", f"The engine's agent budget is spent: {call.detail}.")
+            return
+        assert call.resume_at is not None
+        self.held.update({lv.name: call.resume_at for lv in self.cfg.all_levels() if not lv.hard_gate})
+        self.held_why, self.held_kind = call.detail, "budget"
+        self.scope.emit(
+            "micro_task_pause_requested",
+            id="FR-EVT-MT-007",
+            **where(state),
+            kind="budget",
+            reason=call.detail,
+            resume_at=call.resume_at,
+        )
 
     def act(self, state: RunState, effects: list[Effect]) -> None:
         """Carry out what a decision asks (the state never acts itself)."""

@@ -1,7 +1,8 @@
 """The steps between iterations (issue #17), run alone by the scheduler: a planning round
-(the planner plans, or re-plans, the tasks) and a drift check (the checks of the work done
+(the planner plans, or re-plans, the tasks), a drift check (the checks of the work done
 so far run again; the reflector, when there is one, says whether the work still serves the
-goal). Each works in the run's own worktree; rounds.py makes their records.
+goal) and the reviewer's review of the verified work (issue #42, review.py). Each works in
+the run's own worktree; rounds.py makes the records of the first two.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from mp_engine.agent.run import rounds
 from mp_engine.agent.run.attempt import Attempt, call
 from mp_engine.agent.run.parts import WorkspaceParts
 from mp_engine.agent.run.publisher import Publisher
+from mp_engine.agent.run.review import Reviewer
 from mp_engine.agent.run.steps import iteration_step
 from mp_engine.agent.state.apply import apply
 from mp_engine.agent.state.kinds import Effect, Pending, RecordKind
@@ -31,12 +33,15 @@ class SideSteps:
         self.run = parts.run
         self.cfg = parts.run.cfg
         self.publisher = publisher
+        self.reviewer = Reviewer(parts)
 
     def level(self, state: RunState) -> str | None:
-        """The level the pending step calls (the planner, or the reflector of a drift check
-        before the end), or None when it calls none."""
+        """The level the pending step calls (the planner, the reviewer, or the reflector of a
+        drift check before the end), or None when it calls none."""
         if state.campaign.pending is Pending.PLAN:
             return self.cfg.planner.name if self.cfg.planner else None
+        if state.campaign.pending is Pending.REVIEW:
+            return self.cfg.reviewer.name if self.cfg.reviewer else None
         reflector = self.cfg.reflector
         return reflector.name if reflector is not None and state.campaign.drift_at < 100 else None
 
@@ -46,6 +51,9 @@ class SideSteps:
         says why a stop cut the drift check's checks short (it runs again)."""
         if state.campaign.pending is Pending.PLAN:
             return self._plan(state, unanswered), None
+        if state.campaign.pending is Pending.REVIEW:
+            self.publisher.publish(state, live=True)
+            return self.reviewer.step(state, unanswered), None
         return self._drift(state, unanswered)
 
     def _plan(self, state: RunState, unanswered: Unanswered) -> list[Effect]:

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from mp_engine.agent.state.approval import PLAN_MT, reduce_plan_answer
 from mp_engine.agent.state.kinds import Effect, TaskStatus
 from mp_engine.agent.state.model import RunState
 
 
 def reduce_answer(s: RunState, rec: dict[str, Any]) -> list[Effect]:
-    """`rec`: the answer step's record (`mt`, `question`, `answer`, `source`, `seq`)."""
+    """`rec`: the answer step's record (`mt`, `question`, `answer`, `source`, `seq`); an
+    answer to a plan that waits for approval (`mt` = PLAN) is state/approval.py's."""
+    if rec["mt"] == PLAN_MT:
+        return reduce_plan_answer(s, rec)
     s.applied += 1
     i = next(k for k, t in enumerate(s.tasks) if t.mt_id == rec["mt"])
     task = s.tasks[i]

@@ -15,6 +15,7 @@ from mp_engine.agent.state.iteration import reduce_iteration
 from mp_engine.agent.state.kinds import Effect, RecordKind
 from mp_engine.agent.state.model import RunState
 from mp_engine.agent.state.planning import reduce_drift, reduce_plan
+from mp_engine.agent.state.review import reduce_review
 from mp_engine.agent.state.tasks import reduce_integration, reduce_start
 
 Reducer = Callable[[RunState, dict[str, Any]], list[Effect]]
@@ -42,6 +43,7 @@ REDUCERS: dict[RecordKind, Reducer] = {
     RecordKind.INTEGRATE: reduce_integration,
     RecordKind.ANSWER: reduce_answer,
     RecordKind.CI: reduce_ci,
+    RecordKind.REVIEW: reduce_review,
     RecordKind.FATAL: reduce_fatal,
 }
 

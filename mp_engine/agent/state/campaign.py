@@ -62,6 +62,17 @@ def verify_at_end(s: RunState) -> bool:
     return False
 
 
+def review_due(s: RunState) -> bool:
+    """Every task passed and the checks verified it: with `[agent.reviewer]`, the reviewer
+    reviews the work before it lands (issue #42; state/review.py), until it approves. True
+    when the review is now pending."""
+    c = s.campaign
+    if s.cfg.reviewer is None or not s.verified or c.review_approved:
+        return False
+    c.pending = Pending.REVIEW
+    return True
+
+
 def drift_detail(rec: dict[str, Any], verdict: dict[str, Any]) -> str:
     drifted = verdict.get("verdict") == "drifted"
     return (

@@ -12,7 +12,7 @@ from mp_engine.agent.state.kinds import LIVE, Effect, TaskStatus
 from mp_engine.agent.state.model import RunState
 
 # Ends that are the run's, not one task's: every task in a worktree of its own stops with them.
-GLOBAL_ENDS = ("stop_file", "wall_budget", "max_iterations", "cost_budget")
+GLOBAL_ENDS = ("stop_file", "wall_budget", "max_iterations", "cost_budget", "disk_usage")
 
 
 def end(s: RunState, type_: str, reason: str, detail: str) -> cert.Certificate:
@@ -132,8 +132,9 @@ def settle(s: RunState) -> list[Effect]:
 
 
 def finish(s: RunState) -> None:
-    """Every task ended: the run's certificate (a planned MP's final drift check first)."""
-    if not s.failures and campaign.verify_at_end(s):
+    """Every task ended: the run's certificate (a planned MP's final drift check first, then
+    the reviewer's review)."""
+    if not s.failures and (campaign.verify_at_end(s) or campaign.review_due(s)):
         return
     if s.failures:
         s.final = replace(s.failures[0], residual_history=list(s.history))

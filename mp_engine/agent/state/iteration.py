@@ -54,6 +54,9 @@ def _account(s: RunState, rec: dict[str, Any]) -> bool:
         # A metric goal: progress is the distance shrinking (a residual below the best so
         # far at this level) or a check newly passing; a diff that moves nothing is not.
         progress = bool(newly_passing) or rec["residual"] < min(cur.trend)
+    if rec.get("protected"):
+        # It changed a file that judges the work (issue #42): that edit, restored, is no progress.
+        progress = bool(newly_passing)
     cur.last_digest, cur.prev_passed = rec["digest"], set(rec["passed"])
     cur.done_streak = cur.done_streak + 1 if rec.get("claimed", rec["gate"]) else 0
     s.last_summary = rec.get("summary") or s.last_summary

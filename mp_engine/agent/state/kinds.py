@@ -23,6 +23,7 @@ class RecordKind(StrEnum):
     INTEGRATE = "integrate"
     ANSWER = "answer"
     CI = "ci"  # CI's verdict on a push of the work branch, on a pull request (issue #41)
+    REVIEW = "review"  # the reviewer's verdict on the verified work (issue #42)
     FATAL = "fatal"
 
 
@@ -49,6 +50,7 @@ class Pending(StrEnum):
 
     PLAN = "plan"  # a planning round
     DRIFT = "drift"  # a drift check
+    REVIEW = "review"  # the reviewer reviews the verified work before it lands (issue #42)
 
 
 class EffectKind(StrEnum):

@@ -68,6 +68,7 @@ class TaskState:
     integration_failures: int = 0
     solo: bool = False  # integrated only when no other task runs (max_integration_retries spent)
     answers: list[dict[str, str]] = field(default_factory=list)  # what it asked and a person answered
+    review: list[dict[str, str]] = field(default_factory=list)  # the reviewer's requested changes on it (issue #42)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +90,7 @@ class TaskState:
             ),
             **({"workers": self.workers} if self.workers else {}),
             **({"answers": self.answers} if self.answers else {}),
+            **({"review": self.review} if self.review else {}),
         }
 
     @property
@@ -113,6 +115,14 @@ class Campaign:
     drift_at: int = 0  # the pending drift check's mark, in percent
     drift_checks: list[dict[str, Any]] = field(default_factory=list)
     final_verified: bool = False
+    # Gates (issue #42): a plan waiting for a person's approval (state/approval.py), and the
+    # reviewer's verdicts on the verified work (state/review.py).
+    awaiting: bool = False  # the newest plan waits for `approve`
+    plan_first: int = 0  # the index of the newest plan's first task
+    approvals: list[dict[str, Any]] = field(default_factory=list)  # each answer to a plan, and what it did
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    review_rounds: int = 0  # times the reviewer's requested changes went back to the tasks
+    review_approved: bool = False
 
 
 @dataclass
@@ -207,7 +217,10 @@ class RunState:
     def checks_of(self, mt_index: int) -> list[int]:
         """The checks that accept task `mt_index` now: `Plan.own` when tasks run in worktrees
         of their own, `Plan.accepting` one at a time (each task held to the earlier ones'
-        checks too)."""
+        checks too). A task the reviewer sent back: every check of the MP (its change comes
+        after all the work)."""
+        if self.tasks[mt_index].review:
+            return list(range(len(self.plan.check_from)))
         if self.isolated:
             return self.plan.own(mt_index, self.dead)
         return self.plan.accepting(mt_index, self.dead)

@@ -9,7 +9,7 @@ from typing import Any
 from mp_engine.agent.call.chain import chain_for
 from mp_engine.agent.judge import certificate as cert
 from mp_engine.agent.plan.planner import micro_tasks
-from mp_engine.agent.state import campaign, ending
+from mp_engine.agent.state import approval, campaign, ending
 from mp_engine.agent.state.kinds import Effect, TaskStatus
 from mp_engine.agent.state.model import Cursor, RunState, TaskState
 
@@ -45,13 +45,15 @@ def reduce_plan(s: RunState, rec: dict[str, Any]) -> list[Effect]:
     c.pending, c.plan_attempt, c.plan_error, c.replan_cause = None, 0, "", None
     if not s.isolated:  # tasks in worktrees of their own start when the scheduler starts them
         before = s.cur
-        s.tasks[first].status = TaskStatus.ACTIVE
+        if not s.cfg.plan_review:  # else when a person approves it (state/approval.py)
+            s.tasks[first].status = TaskStatus.ACTIVE
         s.cursors[first] = Cursor(last_digest=before.last_digest, prev_passed=set(before.prev_passed))
     s.focus = first
     done = sum(1 for i in s.current_tasks() if s.tasks[i].status is TaskStatus.COMPLETED)
     c.drift_q = min(3, 4 * done // len(s.current_tasks()))
     planned = [{"mt": r["mt_id"], "ref": r["ref"], "after": r["after"]} for r in rec["tasks"]]
-    return [Effect.event("campaign_plan_accepted", "MPE-PLAN", **where, micro_tasks=planned)]
+    accepted = [Effect.event("campaign_plan_accepted", "MPE-PLAN", **where, micro_tasks=planned)]
+    return accepted + approval.hold(s, first) if s.cfg.plan_review else accepted
 
 
 def _replace_unfinished(s: RunState, rec: dict[str, Any]) -> None:

@@ -77,7 +77,8 @@ def operations(orch: Orchestrator) -> dict[str, Operation]:
 
     def get_status() -> dict[str, Any]:
         """The engine as the remote shows it: its state (ONLINE, RUNNING, ERROR), a halt and
-        what lifts it, the MP waiting in the inbox, and whether the engine is up (its
+        what lifts it (`question`: what a halted agent MP asks, a plan to approve among
+        them, with its tasks), the MP waiting in the inbox, and whether the engine is up (its
         heartbeat: up, stopped, silent)."""
         return orch.get_status()
 
@@ -118,7 +119,8 @@ def operations(orch: Orchestrator) -> dict[str, Operation]:
     ) -> dict[str, Any]:
         """Answer the agent MP mp_id, which ended asking a question (the engine is halted on
         it; its result's diagnosis has the question). The same run goes on with the answer;
-        wait_result(mp_id) then waits for its new result."""
+        wait_result(mp_id) then waits for its new result. A plan that waits for approval
+        (`Plan: review`) takes `approve`, `cancel`, or what to change (the planner re-plans)."""
         return orch.answer(mp_id, text)
 
     return {

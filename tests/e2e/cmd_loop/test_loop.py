@@ -113,3 +113,17 @@ def test_a_chain_that_cannot_be_called_is_refused_before_anything_is_written(ws)
     assert none.returncode == 2 and "mp-engine init --agent NAME" in none.stderr, none.stdout + none.stderr
     assert not ws.inbox_file.exists() and not [d for d in ws.runs_dir.iterdir() if d.is_dir()]
     assert json.loads(ws.state_file.read_text()).get("halt") is None
+
+
+def test_max_iterations_bounds_this_goal_within_the_operator_s_ceiling(ws):
+    # issue #44: Loopr's `loop --max-iterations N`, written as the MP's `Max-Iterations:` header.
+    configure(ws, [level("wrong", "wrong.py")], max_iterations=5, ceilings=["max_iterations"])
+    above = mpe("loop", GOAL, "--check", CHECK, "--max-iterations", "6", "--root", str(ws.root))
+    assert above.returncode == 2 and "above the ceiling" in above.stderr and "at most 5" in above.stderr
+    assert not ws.inbox_file.exists() and not [d for d in ws.runs_dir.iterdir() if d.is_dir()]
+    r = mpe("loop", GOAL, "--check", CHECK, "--max-iterations", "1", "--root", str(ws.root))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "MT-001 iteration 1: residual 1" in r.stdout and "MT-001 iteration 2" not in r.stdout
+    (run,) = [d for d in ws.runs_dir.iterdir() if d.is_dir()]
+    assert "\nMax-Iterations: 1\n" in (run / "incoming_microproject.txt").read_text()
+    assert "All 1 iterations" in json.loads((ws.system_dir / "RESULT_last.json").read_text())["diagnosis"]["text"]

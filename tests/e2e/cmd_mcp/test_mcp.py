@@ -328,3 +328,40 @@ def test_without_the_mcp_extra_it_says_how_to_install_it(tmp_path):
     )
     assert r.returncode == 2
     assert r.stderr.strip() == "mp-engine mcp: the MCP SDK is not installed: pip install 'mp-engine[mcp]'"
+
+
+def test_a_model_sees_the_plan_that_waits_in_get_status_and_wait_result_and_approves_it(tmp_path, daemon_factory):
+    """issue #42: `Plan: review` from a model; the plan that waits is in wait_result's result
+    and in get_status's `question`; `answer approve` starts the same run."""
+    from tests.agentutil import PLANNED, configure, level, planner, task
+    from tests.conftest import read_state
+    from tests.e2e.conftest import GIT_ENV
+    from tests.gitutil import engine_workspace, make_remote
+
+    bare = make_remote(tmp_path)
+    url = f"file://{bare}"
+    ws = engine_workspace(tmp_path, url, poll_interval=0.3)
+    plan = {"tasks": [task("a", ("hello", "out/a.txt")), task("b", ("bye", "out/b.txt"), checks=("check-002",))]}
+    configure(ws, [level("good", "good.py")], planner=planner(tmp_path / "plans", plan), land="branch")
+    d = daemon_factory(ws.root, env=GIT_ENV).start()
+    wait_for(lambda: read_state(ws)["status"] == "ONLINE", what="engine ONLINE")
+
+    async def main() -> None:
+        params = StdioServerParameters(command=MP_ENGINE, args=["mcp", "--repo", url], env=env(tmp_path))
+        async with Client(params) as client:
+            await call(client, "send_mp", text=PLANNED.replace("Plan: auto", "Plan: review"))
+            waits = await until_done(client, "MP-4.1")
+            asked = waits["result"]["answerable"]
+            assert asked["kind"] == "plan_review" and [t["title"] for t in asked["plan"]] == ["task a", "task b"]
+            status = await call(client, "get_status")
+            assert status["question"]["kind"] == "plan_review" and "approve" in status["answer_with"], status
+            assert (await call(client, "answer", mp_id="MP-4.1", text="approve"))["sent"] is True
+            for _ in range(60):
+                got = await call(client, "wait_result", mp="MP-4.1", max_wait_s=2)
+                if got["done"] and got.get("status") == "COMPLETED":
+                    break
+            assert got["status"] == "COMPLETED" and got["result"]["run_id"] == waits["result"]["run_id"], got
+
+    anyio.run(main)
+    d.signal(15)
+    d.wait()

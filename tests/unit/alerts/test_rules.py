@@ -2,8 +2,7 @@
 for which MP, and the one command that acts on it."""
 
 from mp_engine.alerts.rules import Rules
-
-ALL = ("halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused")
+from mp_engine.config.notify import ALERT_KINDS as ALL
 
 
 def test_a_failed_mp_that_halts_says_why_and_how_to_lift_the_halt():
@@ -25,6 +24,16 @@ def test_an_mp_that_ended_asking_a_person_is_a_blocked_alert_not_a_halt():
     assert "mp-engine answer MP-2.1 'TEXT' --root /ws" in a.act
 
 
+def test_a_plan_that_waits_for_approval_is_a_blocked_alert_with_the_plan():
+    rules = Rules("/ws", ALL)
+    fix = "Read the plan ..., then answer `approve` to start it, `cancel` to end the MP, or what to change"
+    waits = {"event": "mp_failed", "mp": "MP-4.1", "kind": "agent_plan_review", "summary": "the plan waits", "fix": fix}
+    rules.alert(waits)
+    a = rules.alert({"event": "halted", "mp": "MP-4.1", "approve_with": "Approves: MP-4.1"})
+    assert a.kind == "blocked" and "the plan waits" in a.body and "`approve`" in a.body
+    assert "mp-engine answer MP-4.1 'TEXT' --root /ws" in a.act
+
+
 def test_only_the_kinds_asked_for_and_no_engine_down_for_once():
     rules = Rules("/ws", ("halt", "engine_down"))
     assert rules.alert({"event": "mp_completed", "mp": "MP-1.0", "duration": 1.2}) is None
@@ -38,3 +47,33 @@ def test_only_the_kinds_asked_for_and_no_engine_down_for_once():
     assert every.alert({"event": "mp_cancelled", "mp": "MP-1.0", "source": "host"}).kind == "cancelled"
     refused = every.alert({"event": "sync_push_refused", "message": "protected branch"})
     assert refused.kind == "push_refused" and "protected branch" in refused.body and "doctor" in refused.act
+
+
+def test_a_drift_check_that_found_drift_is_a_drift_alert_and_one_that_did_not_is_none():
+    # issue #44: the campaign's drift is a notification to a person, not only an event.
+    rules = Rules("/ws", ALL)
+    regressed = {"event": "campaign_drift_check", "mp": "MP-5.1", "at": 50, "regressed": ["check-001"]}
+    a = rules.alert({**regressed, "reflector": "drifted", "why": "it rewrote the API", "drift": True})
+    assert a.kind == "drift" and a.mp == "MP-5.1" and a.title == "mp-engine: MP-5.1 drifted from its goal"
+    assert "at 50 % of MP-5.1's tasks found drift: check-001 regressed; the reflector says" in a.body
+    assert "it rewrote the API" in a.body and "max_replans" in a.body and "mp-engine status --root /ws" in a.act
+    assert rules.alert({**regressed, "regressed": [], "reflector": "aligned", "drift": False}) is None
+    assert Rules("/ws", ("halt",)).alert({**regressed, "drift": True}) is None  # not asked for
+
+
+def test_a_spent_budget_is_an_alert_that_says_when_calls_resume():
+    """Issue #42: `budget_spent` comes once per day or month (the spend log keeps the mark)."""
+    spent = Rules("/ws", ("budget",)).alert(
+        {
+            "event": "budget_spent",
+            "mp": "MP-4.2",
+            "period": "day",
+            "key": "2026-04-05",
+            "spent_usd": 5.1,
+            "limit_usd": 5.0,
+            "resets_at": "2026-04-06T00:00:00Z",
+            "on_budget": "wait",
+        }
+    )
+    assert spent.kind == "budget" and "agent calls wait until 2026-04-06T00:00:00Z" in spent.body
+    assert "daily_cost_usd" in spent.act

@@ -207,3 +207,21 @@ def test_nothing_an_mp_controls_reaches_the_terminal_raw(ws, capsys, monkeypatch
             assert "\\x1b]0;pwned\\x07" in out, (args, out)
     assert main(["status", "--root", str(ws.root), "--json"]) == 0
     json.loads(capsys.readouterr().out)
+
+
+def test_status_shows_the_budgets_spent_today_and_this_month(ws, capsys, monkeypatch):
+    """Issue #42: every MP's agent calls together, against `[agent] daily_cost_usd` and
+    `monthly_cost_usd`; spent, it says until when calls wait."""
+    from mp_engine.record.spend import SPEND_FILE, SpendLog
+
+    text = ws.config_file.read_text()
+    ws.config_file.write_text(
+        text.replace("[agent]\n", '[agent]\ndaily_cost_usd = 2.0\nmonthly_cost_usd = 40.0\nbudget_clock = "UTC"\n', 1)
+    )
+    SpendLog(ws.local_dir / SPEND_FILE, "UTC").charge("run/k", 1.5, mp="MP-1")
+    rc, out = run_main(capsys, "status", "--root", str(ws.root))
+    assert rc == 0 and "budget:          $1.5000 of $2 today, $1.5000 of $40 this month" in out
+    SpendLog(ws.local_dir / SPEND_FILE, "UTC").charge("run/k2", 1.0, mp="MP-2")
+    report = status_report(ws, load_config(ws.root))
+    assert report["budget"]["day"]["left_usd"] == 0.0 and report["budget"]["month"]["left_usd"] == 37.5
+    assert "SPENT: agent calls wait until " + report["budget"]["day"]["resets_at"] in render_status(report)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 
-from mp_engine.core.disk import Reserve, describe, is_full, mount_of
+from mp_engine.core.disk import Reserve, describe, is_full, mount_of, used_fraction
 
 
 def test_a_full_disk_is_recognised_through_wrapped_errors():
@@ -38,3 +39,12 @@ def test_the_reserve_is_made_once_topped_up_and_released(tmp_path):
     assert r.release() >= 200_000 and not r.path.exists()
     assert r.release() == 0
     assert Reserve(tmp_path / "none", 0).ensure() and not (tmp_path / "none").exists()
+
+
+def test_the_used_fraction_is_what_df_counts_and_none_where_it_cannot_be_read(tmp_path):
+    st = os.statvfs(tmp_path)
+    used = used_fraction(tmp_path)
+    assert used is not None and 0 <= used <= 1
+    in_use = st.f_blocks - st.f_bfree
+    assert abs(used - in_use / (in_use + st.f_bavail)) < 0.01  # others write meanwhile
+    assert used_fraction(tmp_path / "no" / "such" / "dir") is None

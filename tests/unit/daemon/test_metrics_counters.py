@@ -73,3 +73,17 @@ def test_agent_tokens_and_dollars_are_counted_by_level(metrics):
     assert value(m, "mp_engine_agent_tokens_total", {"level": "claude", "kind": "cache_write"}) is None  # none reported
     assert value(m, "mp_engine_agent_cost_usd_total", {"level": "claude"}) == pytest.approx(0.0246)
     assert value(m, "mp_engine_agent_tokens_total", {"level": "local", "kind": "input"}) is None
+
+
+def test_the_budget_left_of_each_period_is_read_from_the_spend_log(ws, monkeypatch):
+    """Issue #42: `mp_engine_budget_remaining_usd{period}` for each budget set, every MP's
+    and every fleet worker's calls together (the one spend log)."""
+    from mp_engine.record.spend import SPEND_FILE, SpendLog
+
+    monkeypatch.setenv("MP_ENGINE_AGENT__DAILY_COST_USD", "5")
+    engine = Engine(ws, load_config(ws.root))
+    m = Metrics(engine, engine.config, last_sync_ok=lambda: None)
+    assert value(m, "mp_engine_budget_remaining_usd", {"period": "day"}) == 5.0
+    assert value(m, "mp_engine_budget_remaining_usd", {"period": "month"}) is None  # no monthly budget
+    SpendLog(ws.local_dir / SPEND_FILE).charge("run/k", 1.25, mp="MP-1")
+    assert value(m, "mp_engine_budget_remaining_usd", {"period": "day"}) == 3.75

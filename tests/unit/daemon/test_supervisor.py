@@ -4,6 +4,7 @@ lives, STATUS in words, STOPPING once, and the last good sync recorded."""
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
@@ -149,3 +150,22 @@ def test_metrics_listen_and_are_fed_by_the_event_log(ws, monkeypatch):
         assert scrape(address)['mp_engine_mps_total{status="ERROR"}'] == 1.0
     finally:
         sup.uninstall()
+
+
+NOW = datetime(2026, 11, 22, 15, 16, 0, 500000, tzinfo=UTC)
+
+
+def test_the_stall_event_says_from_which_state_to_which_since_when_and_past_what(ws, monkeypatch):
+    # issue #44: the Micro-Task Executor's FR-EVT-WF-RECOVERY fields on a running -> stalled transition.
+    monkeypatch.setenv("MP_ENGINE_WATCH__STALL_LIMIT", "120")
+    engine = Engine(ws, load_config(ws.root))
+    fields = Supervisor(engine, engine.config, Notifier(None)).stall_fields("no progress", 130.5, NOW.timestamp())
+    assert fields == {
+        "detail": "no progress",
+        "from_state": "running",
+        "to_state": "stalled",
+        "reason": "no progress",
+        "last_heartbeat_ts": "2026-11-22T15:13:50.000Z",  # 130.5 s before NOW
+        "threshold_secs": 120.0,
+        "actor": "system",
+    }

@@ -49,3 +49,30 @@ def test_a_metric_check_that_prints_no_number_or_fails_is_a_failing_check(ws):
     failing = context(ws, CHECK.format(body="echo 0.95; exit 3").replace("MP-9.7", "MP-9.8"))
     res = run_block(failing, failing.mp.checks[0])
     assert not res.ok and res.diagnosis.kind != "metric_unmet"  # the exit code's own diagnosis
+
+
+EXPECT = '# MP-9.9\n\n## Validate\n\n```bash stdout_contains="{want}" stdout_not_contains="Traceback"\n{body}\n```\n'
+
+
+def test_a_check_whose_output_says_what_its_fence_asks_passes_and_the_finding_is_kept(ws):
+    ctx = context(ws, EXPECT.format(want="3 passed", body="echo '3 passed in 0.1s'"))
+    res = run_block(ctx, ctx.mp.checks[0])
+    assert res.ok and res.diagnosis is None
+    kept = artifact(ctx, "check-001")["expect"]
+    assert kept == {"contains": ["3 passed"], "not_contains": ["Traceback"], "missing": [], "unwanted": [], "met": True}
+
+
+def test_exit_0_without_the_text_or_with_an_unwanted_one_fails_naming_the_text(ws):
+    ctx = context(ws, EXPECT.format(want="3 passed", body="echo '2 passed, 1 skipped'"))
+    res = run_block(ctx, ctx.mp.checks[0])
+    assert not res.ok and res.report.exit_code == 0
+    d = res.diagnosis
+    assert d.kind == "output_unexpected" and d.summary == "check 1's output lacks '3 passed'" and d.line == 5
+    assert "`stdout_contains`" in d.diagnosis and "Approves: MP-9.9" in d.fix
+    assert artifact(ctx, "check-001")["ok"] is False
+    noisy = context(ws, EXPECT.format(want="ok", body="echo ok; echo Traceback").replace("MP-9.9", "MP-9.10"))
+    res = run_block(noisy, noisy.mp.checks[0])
+    assert not res.ok and res.diagnosis.summary == "check 1's output contains 'Traceback'"
+    failing = context(ws, EXPECT.format(want="ok", body="echo ok; exit 4").replace("MP-9.9", "MP-9.11"))
+    res = run_block(failing, failing.mp.checks[0])
+    assert not res.ok and res.diagnosis.kind != "output_unexpected"  # the exit code's own diagnosis

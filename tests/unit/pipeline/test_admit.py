@@ -3,6 +3,8 @@ Engine-level paths (claim, drive, hold notices) are in test_engine.py and test_q
 
 from __future__ import annotations
 
+import pytest
+
 from mp_engine.config.load import load_config
 from mp_engine.core.errors import InvalidMPError
 from mp_engine.inbox.cancel_request import pending, request_on_host
@@ -97,6 +99,12 @@ class RepoExecutor:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+
+@pytest.fixture(autouse=True)
+def app_pat(monkeypatch):
+    """The token `[repos.app]` names: the engine takes it out of the environment at start."""
+    monkeypatch.setenv("APP_PAT", "github_pat_" + "x" * 40)
 
 
 def repo_engine(ws, extra: str = "") -> Engine:

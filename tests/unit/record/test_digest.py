@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from mp_engine import __version__
 from mp_engine.record import digest
 from mp_engine.record.diagnosis import Diagnosis, invalid_mp
 from mp_engine.record.digest import read_index, write_digest
@@ -27,6 +28,7 @@ def test_result_last_json_has_the_documented_fields(ws):
     assert s["exit_code"] == 2 and s["duration"] == 0.5 and len(s["stdout_tail"]) <= digest.TAIL_CHARS + 5
     assert s["stdout_path"] == "SYSTEM/runs/r1/steps/s.stdout" and doc["commit_subject"].startswith("MP-8.1: ERROR")
     assert doc["certificate"] is None and doc["duration"] == 1.235
+    assert (doc["specification"], doc["protocol_version"], doc["engine_version"]) == ("MP-1.3", "v1.0", __version__)
 
 
 def test_an_invalid_mp_reads_as_refused_and_a_completed_one_has_nothing_to_approve(ws):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from mp_engine import __version__
 from mp_engine.record.archive import create_run
 from mp_engine.record.diagnosis import Diagnosis, engine_error
 from mp_engine.record.digest import document, read_result, write_digest
@@ -34,6 +35,8 @@ def test_a_completed_result_has_the_fields_an_orchestrator_greps_for(ws):
     text = write_result(ws, run, o)
     for field in ("MP: MP-8.1", "Status: COMPLETED", f"Run: {run.run_id}", f"MP-SHA256: {'ab' * 32}"):
         assert field in text.splitlines()
+    head = text.split("\n\n")[1].splitlines()  # the Key: value lines (issue #44: the versions too)
+    assert head[-3:] == [f"Engine: mp-engine {__version__}", "Specification: MP-1.3", "Protocol: v1.0"]
     assert "## Steps" in text and "## Error" not in text and "Approve-With" not in text
     assert ws.result_file.read_text() == text == run.result_md.read_text()
     assert json.loads(run.result_json.read_text()) == document(o, ws)
@@ -140,7 +143,8 @@ def test_an_older_archive_s_result_json_reads_in_the_documented_layout(ws):
     old = outcome(run.run_id, mp_id="MP-8.6", executor="agent", extra=AGENT_EXTRA, duration=2.5).to_dict()
     run.result_json.write_text(json.dumps(old))
     doc = read_result(run.dir)
-    assert doc == document(Outcome.from_dict(old), ws) and doc["certificate"]["type"] == "EXACT"
+    assert doc == {**document(Outcome.from_dict(old), ws), "engine_version": None}  # which engine: not recorded
+    assert doc["certificate"]["type"] == "EXACT" and doc["specification"] == "MP-1.3"
     assert doc["micro_tasks"] == AGENT_EXTRA["agent"]["micro_tasks"] and doc["duration"] == 2.5
     run.result_json.write_text(json.dumps({"mp_id": "MP-8.6", "status": "ERROR", "unknown": 1}))
     assert read_result(run.dir)["status"] == "ERROR"

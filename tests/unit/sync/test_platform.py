@@ -28,6 +28,8 @@ def gpg(home, *args: str, stdin: str | None = None) -> str:
 
 
 def new_key(home, uid: str) -> str:
+    # Short home names: gpg-agent's sockets live in the home, and a Unix socket's path is at
+    # most 107 bytes (pytest-xdist's worker folder makes tmp_path longer).
     home.mkdir(mode=0o700)
     gpg(home, "--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "never")
     return next(line.split(":")[9] for line in gpg(home, "--with-colons", "-K").splitlines() if line.startswith("fpr:"))
@@ -39,7 +41,7 @@ def platform(tmp_path):
     outside the workspace; a second key in the same file that is not a platform signer."""
     keys = tmp_path / "keys"
     keys.mkdir()
-    home, other_home = tmp_path / "gnupg-platform", tmp_path / "gnupg-other"
+    home, other_home = tmp_path / "g-plat", tmp_path / "g-other"
     fpr, other = new_key(home, "Platform <noreply@platform.example>"), new_key(other_home, "Other <other@example>")
     keys_file = keys / "platform-keys.asc"
     keys_file.write_text(gpg(home, "--armor", "--export", fpr) + gpg(other_home, "--armor", "--export", other))
@@ -47,8 +49,8 @@ def platform(tmp_path):
 
 
 def channel(tmp_path, platform, monkeypatch, author: str, signer: str = "platform"):
-    monkeypatch.setenv("GNUPGHOME", str(tmp_path / "gnupg-engine-empty"))  # the host's keyring knows nothing
-    (tmp_path / "gnupg-engine-empty").mkdir(mode=0o700)
+    monkeypatch.setenv("GNUPGHOME", str(tmp_path / "g-none"))  # the host's keyring knows nothing
+    (tmp_path / "g-none").mkdir(mode=0o700)
     bare = make_remote(tmp_path)
     url = f"file://{bare}"
     ws = engine_workspace(

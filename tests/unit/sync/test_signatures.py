@@ -153,7 +153,7 @@ def gpg_keys(tmp_path):
     the public half, untrusted: what a real engine host has after `gpg --import`."""
     if shutil.which("gpg") is None:
         pytest.skip("gpg is not installed")
-    orch_home, engine_home = tmp_path / "gnupg-orch", tmp_path / "gnupg-engine"
+    orch_home, engine_home = tmp_path / "g-orch", tmp_path / "g-eng"
     for home in (orch_home, engine_home):
         home.mkdir(mode=0o700)
     _gpg(orch_home, "--passphrase", "", "--quick-gen-key", "Orchestrator <orch@example>", "ed25519", "sign", "never")

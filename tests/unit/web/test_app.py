@@ -157,3 +157,20 @@ def test_every_answer_forbids_framing_inline_script_referrers_and_sniffing(ws, p
         policy = r.headers["content-security-policy"]
         assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy and "'unsafe-inline'" not in policy
         assert r.headers["referrer-policy"] == "no-referrer" and r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_page_and_the_state_show_the_budgets_spent(ws):
+    """Issue #42: spend today and this month against `[agent] daily_cost_usd` and
+    `monthly_cost_usd`, every MP's and every fleet worker's calls together."""
+    from mp_engine.record.spend import SPEND_FILE, SpendLog
+
+    text = ws.config_file.read_text()
+    ws.config_file.write_text(text.replace("[agent]\n", "[agent]\ndaily_cost_usd = 1.0\nmonthly_cost_usd = 20.0\n", 1))
+    SpendLog(ws.local_dir / SPEND_FILE).charge("run/k", 1.25, mp="MP-1")
+    _, client = app_for(ws)
+    budget = client.get("/api/v1/state").json()["budget"]
+    assert budget["day"]["spent_usd"] == 1.25 and budget["day"]["left_usd"] == 0.0
+    page = client.get("/").text
+    assert '<span class="bad">$1.2500 of $1.0 today</span>' in page and "$1.2500 of $20.0 this month" in page
+    assert 'aria-label="agent spend per day this month"' in page and 'class="limit"' in page  # the plot
+    assert budget["days"] == [{"day": budget["day"]["key"], "usd": 1.25}]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mp_engine.web.plots import durations, label, rates, round_up
+from mp_engine.web.plots import durations, label, rates, round_up, spend
 
 
 def test_duration_bars_are_oldest_first_and_scaled_to_the_longest():
@@ -39,3 +39,15 @@ def test_rate_bars_show_the_share_finished():
         width=200,
     )
     assert [(b["name"], b["w"]) for b in p["bars"]] == [("cloud", 200.0), ("local", 50.0)]
+
+
+def test_the_spend_plot_puts_each_day_at_its_place_under_the_budget_line():
+    days = [{"day": "2026-04-02", "usd": 1.25}, {"day": "2026-04-05", "usd": 4.0}]
+    p = spend(days, 2.0)
+    first, second = p["bars"]
+    assert first["x"] < second["x"] and second["x"] - first["x"] > 2 * first["w"]  # days 3 and 4 left empty
+    assert not first["over"] and second["over"] and "the daily budget spent" in second["label"]
+    base = p["axis"]["base"]
+    assert base - second["y"] == 2 * (base - p["limit_y"])  # $4 is twice as high as the $2 line
+    assert [t["label"] for t in p["ticks"]] == ["$0", "$2.5", "$5"]
+    assert spend(days, None)["limit_y"] is None  # no daily budget: no line

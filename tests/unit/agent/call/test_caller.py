@@ -61,3 +61,45 @@ def test_every_kind_that_ends_the_run_has_its_fix():
         reason, _detail, fix = why_fatal(Call(kind, detail="d"), lv, "w", "[agent] levels", "MP-1.1", 3)
         assert reason.startswith("agent_") and "Approves: MP-1.1" in fix
     assert not Call("crash").ends_run and Call("usage_limit").pauses
+
+
+def test_a_turn_limit_reaches_the_cli_and_a_call_past_it_never_completes_the_mp(engine_for, ws):
+    """Issue #42: the level's `max_turns` goes where its argv says (`{max_turns}`; claude gets
+    `--max-turns N`), and the CLI's own report is held to it: 13 turns past the limit with the
+    work done, the checks passing and completion claimed is a failed iteration, every time."""
+    from tests.agentutil import only_run, records
+    from tests.conftest import drop, result_field
+
+    over = level("overrun", "overrun.py", "--max-turns", "{max_turns}", max_turns=5)
+    engine = engine_for([over], max_iterations=2, max_no_progress=5)
+    drop(ws, ONE)
+    assert engine.tick().action == "error"
+    assert result_field(ws, "Certificate") == "TIMEOUT"
+    recs = records(only_run(ws))
+    assert len(recs) == 2 and (ws.root / "out" / "a.txt").exists() is False
+    for rec in recs:
+        assert rec["call"]["kind"] == "turn_limit" and rec["claimed"] and rec["failing"] == [] and not rec["gate"]
+        assert rec["call"]["detail"] == "the call ran 18 turns, past --max-turns 5: its report is not believed"
+        assert rec["error"] == "call:turn_limit"
+
+
+def test_a_call_within_its_turn_limit_completes(engine_for, ws):
+    from tests.conftest import drop, result_field
+
+    within = level("within", "overrun.py", "--max-turns", "{max_turns}", "--within", max_turns=5)
+    engine = engine_for([within])
+    drop(ws, ONE)
+    assert engine.tick().action == "completed" and result_field(ws, "Certificate") == "EXACT"
+
+
+def test_claude_gets_max_turns_on_its_command_line():
+    from mp_engine.agent.call.chain import render_argv
+
+    lv = AgentLevel(name="claude", argv=["claude", "-p", "--output-format", "json"], stdin=True, max_turns=60)
+    assert render_argv(lv, {}) == ["claude", "--max-turns", "60", "-p", "--output-format", "json"]
+    try:
+        AgentLevel(name="codex", argv=["codex", "exec", "-"], stdin=True, max_turns=5)
+    except ValueError as e:
+        assert "takes no turn limit the engine knows" in str(e)
+    else:
+        raise AssertionError("codex has no turn limit: max_turns must be refused")

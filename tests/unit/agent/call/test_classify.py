@@ -162,3 +162,54 @@ def test_a_wrapped_provider_message_is_quoted_whole():
         "litellm.RateLimitError: RateLimitError: OpenAIException - You exceeded your current quota, please check "
         "your plan and billing details. For more information on this error, read the docs."
     )
+
+
+# claude 2.1.197's own report, recorded against the scripted model server (a model that keeps
+# calling tools) with `--max-turns 3` (issue #42): exit 1, `error_max_turns`.
+CLAUDE_AT_LIMIT = (
+    '{"type":"result","subtype":"error_max_turns","duration_ms":1268,"duration_api_ms":448,"is_error":true,'
+    '"num_turns":4,"stop_reason":"tool_use","session_id":"da67a6b3-3c70-4ef6-b768-2c14be91ac8b","total_cost_usd":0.003,'
+    '"usage":{"input_tokens":300,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":60},'
+    '"permission_denials":[],"terminal_reason":"max_turns","errors":["Reached maximum number of turns (3)"]}'
+)
+# claude-code-action #1577: `--max-turns 60`, 73 turns, reported as success.
+CLAUDE_PAST_LIMIT = (
+    '{"type":"result","subtype":"success","is_error":false,"num_turns":73,"result":"All done.",'
+    '"total_cost_usd":1.2,"usage":{"input_tokens":1000,"output_tokens":100}}'
+)
+
+
+def turns_kind(stdout: str, code: int, max_turns: int | None):
+    from mp_engine.agent.call.structured import parse
+
+    shaped = parse(stdout)
+    assert shaped is not None
+    return classify(
+        res(code),
+        shaped.error,
+        status_seen=True,
+        now=NOW,
+        fallback_wait=600,
+        api_status=shaped.api_status if shaped.is_error else None,
+        turns=shaped.turns,
+        max_turns=max_turns,
+        turn_limit=shaped.turn_limit,
+    )
+
+
+def test_a_call_that_stopped_at_its_turn_limit_is_a_turn_limit_not_a_crash():
+    call = turns_kind(CLAUDE_AT_LIMIT, 1, 3)
+    assert call.kind == "turn_limit" and not call.pauses and not call.ends_run
+    assert call.detail == "the CLI stopped at --max-turns 3 before the task was done (4 turns)"
+
+
+def test_a_call_that_ran_past_its_turn_limit_is_never_success():
+    call = turns_kind(CLAUDE_PAST_LIMIT, 0, 60)
+    assert call.kind == "turn_limit" and "ran 73 turns, past --max-turns 60" in call.detail
+    assert turns_kind(CLAUDE_PAST_LIMIT, 0, 80).kind == "ok"  # within its limit
+    assert turns_kind(CLAUDE_PAST_LIMIT, 0, None).kind == "ok"  # no limit asked
+
+
+def test_claude_s_plain_text_end_at_its_turn_limit():
+    assert kind("Error: Reached max turns (2)", 1).kind == "turn_limit"
+    assert kind("Reached max turns (2) is what I read in the docs", 0, status_seen=True).kind == "ok"

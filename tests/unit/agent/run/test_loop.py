@@ -10,6 +10,7 @@ import time
 from mp_engine.agent.memory.distill import DISTILL_DIR
 from mp_engine.commands.status import render_status
 from mp_engine.config.load import load_config
+from mp_engine.core import disk
 from mp_engine.core.pids import proc
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
@@ -192,12 +193,22 @@ def test_wrong_at_level_0_right_at_level_1_drops_back_and_writes_distillation_ca
     assert "Distillation candidate: `SYSTEM/distill/" in ws.result_file.read_text()
 
 
+def test_with_distill_off_the_same_escalation_writes_no_candidate(engine_for, ws):
+    # issue #44: the spec's `policy.enable_distillation`, as `[agent] distill`.
+    engine = engine_for([level("small", "wrong.py"), level("big", "good.py")], fail_threshold=1, distill=False)
+    assert run_mp(engine, ws).action == "completed"
+    assert [(r["level"], r["gate"]) for r in records(only_run(ws))] == [(0, False), (1, True)]
+    assert not (ws.system_dir / DISTILL_DIR).exists() and "FR-EVT-MT-015" not in ids(ws)
+    assert "Distillation candidate" not in ws.result_file.read_text()
+
+
 def test_no_progress_opens_the_circuit_breaker(engine_for, ws):
     engine = engine_for([level("idle", "idle.py")])
     assert run_mp(engine, ws).action == "error"
     assert len(records(only_run(ws))) == 3
     assert result_field(ws, "Error-Kind") == "agent_breaker"
     assert "Circuit breaker no_progress opened on MT-001" in ws.result_file.read_text()
+    assert status_report(ws, load_config(ws.root))["loop"] == {"state": "circuit_open", "next_reset_at": None}
 
 
 def test_a_stop_file_ends_the_loop_with_backpressure(engine_for, ws):
@@ -208,6 +219,19 @@ def test_a_stop_file_ends_the_loop_with_backpressure(engine_for, ws):
     assert result_field(ws, "Certificate") == "BACKPRESSURE"
     assert "Delete SYSTEM/STOP" in ws.result_file.read_text()
     assert ids(ws)[-1] == "FR-EVT-MT-011" and progress(only_run(ws))["status"] == "cancelled"
+
+
+def test_a_disk_fuller_than_max_disk_used_ends_the_loop_with_backpressure(engine_for, ws):
+    # issue #44: Phuc's disk-usage backpressure, measured on the workspace's real file system.
+    used = disk.used_fraction(ws.root)
+    assert used is not None and 0 < used < 1
+    engine = engine_for([level("good", "good.py")], max_disk_used=used / 2)
+    assert run_mp(engine, ws).action == "error"
+    assert records(only_run(ws)) == []  # stopped before the first iteration
+    assert result_field(ws, "Certificate") == "BACKPRESSURE" and result_field(ws, "Error-Kind") == "agent_backpressure"
+    doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
+    assert doc["certificate"]["reason"] == "disk_usage" and "above `[agent] max_disk_used`" in doc["diagnosis"]["text"]
+    assert "raise `[agent] max_disk_used`" in doc["fix"] and "FR-EVT-MT-011" in ids(ws)
 
 
 def test_an_unconfigured_chain_or_missing_checks_is_need_info(engine_for, ws):
@@ -289,6 +313,8 @@ def test_the_hourly_call_limit_waits_and_status_shows_it(engine_for, ws):
     shown = render_status(status_report(ws, load_config(ws.root)))
     assert "agent:           MT-001 (1 of 1), iteration 1, level 0 (wrong), residual 1  [waiting]" in shown
     assert "1/1 agent calls in the last hour" in shown and "waiting:         rate_limit until" in shown
+    loop = status_report(ws, load_config(ws.root))["loop"]  # Loopr's names (issue #44)
+    assert loop == {"state": "waiting", "next_reset_at": waiting["resume_at"]}
     assert not events(ws, "mp_failed")
 
 

@@ -8,7 +8,9 @@ import json
 import pytest
 
 from mp_engine.agent.progress import load_report, render_lines
+from mp_engine.alerts.rules import Rules
 from mp_engine.config.load import load_config
+from mp_engine.config.notify import ALERT_KINDS
 from mp_engine.core.workspace import Workspace
 from mp_engine.pipeline.engine import Engine
 from tests.agentutil import (
@@ -239,6 +241,9 @@ def test_the_reflector_s_drifted_verdict_re_plans_and_aligned_goes_on(start, ws,
     assert "Create the greeting files" in asked and "- MT-001: task a" in asked
     assert "the reflector says the work drifted: the reflector's reason 1" in (answers / "prompt-2.md").read_text()
     assert [t["status"] for t in result_json(ws)["micro_tasks"]] == ["completed", "skipped", "completed"]
+    rules = Rules(str(ws.root), ALERT_KINDS)  # issue #44: drift is an alert for a person, once
+    alerts = [a for e in events(ws, "campaign_drift_check") if (a := rules.alert(e)) is not None]
+    assert [(a.kind, a.mp) for a in alerts] == [("drift", "MP-4.1")] and "reason 1" in alerts[0].body
 
 
 def test_a_listed_mp_with_a_reflector_that_finds_drift_ends_diverged(start, ws, tmp_path):
