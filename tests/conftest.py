@@ -67,8 +67,8 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
-    for name in list(os.environ):
-        if name.startswith("MP_ENGINE_"):
+    for name in list(os.environ):  # the conformance suite's cache and versions are the runner's, not the engine's
+        if name.startswith("MP_ENGINE_") and not name.startswith("MP_ENGINE_CONFORMANCE_"):
             monkeypatch.delenv(name)
     for name, value in FAST_ENV.items():
         monkeypatch.setenv(name, value)

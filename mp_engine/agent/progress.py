@@ -87,12 +87,34 @@ class Progress:
         # Compact (json's C encoder): rewritten at every iteration.
         atomic_write(self.path, json.dumps(self.data, separators=(",", ":"), sort_keys=True) + "\n", durable=durable)
 
-    def pause(self, kind: str, reason: str, resume_at: str | None = None) -> None:
-        """Record a pause (SIGTERM, usage or rate limit); `waiting` when it has a time."""
+    def pause(self, kind: str, reason: str, resume_at: str | None = None, *, polled: bool = False) -> bool:
+        """Record a pause (SIGTERM, usage or rate limit); `waiting` when it has a time.
+        `polled`: a wait the run looks at again at each entry (CI, the forge or a remote
+        away): while the same one goes on, its entry is brought up to date, not repeated.
+        True when the pause is a new one."""
+        going_on = self.polling()
+        again = polled and going_on is not None and going_on["kind"] == kind
         self.data["status"] = "waiting" if resume_at else "paused"
         self.data["waiting"] = {"kind": kind, "reason": reason, "resume_at": resume_at} if resume_at else None
-        self.data["pauses"].append({"at": now_iso(), "kind": kind, "reason": reason, "resume_at": resume_at})
+        if again and going_on is not None:
+            going_on.update(reason=reason, resume_at=resume_at)
+        else:
+            entry = {"at": now_iso(), "kind": kind, "reason": reason, "resume_at": resume_at}
+            self.data["pauses"].append({**entry, "polled": True} if polled else entry)
         self.save(durable=True)
+        return not again
+
+    def polling(self) -> dict[str, Any] | None:
+        """The polled wait that goes on (the last pause, polled and not ended), if any."""
+        last = self.data["pauses"][-1] if self.data["pauses"] else None
+        return last if last is not None and last.get("polled") and not last.get("ended_at") else None
+
+    def end_poll(self) -> dict[str, Any] | None:
+        """The polled wait that went on is over: marked so and returned (None: there was none)."""
+        going_on = self.polling()
+        if going_on is not None:
+            going_on["ended_at"] = now_iso()
+        return going_on
 
     def resumed(self) -> dict[str, Any] | None:
         """Leave a pause; return the pause that ended, if any."""
@@ -120,7 +142,21 @@ def load_report(run_dir: Path) -> dict[str, Any] | None:
         "parallel": d.get("parallel") or 1,
         "updated_at": d.get("updated_at"),
         "usage": d.get("usage"),
+        "pull_request": d.get("pull_request"),  # a run that lands as one (issue #41)
     }
+
+
+def pull_request_line(pr: dict[str, Any]) -> str:
+    """A pull request as `status` shows it: where, CI's word, the rounds and their bounds."""
+    ci = pr.get("ci_now") or (pr["ci_rounds"][-1]["state"] if pr.get("ci_rounds") else "not judged yet")
+    ci_max = f" of {pr['ci_rounds_max']}" if pr.get("ci_rounds_max") else ""
+    review_max = f" of {pr['review_rounds_max']}" if pr.get("review_rounds_max") is not None else ""
+    where = f"#{pr['number']} {pr.get('url')}" if pr.get("number") else f"not opened yet ({pr.get('head')})"
+    ended = f"; ended: {pr['ended']}" if pr.get("ended") else ""
+    return (
+        f"{where}; CI: {ci}; CI rounds {len(pr.get('ci_rounds') or [])}{ci_max}, "
+        f"review rounds {pr.get('review_rounds', 0)}{review_max}{ended}"
+    )
 
 
 SHOWN = {"active": "running", "completed": "done", "blocked": "failed"}  # the issue's task states
@@ -190,6 +226,8 @@ def render_lines(agent: dict[str, Any] | None, waiting: dict[str, Any] | None) -
     used = (agent or {}).get("usage") or {}
     if used.get("calls"):
         lines.append(f"  agent usage:     {describe(used)}")
+    if pr := (agent or {}).get("pull_request"):
+        lines.append(f"  pull request:    {pull_request_line(pr)}")
     if waiting:
         lines.append(
             f"  waiting:         {waiting.get('kind')} until {waiting.get('resume_at')} ({waiting.get('reason')})"

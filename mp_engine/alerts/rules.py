@@ -9,6 +9,10 @@ and the one command that acts on it. Pure: an event record in, an `Alert` (or No
     sync_push_refused            push_refused
     campaign_drift_check         drift    (only when it found drift: the campaign's notification)
     budget_spent                 budget   (once per day or month: the engine's spend log says)
+    halted (a pull request's CI rounds used up, its branch moved, the token short of a
+      permission, git or the forge saying no; a review round that ended asking),
+      pull_request_review_rounds_used
+                                 pull_request
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from typing import Any
 # plan that waits for approval):
 # its halt is a question, not a failure.
 BLOCKED_KINDS = frozenset({"agent_blocked", "agent_hard_gate", "agent_need_info", "agent_plan_review"})
+# A pull request's session ended for a person (issue #41; agent/judge/certificate.py's kinds).
+PULL_REQUEST_KINDS = frozenset(
+    {"pull_request_ci_failed", "pull_request_branch_moved", "forge_auth", "pull_request_git", "pull_request_forge"}
+)
 
 
 @dataclass
@@ -55,6 +63,8 @@ class Rules:
         self.root = root
         self.on = set(on)
         self._failed: dict[str, dict[str, Any]] = {}
+        self._prs: dict[str, str] = {}  # MP -> its pull request's URL
+        self._reviewed: set[str] = set()  # MPs in a review round
 
     def alert(self, e: dict[str, Any]) -> Alert | None:
         a = self._make(e)
@@ -63,9 +73,51 @@ class Rules:
         a.root = self.root
         return a
 
+    def _pull_request(self, e: dict[str, Any]) -> Alert | None:
+        """A pull request that needs a person (issue #41): its CI rounds used up, its branch
+        moved by someone, the token short of a permission, a review round that ended
+        asking, its review rounds used up. Remembers each MP's pull request."""
+        name, mp = e.get("event"), str(e.get("mp"))
+        if name in ("pull_request_opened", "pull_request_ci", "pull_request_review") and e.get("url"):
+            self._prs[mp] = str(e["url"])
+        if name == "pull_request_review":
+            self._reviewed.add(mp)
+        if name == "mp_completed":
+            self._reviewed.discard(mp)
+        url = self._prs.get(mp, "its pull request")
+        if name == "pull_request_review_rounds_used":
+            return Alert(
+                "pull_request",
+                f"mp-engine: the review of {mp} needs a person",
+                f"{', '.join(e.get('authors') or []) or 'A reviewer'} commented on {e.get('url') or url} after "
+                f"its {e.get('rounds')} review round(s) were used up; the engine acts on it no more.",
+                f"answer the comments on {e.get('url') or url} yourself, or send a new MP for the changes",
+                mp,
+                e,
+            )
+        failed = self._failed.get(mp, {}) if name == "halted" else {}
+        kind = failed.get("kind")
+        if kind in PULL_REQUEST_KINDS or (kind in BLOCKED_KINDS and mp in self._reviewed):
+            self._failed.pop(mp, None)
+            asked = kind in BLOCKED_KINDS
+            root = f"--root {self.root}"
+            return Alert(
+                "pull_request",
+                f"mp-engine: {mp}'s pull request needs a person",
+                f"{url}: {failed.get('summary')}.\n{failed.get('fix') or ''}".rstrip(),
+                f"answer it: `mp-engine answer {mp} 'TEXT' {root}` (the review round goes on)"
+                if asked
+                else f"act on {url}, then an MP with `{e.get('approve_with')}` or `mp-engine approve {root}`",
+                mp,
+                e,
+            )
+        return None
+
     def _make(self, e: dict[str, Any]) -> Alert | None:
         """The alert event `e` makes, or None. Long because it is the list of the events that
         are alerts, each with the words a person reads."""
+        if (pr := self._pull_request(e)) is not None:
+            return pr
         name, mp = e.get("event"), e.get("mp")
         root = f"--root {self.root}"
         if name == "mp_failed":

@@ -162,7 +162,8 @@ class Orchestrator:
         engine = self.sender.liveness(s)  # the heartbeat says which step or micro-task
         progress["engine"] = engine
         if running and engine.get("current") == mp_id:
-            progress.update({k: engine[k] for k in ("run_id", "step", "micro_task", "micro_tasks") if k in engine})
+            keys = ("run_id", "step", "micro_task", "micro_tasks", "pull_request")
+            progress.update({k: engine[k] for k in keys if k in engine})
         return progress
 
     def get_status(self) -> dict[str, Any]:

@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from mp_engine.client.channel import progress_line, state_at
 from mp_engine.client.send import Sender
 from mp_engine.core.errors import SyncError
 from mp_engine.core.exitcodes import ExitCode
+from mp_engine.core.workspace import SYSTEM_DIR
 from mp_engine.inbox.header import header_summary
+from mp_engine.record.digest import LAST_JSON
+from mp_engine.sync.session import GitSession
 from mp_engine.sync.signatures import INBOX_PATH
+
+RESULT_JSON_PATH = f"{SYSTEM_DIR}/{LAST_JSON}"
 
 
 def read_remote(sender: Sender) -> dict:
@@ -21,17 +27,30 @@ def read_remote(sender: Sender) -> dict:
     try:
         state = state_at(s, tip)
         pending = s.blob(tip, INBOX_PATH)
-        return {
+        engine = sender.liveness(s)
+        report = {
             "repo": sender.repo_arg,
             "branch": sender.branch,
             "tip": tip,
             "state": state,
-            "engine": sender.liveness(s),
+            "engine": engine,
             "inbox": header_summary(pending) if pending is not None else None,
             "progress": progress_line(state),
         }
+        # A pull request (issue #41): the running MP's, as its heartbeat says, else the last result's.
+        pr = engine.get("pull_request") or last_result(s, tip).get("pull_request")
+        return {**report, "pull_request": pr} if pr else report
     finally:
         s.close()
+
+
+def last_result(s: GitSession, tip: str) -> dict[str, Any]:
+    """SYSTEM/RESULT_last.json at `tip` ({} when missing or unreadable)."""
+    try:
+        doc = json.loads(s.blob(tip, RESULT_JSON_PATH) or b"{}")
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def remote_status(
@@ -68,5 +87,9 @@ def remote_status(
     if st.get("last_result"):
         r = st["last_result"]
         lines.append(f"  last:     {r.get('mp_id')} {r.get('status')} at {r.get('finished_at')}")
+    if pr := report.get("pull_request"):
+        rounds = [c.get("state") if isinstance(c, dict) else c for c in pr.get("ci_rounds") or []]
+        ci = pr.get("ci_now") or ", ".join(map(str, rounds))
+        lines.append(f"  pull request: #{pr.get('number')} {pr.get('url')} (CI: {ci or 'not judged yet'})")
     echo("\n".join(lines))
     return ExitCode.OK

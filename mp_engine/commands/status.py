@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mp_engine.agent.progress import render_lines
+from mp_engine.agent.progress import pull_request_line, render_lines
 from mp_engine.config import cache as config_cache
 from mp_engine.core.exitcodes import ExitCode
 from mp_engine.core.terminal import terminal_safe
@@ -94,6 +94,14 @@ def render_status(report: dict[str, Any], *, color: bool = False) -> str:
         lines.append(
             f"  last result:     {r['mp_id']}{title} {paint(r['status'], colour, bold=True)}{extra} "
             f"(run {r['run_id']}, SYSTEM/RESULT_last.md)"
+        )
+        if r.get("pull_request", {}).get("number"):
+            lines.append(f"  pull request:    {pull_request_line(r['pull_request'])}")
+    for w in report.get("for_review") or []:
+        bound = f" of {w['review_rounds_max']}" if w.get("review_rounds_max") is not None else ""
+        lines.append(
+            f"  for review:      {w['mp_id']} #{w['number']} {w['url']} (CI {w['ci']}; review rounds "
+            f"{w['review_rounds']}{bound}; a reviewer's comment resumes run {w['run_id']})"
         )
     if st.get("output_tail"):
         lines.append("  output:          " + "\n                   ".join(st["output_tail"]))

@@ -9,7 +9,16 @@ from pydantic import Field
 from mp_engine.config.section import Section
 
 AlertKind = Literal[
-    "halt", "blocked", "error", "completed", "cancelled", "engine_down", "push_refused", "drift", "budget"
+    "halt",
+    "blocked",
+    "error",
+    "completed",
+    "cancelled",
+    "engine_down",
+    "push_refused",
+    "drift",
+    "budget",
+    "pull_request",
 ]
 ALERT_KINDS: tuple[AlertKind, ...] = get_args(AlertKind)
 
@@ -19,7 +28,8 @@ class NotifyConfig(Section):
     `urls`, `urls_env` or `command` is set."""
 
     on: tuple[AlertKind, ...] = Field(
-        ("halt", "blocked", "engine_down", "push_refused", "drift", "budget"), description="what is worth an alert"
+        ("halt", "blocked", "engine_down", "push_refused", "drift", "budget", "pull_request"),
+        description="what is worth an alert",
     )
     urls: tuple[str, ...] = Field((), description="Apprise URLs: ntfy://, slack://, mailto://, json://, ...")
     urls_env: str = Field(

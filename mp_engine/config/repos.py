@@ -54,6 +54,9 @@ class RepoConfig(Section):
     ci_rounds: int = Field(2, ge=1, description="pushes CI judges per cycle; red before the last is fixed")
     ci_poll: float = Field(0.0, ge=0, description="seconds between looks at CI (0: 10 s at first, then every 30 s)")
     review_rounds: int = Field(3, ge=0, description="rounds of review comments acted on")
+    review_poll: float = Field(
+        60.0, gt=0, description="seconds between looks at a pull request waiting for review (free while unchanged)"
+    )
     merge: Literal["never", "when_green_and_approved"] = "never"
     issues_label: str = Field("", description="open issues with this label become agent MPs (empty: off)")
     taken_label: str = Field("mp-engine: taken", min_length=1, description="the label an issue gets once taken")

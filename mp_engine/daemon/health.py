@@ -125,30 +125,44 @@ def status_line(ws: Workspace, state: StateFields, now: datetime | None = None) 
     return "idle, no MP run yet"
 
 
+def pull_request_beat(pr: dict[str, Any]) -> dict[str, Any]:
+    """A run's pull request as the heartbeat carries it (small: a commit message)."""
+    keys = ("number", "url", "head", "head_sha", "ci_now", "review_rounds", "ended")
+    return {
+        **{k: pr.get(k) for k in keys},
+        "ci_rounds": [r.get("state") for r in pr.get("ci_rounds") or []],
+        "waiting": (pr.get("waiting") or {}).get("kind"),
+    }
+
+
 def progress_of(ws: Workspace, run_id: str) -> dict[str, Any] | None:
     """What run `run_id` is doing, for the heartbeat an orchestrator reads: the agent's
     micro-task and iteration, or the shell step (`current_step`)."""
     from mp_engine.agent.progress import load_report  # lazy, as in status
 
     agent = load_report(ws.runs_dir / run_id)
-    if agent is not None and agent.get("running"):  # parallel tasks: each one running
+    if agent is None:
+        step = current_step(ws, run_id)
+        return {"step": {k: step.get(k) for k in ("id", "number", "of", "started_at")}} if step else None
+    pr = agent.get("pull_request")
+    beat = {"pull_request": pull_request_beat(pr)} if pr else {}
+    if agent.get("running"):  # parallel tasks: each one running
         keys = ("mt", "iteration", "level_name", "elapsed", "last_line")
         return {
             "micro_tasks": [
                 {**{k: r.get(k) for k in keys}, **({"runs_on": r["runs_on"]} if r.get("runs_on") else {})}
                 for r in agent["running"]
-            ]
+            ],
+            **beat,
         }
-    if agent is not None:
-        c = agent.get("current") or {}
-        return {
-            "micro_task": {
-                "id": c.get("active_mt"),
-                "number": c.get("mt_number"),
-                "of": agent.get("micro_tasks"),
-                "iteration": c.get("iteration"),
-                "level": c.get("level_name"),
-            }
-        }
-    step = current_step(ws, run_id)
-    return {"step": {k: step.get(k) for k in ("id", "number", "of", "started_at")}} if step else None
+    c = agent.get("current") or {}
+    return {
+        "micro_task": {
+            "id": c.get("active_mt"),
+            "number": c.get("mt_number"),
+            "of": agent.get("micro_tasks"),
+            "iteration": c.get("iteration"),
+            "level": c.get("level_name"),
+        },
+        **beat,
+    }

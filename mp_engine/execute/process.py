@@ -50,10 +50,11 @@ class ProcessResult:
     timed_out: bool = False
     idle_timed_out: bool = False
     interrupted: bool = False  # stopped because the engine is shutting down now
+    gave_up: bool = False  # stopped because its output said it could not go on (`give_up`)
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not (self.timed_out or self.idle_timed_out or self.interrupted)
+        return self.exit_code == 0 and not (self.timed_out or self.idle_timed_out or self.interrupted or self.gave_up)
 
 
 def scrub_env(
@@ -288,10 +289,13 @@ def run_process(
     stdin_path: Path | None = None,
     on_spawn: Callable[[int], None] | None = None,
     markers: Sequence[str] = (),
+    give_up: Callable[[], bool] | None = None,
 ) -> ProcessResult:
     """Run `argv` to completion or until a limit; never raises for the child's failures.
     `markers` (`NAME=value` entries of `env`): what `kill_escaped` looks for when the
-    child has ended, to kill its descendants that left its process group.
+    child has ended, to kill its descendants that left its process group. `give_up`, asked
+    whenever the output grew: true stops the process as a timeout would (it waits for what
+    cannot come).
     Long because the start, the watch loop (timeout, idle, stop) and the kill of the group
     share the process's state; split, each piece would need all of it."""
     start = time.monotonic()
@@ -319,7 +323,7 @@ def run_process(
     deadline = start + timeout
     outputs = (stdout_path, stderr_path)
     last_size, last_activity = 0, start
-    timed_out = idle = interrupted = False
+    timed_out = idle = interrupted = gave_up = False
     waiter = ExitWaiter(proc)
     try:
         while not waiter.wait(0.05):
@@ -330,20 +334,21 @@ def run_process(
                 interrupted = True
             elif now >= deadline:
                 timed_out = True
-            elif idle_timeout is not None:
+            elif idle_timeout is not None or give_up is not None:
                 size = _total_size(outputs)
                 if size != last_size:
                     last_size, last_activity = size, now
-                elif now - last_activity >= idle_timeout:
+                    gave_up = give_up is not None and give_up()
+                elif idle_timeout is not None and now - last_activity >= idle_timeout:
                     idle = True
-            if timed_out or idle or interrupted:
+            if timed_out or idle or interrupted or gave_up:
                 # Stopped now (a cancel, a second signal): at most STOP_NOW_GRACE for
                 # SIGTERM, so the group is gone within a second or two, whatever it traps.
                 stop_group(proc, min(kill_grace, STOP_NOW_GRACE) if interrupted else kill_grace)
                 break
     finally:
         waiter.close()
-    if not (timed_out or idle or interrupted):
+    if not (timed_out or idle or interrupted or gave_up):
         stop_group(proc, kill_grace)  # background jobs the step left in its group
     if leader is not None:
         kill_escaped(markers, leader[1])
@@ -356,4 +361,5 @@ def run_process(
         timed_out=timed_out,
         idle_timed_out=idle,
         interrupted=interrupted,
+        gave_up=gave_up,
     )

@@ -11,7 +11,12 @@ namespace sandbox; not a hand-written jail), seeing:
 - the repository's git directory read-only with its `config` emptied (a remote URL may hold
   a token), so git works in the worktree; writable are only the worktree's own git state and
   the object store (`git add`), never refs, config or hooks;
-- no network but the hosts `sandbox_allow_hosts` lists, reached through relay.py;
+- no network but the hosts `sandbox_allow_hosts` lists and the endpoint each level is
+  configured to use (agent/call/endpoints.py), reached through relay.py; the CLI
+  configuration that endpoint was read from stays read-only (`protected`);
+- the engine's own git identity (`git_identity`), since the repository's config is empty and
+  a service user often has no global one (issue #44: aider then writes user.name into the
+  read-only `.git/config` and crashes);
 - a PID namespace of its own that dies with the call: it cannot signal the engine, and
   nothing it starts outlives it.
 
@@ -36,8 +41,9 @@ from typing import Any
 
 from mp_engine.config.agent import AgentConfig, AgentLevel
 from mp_engine.core.errors import SandboxUnavailable
+from mp_engine.core.gitcmd import git
 from mp_engine.execute import relay_inside
-from mp_engine.execute.relay import Relay
+from mp_engine.execute.relay import Heard, Relay
 
 BWRAP = "bwrap"
 # Credentials of the daemon user an agent has no business reading.
@@ -52,6 +58,8 @@ SECRET_PATHS = (
     "~/.docker/config.json",
     "~/.config/mp-engine",
 )
+# What the engine commits with when git knows no identity (sync/session.py, agent/run/workbranch.py).
+ENGINE_IDENTITY = ("mp-engine", "mp-engine@localhost")
 FIX = (
     "install bubblewrap (`apt install bubblewrap`, `dnf install bubblewrap`) and allow unprivileged user "
     'namespaces (`sysctl kernel.unprivileged_userns_clone=1`; on Ubuntu 24.04 also an AppArmor profile for bwrap), or set `[agent] sandbox = "none"`'
@@ -76,6 +84,8 @@ class Sandbox:
     installed: tuple[Path, ...] = ()  # what runs the call, where the private /tmp would hide it
     gitdirs: tuple[Path, Path] | None = field(default=None)  # (common dir, this worktree's)
     read_only: bool = False  # the worktree too (a `[diagnose]` call only reads)
+    protected: tuple[Path, ...] = ()  # read-only even inside what is writable (the CLI's endpoint config)
+    git_identity: tuple[str, str] = ENGINE_IDENTITY  # (user.name, user.email) git finds inside
 
     @classmethod
     def of(
@@ -89,6 +99,7 @@ class Sandbox:
         allow_hosts: Sequence[str] = (),
         programs: Sequence[str] = (),
         read_only: bool = False,
+        protected: Sequence[Path] = (),
     ) -> Sandbox:
         hidden = [engine_root, *(expand(p) for p in (*SECRET_PATHS, *hide))]
         return cls(
@@ -100,6 +111,8 @@ class Sandbox:
             gitdirs=_gitdirs(workdir),
             installed=_installed(programs),
             read_only=read_only,
+            protected=tuple(dict.fromkeys(p.resolve() for p in protected)),
+            git_identity=engine_identity(workdir),
         )
 
     def argv(self, argv: Sequence[str], relay_dir: Path | None = None) -> list[str]:
@@ -132,7 +145,14 @@ class Sandbox:
                 out += ["--tmpfs", str(p)] if p.is_dir() else ["--ro-bind", str(empty_file()), str(p)]
         for p in self.writable:
             out += ["--bind-try", str(p), str(p)]
+        for p in self.protected:  # after the writable directories they lie in
+            out += ["--ro-bind-try", str(p), str(p)]
         out += [x for d in dirs for x in ("--remount-ro", str(d))]  # hidden stays empty and unwritable
+        # Config from the environment (git >= 2.31), above every file: the engine's identity.
+        name, email = self.git_identity
+        out += ["--setenv", "GIT_CONFIG_COUNT", "2", "--setenv", "GIT_CONFIG_KEY_0", "user.name"]
+        out += ["--setenv", "GIT_CONFIG_VALUE_0", name, "--setenv", "GIT_CONFIG_KEY_1", "user.email"]
+        out += ["--setenv", "GIT_CONFIG_VALUE_1", email]
         if self.allow_hosts and relay_dir is not None:
             out += ["--bind", str(relay_dir), str(relay_dir), "--ro-bind", str(relay_dir / "hosts"), "/etc/hosts"]
             out += ["--ro-bind", str(relay_dir / "resolv.conf"), "/etc/resolv.conf"]
@@ -149,6 +169,8 @@ class Sandbox:
             "writable": [str(p) for p in self.writable],
             "hidden": [str(p) for p in self.hide],
             "network": list(self.allow_hosts) or "none",
+            "read_only": [str(p) for p in self.protected],
+            "git_identity": f"{self.git_identity[0]} <{self.git_identity[1]}>",
             "pid_namespace": True,
             **({"read_only": True} if self.read_only else {}),  # the worktree too ([diagnose], the reviewer)
         }
@@ -163,9 +185,13 @@ def for_call(
     evidence_dir: Path,
     readable: Sequence[Path],
     read_only: bool = False,
+    endpoints: Sequence[str] = (),
+    protected: Sequence[Path] = (),
 ) -> Sandbox | None:
     """The sandbox of one agent call of `level`, or None when its calls run unsandboxed.
-    `read_only`: always sandboxed, the worktree read-only too (a `[diagnose]` call)."""
+    `read_only`: always sandboxed, the worktree read-only too (a `[diagnose]` call).
+    `endpoints`: the hosts the level is configured to reach, allowed with its own; `protected`:
+    the files that said so (agent/call/endpoints.py), read-only inside."""
     if not (cfg.sandboxed(level) or read_only):
         return None
     return Sandbox.of(
@@ -174,9 +200,10 @@ def for_call(
         hide=cfg.sandbox_hide,
         writable=[*level.sandbox_rw, evidence_dir],
         readable=readable,
-        allow_hosts=[*cfg.sandbox_allow_hosts, *level.sandbox_allow_hosts],
+        allow_hosts=[*cfg.sandbox_allow_hosts, *level.sandbox_allow_hosts, *endpoints],
         programs=level.argv[:1],
         read_only=read_only,
+        protected=protected,
     )
 
 
@@ -209,21 +236,24 @@ def summary(cfg: AgentConfig) -> dict[str, Any] | None:
         f"{' and '.join(what).capitalize()} ran in the sandbox (bubblewrap): the worktree writable, the engine's "
         "workspace and the user's credentials hidden, a PID namespace of their own; network: "
         + ("; ".join(f"{n} to {', '.join(h)}" for n, h in hosts.items() if h) or "none")
-        + ". Each call's rules are in its evidence (`sandbox.json`)."
+        + (", and the endpoint each level is configured to use" if boxed else "")
+        + ". Each call's rules are in its evidence (`sandbox.json`, with the endpoints and where they were set)."
     )
     return {"mechanism": "bubblewrap", "levels": levels, "checks": cfg.sandboxed(), "allow_hosts": hosts, "said": said}
 
 
 @contextlib.contextmanager
-def confined(sandbox: Sandbox | None, argv: Sequence[str]) -> Iterator[list[str]]:
+def confined(sandbox: Sandbox | None, argv: Sequence[str], on_connect: Heard | None = None) -> Iterator[list[str]]:
     """`argv` as it runs: unchanged without a sandbox; inside it otherwise, with the relay to
-    its allowed hosts open for as long as the process runs."""
+    its allowed hosts open for as long as the process runs. `on_connect(host, error)`: each
+    connection to an allowed host, `error` None when it was joined, else why it could not
+    be made (refused, no such name, unreachable)."""
     if sandbox is None:
         yield list(argv)
     elif not sandbox.allow_hosts:
         yield sandbox.argv(argv)
     else:
-        with Relay(sandbox.allow_hosts) as relay:
+        with Relay(sandbox.allow_hosts, on_connect) as relay:
             yield sandbox.argv(argv, relay.dir)
 
 
@@ -253,6 +283,20 @@ def _git_identity() -> list[Path]:
     if os.environ.get("GIT_CONFIG_GLOBAL"):
         paths.append(Path(os.environ["GIT_CONFIG_GLOBAL"]))
     return [p for p in paths if p.is_file()]
+
+
+def engine_identity(workdir: Path) -> tuple[str, str]:
+    """(user.name, user.email) as the engine commits in `workdir` (the repository's, the
+    user's, else mp-engine's own): what git and aider find in the sandbox, where the
+    repository's config is empty."""
+    found = {"user.name": ENGINE_IDENTITY[0], "user.email": ENGINE_IDENTITY[1]}
+    cwd = workdir if workdir.is_dir() else Path.home()
+    got = git(cwd, "config", "--get-regexp", r"^user\.(name|email)$", check=False, timeout=10)
+    for line in got.out.splitlines() if got.code == 0 else []:
+        key, _, value = line.partition(" ")
+        if value.strip():
+            found[key] = value.strip()
+    return found["user.name"], found["user.email"]
 
 
 def _host_port(text: str) -> str:

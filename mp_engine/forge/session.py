@@ -17,7 +17,8 @@ from typing import Any
 
 class Happened(StrEnum):
     PUSHED = "pushed"  # {"sha", "at"}: the work branch is on the remote at `sha`
-    OPENED = "opened"  # {"number", "url"}: the pull request (opened, or found by its head)
+    OPENED = "opened"  # {"number", "url", "sha"}: the pull request (opened, or found by its head)
+    UPDATED = "updated"  # {"number", "url", "sha"}: its title and body brought up to the push `sha`
     CI = "ci"  # {"sha", "state", "checks": {name: conclusion}}: a verdict that ended a wait
     FIXING = "fixing"  # {}: red CI went back to the agent (a CI round)
     REVIEWING = "reviewing"  # {"keys": [...]}: these comments went to the agent (a review round)
@@ -40,7 +41,9 @@ class PullRequestSession:
     number: int | None = None
     url: str = ""
     pushed: str | None = None  # the sha the engine last pushed: the lease of the next push
-    pushed_at: str = ""  # comments before it were answered by that push
+    pushed_at: str = ""  # when the engine last pushed
+    since: str = ""  # when it first pushed: the comments on the pull request are read from then on
+    reported: str | None = None  # the push the pull request's title and body report
     pushes: int = 0  # in this CI cycle (a review round starts a new one)
     ci: tuple[CiRound, ...] = ()
     review_rounds: int = 0
@@ -48,13 +51,18 @@ class PullRequestSession:
     ended: str = ""
     history: tuple[str, ...] = field(default=())  # one line per happening, for the result
 
+    @property
+    def judged(self) -> bool:
+        """CI's verdict on the last push is recorded: a restart does not ask for it again."""
+        return bool(self.ci) and self.ci[-1].sha == self.pushed
+
 
 def _pushed(s: PullRequestSession, d: Mapping[str, Any]) -> PullRequestSession:
-    return replace(s, pushed=d["sha"], pushed_at=d["at"], pushes=s.pushes + 1)
+    return replace(s, pushed=d["sha"], pushed_at=d["at"], since=s.since or d["at"], pushes=s.pushes + 1)
 
 
 def _opened(s: PullRequestSession, d: Mapping[str, Any]) -> PullRequestSession:
-    return replace(s, number=int(d["number"]), url=str(d["url"]))
+    return replace(s, number=int(d["number"]), url=str(d["url"]), reported=d.get("sha", s.reported))
 
 
 def _ci(s: PullRequestSession, d: Mapping[str, Any]) -> PullRequestSession:
@@ -80,6 +88,7 @@ def _ended(s: PullRequestSession, d: Mapping[str, Any]) -> PullRequestSession:
 REDUCERS: dict[Happened, Callable[[PullRequestSession, Mapping[str, Any]], PullRequestSession]] = {
     Happened.PUSHED: _pushed,
     Happened.OPENED: _opened,
+    Happened.UPDATED: _opened,
     Happened.CI: _ci,
     Happened.FIXING: _fixing,
     Happened.REVIEWING: _reviewing,

@@ -13,7 +13,7 @@ from mp_engine.inbox.mpfile import MicroProject, parse
 from mp_engine.pipeline.context import EngineContext
 from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive, fill_run, reserve_run
-from mp_engine.record.ledger import Ledger
+from mp_engine.record.ledger import Ledger, StepStatus
 from mp_engine.record.state import Status
 from mp_engine.record.unrun import error_run
 
@@ -79,10 +79,25 @@ def reject(ctx: EngineContext, entry: Entry, data: bytes | None, err: InvalidMPE
     return run, ledger
 
 
-def reopen(ctx: EngineContext, run: RunArchive) -> MicroProject | Exception:
+def reopen(ctx: EngineContext, run: RunArchive, *, quiet: bool = False) -> MicroProject | Exception:
     """Take back an open run after a crash or a stop: kill what its steps left running,
-    record the recovery, and return the MP to drive again (or why it cannot be read)."""
+    record the recovery, and return the MP to drive again (or why it cannot be read).
+    `quiet`: the run comes back from a wait it polls (a pull request's CI): when none of
+    its steps was left running there is nothing to recover, and nothing is recorded or said
+    (one wait, however many looks)."""
     ledger = run.ledger()
+    if not quiet or any(s.status is StepStatus.IN_PROGRESS for s in ledger.model.steps):
+        recover(ctx, run, ledger)
+    try:
+        data = run.mp_copy.read_bytes()
+        return parse(data, max_bytes=max(ctx.config.engine.max_mp_bytes, len(data)))
+    except (OSError, InvalidMPError) as e:
+        return e
+
+
+def recover(ctx: EngineContext, run: RunArchive, ledger: Ledger) -> None:
+    """The recovery of an open run (FR-EVT-WF-RECOVERY): what its steps left running killed,
+    the ledger's steps settled, the recovery recorded and said."""
     rec = ledger.recover(run.steps_dir, reason="engine restarted with this run unfinished")
     killed = [pid for pgid, started in rec.stale_groups for pid in kill_stale_group(pgid, started)]
     for step_id in rec.unrecorded:  # spawned, but the engine died before recording the group
@@ -97,8 +112,3 @@ def reopen(ctx: EngineContext, run: RunArchive) -> MicroProject | Exception:
         killed_pids=killed or None,
         policy=ctx.config.recovery.interrupted_step,
     )
-    try:
-        data = run.mp_copy.read_bytes()
-        return parse(data, max_bytes=max(ctx.config.engine.max_mp_bytes, len(data)))
-    except (OSError, InvalidMPError) as e:
-        return e

@@ -8,6 +8,7 @@ executor runs; a run it stopped ends CANCELLED, without a halt."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import structlog
 
@@ -65,16 +66,7 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
             log.exception("executor crashed", mp=mp.mp_id)
             res = ExecResult(status="failed", diagnosis=diag.engine_error(e))
     if res.status == "waiting":
-        waiting = res.extra["waiting"]
-        ctx.state.update(waiting=waiting, reason=f"waiting: {waiting['kind']} until {waiting['resume_at']}")
-        ctx.events.emit("mp_waiting", mp=mp.mp_id, run=run.run_id, **waiting)
-        return TickResult(
-            Action.WAITING,
-            mp_id=mp.mp_id,
-            run_id=run.run_id,
-            wait_until=time.monotonic() + seconds_until(waiting["resume_at"]),
-            detail=f"{waiting['kind']}: resumes at {waiting['resume_at']}",
-        )
+        return parked(ctx, run.run_id, mp.mp_id, res.extra["waiting"])
     if watch.request is not None and res.status in ("interrupted", "cancelled"):
         return cancelled(ctx, run, ledger, mp, executor.name, res, watch.request)
     if res.status == "interrupted":
@@ -95,6 +87,22 @@ def drive(ctx: EngineContext, run: RunArchive, ledger: Ledger, mp: MicroProject,
         consume(watch.request)
     ledger.set_outcome(outcome.to_dict())
     return finalize(ctx, run, ledger)
+
+
+def parked(ctx: EngineContext, run_id: str, mp_id: str, waiting: dict[str, Any]) -> TickResult:
+    """The run waits until `waiting["resume_at"]` (it stays open): the state says so, and
+    the event `mp_waiting`, once per wait (a polled wait's later looks come `again`)."""
+    again = waiting.pop("again", False)
+    ctx.state.update(waiting=waiting, reason=f"waiting: {waiting['kind']} until {waiting['resume_at']}")
+    if not again:
+        ctx.events.emit("mp_waiting", mp=mp_id, run=run_id, **waiting)
+    return TickResult(
+        Action.WAITING,
+        mp_id=mp_id,
+        run_id=run_id,
+        wait_until=time.monotonic() + seconds_until(waiting["resume_at"]),
+        detail=f"{waiting['kind']}: resumes at {waiting['resume_at']}",
+    )
 
 
 def suggest(ctx: EngineContext, step_ctx: StepContext, outcome: Outcome) -> None:

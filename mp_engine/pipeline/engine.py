@@ -53,6 +53,7 @@ from mp_engine.pipeline.context import Action, EngineContext, TickResult
 from mp_engine.pipeline.drive import drive
 from mp_engine.pipeline.finalize import finalize
 from mp_engine.pipeline.queued import take_queued
+from mp_engine.pipeline.reviewing import Reviewing
 from mp_engine.record import diagnosis as diag
 from mp_engine.record.archive import RunArchive, open_runs, sweep_incomplete_runs, sweep_unfilled_runs
 from mp_engine.record.state import IDLE, SessionState, StateStore, Status
@@ -118,6 +119,7 @@ class Engine:
             self.stop_now,
             advise=agent.advise if config.diagnose.level else None,
         )
+        self.reviews = Reviewing(self.ctx, self.repos)  # pull requests waiting for review (issue #41)
         self._recovery_scan_done = False
         self._held_notice: tuple[Signature, str] | None = None
 
@@ -243,8 +245,9 @@ class Engine:
             and self.state.read().run_id is None
             and not cancel_requested(self.ws)
             and not answer_requested(self.ws)
+            and not self.reviews.due()
         ):
-            return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=scan.wait_until)
+            return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=self._wake(scan.wait_until))
         try:
             with self.lock.hold("tick"):
                 finalized = self.ctx.finalized
@@ -286,6 +289,8 @@ class Engine:
                 return self._resume(run)
         if state.run_id:  # points at a closed or missing run: nothing left to do for it
             state = self.state.update(run_id=None, reason="stale run pointer cleared")
+        if state.halt is None and self.reviews.due() and (reviewed := self.reviews.look()) is not None:
+            return self._resume(reviewed)  # a reviewer steered a pull request: its run goes on now
         if cancel_requested(self.ws) and (failed := synced.after_sync(self.ctx, settle_cancels(self.ctx))):
             return failed
         return self._take_from_inbox(state)
@@ -304,7 +309,7 @@ class Engine:
             return taken
         scan = self.inbox.scan()
         if not scan.ready or scan.entry is None:
-            return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=scan.wait_until)
+            return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=self._wake(scan.wait_until))
         entry = scan.entry
         data: bytes | None = None
         parsed: MicroProject | InvalidMPError
@@ -330,6 +335,11 @@ class Engine:
         run, ledger = claim(self.ctx, verdict.mp, data, verdict.executor.name)
         return drive(self.ctx, run, ledger, verdict.mp, verdict.executor)
 
+    def _wake(self, inbox: float | None) -> float | None:
+        """When a pass is next due: the inbox's time, or the next look at the pull requests."""
+        times = [t for t in (inbox, self.reviews.wait_until()) if t is not None]
+        return min(times) if times else None
+
     def _hold(self, state: SessionState, entry: Entry, why: str) -> TickResult:
         """Leave a pending MP untouched while halted; say so once per inbox version."""
         assert state.halt is not None
@@ -354,7 +364,8 @@ class Engine:
                 reason="outcome recorded, result not yet published",
             )
             return finalize(self.ctx, run, ledger)
-        mp = reopen(self.ctx, run)
+        polled = bool((self.state.read().waiting or {}).get("polled"))  # back from a look at CI: no crash
+        mp = reopen(self.ctx, run, quiet=polled)
         try:
             if isinstance(mp, Exception):
                 raise mp

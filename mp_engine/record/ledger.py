@@ -288,18 +288,19 @@ class Ledger:
         self.save()
 
     @_locked
-    def reopen(self, reason: str) -> None:
-        """A run that ended asking a person goes on after the answer (issue #32): its
-        outcome is kept under `answered`, it is open again and will end with a new one; its
+    def reopen(self, reason: str, *, under: str = "answered") -> None:
+        """A run that ended asking a person goes on after the answer (issue #32), or one
+        whose pull request a reviewer commented on (issue #41, `under="reviewed"`): its
+        outcome is kept under `under`, it is open again and will end with a new one; its
         inbox slot was released at its first end and is left alone."""
-        # `answered` is one of the model's extra fields: in the file only once a run was
-        # answered (declared, every ledger would carry an empty one).
+        # `answered` and `reviewed` are extra fields of the model: in the file only once a
+        # run was answered or reviewed (declared, every ledger would carry an empty one).
         extra = self.model.model_extra
         assert extra is not None  # extra="allow": pydantic keeps them in a dict
-        earlier = list(extra.get("answered") or [])
+        earlier = list(extra.get(under) or [])
         if self.model.outcome is not None:
             earlier.append(self.model.outcome)
-        extra["answered"] = earlier
+        extra[under] = earlier
         self.model.outcome = None
         self.model.status = "open"
         self.model.inbox_entry = "untouched"

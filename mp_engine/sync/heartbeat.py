@@ -168,7 +168,7 @@ def verdict(doc: dict[str, Any] | None, now: datetime | None = None) -> dict[str
     if doc.get("status") == "stopped":
         return {"engine": "stopped", **base, "why": "the engine stopped cleanly"}
     if age <= 2 * interval + min(GRACE, interval):
-        keys = ("run_id", "step", "micro_task", "micro_tasks", "blocked", "unpushed")
+        keys = ("run_id", "step", "micro_task", "micro_tasks", "pull_request", "blocked", "unpushed")
         doing = {k: doc[k] for k in keys if doc.get(k) is not None}
         return {"engine": "up", **base, "status": doc.get("status"), "current": doc.get("current"), **doing}
     return {"engine": "silent", **base, "why": f"no heartbeat for {int(age)} s (every {interval:g} s expected)"}

@@ -18,6 +18,7 @@ from mp_engine.core.lock import WorkspaceLock, daemon_alive, daemon_owner
 from mp_engine.core.pids import gone_here, hostname
 from mp_engine.core.workspace import Workspace
 from mp_engine.daemon.health import ago, current_step, read_last_sync_ok, status_line
+from mp_engine.forge.watch import WatchList
 from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.record.digest import read_result
 from mp_engine.record.spend import report as spend_report
@@ -145,7 +146,10 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
             "duration": res.get("duration"),
             "certificate": cert.get("type") if isinstance(cert, dict) else None,
             "ago": ago(last.get("finished_at")),
+            **({"pull_request": res["pull_request"]} if res.get("pull_request") else {}),
         }
+    if review := for_review(ws, cfg):
+        report["for_review"] = review
     if (err := last_error(ws.events_file)) is not None:
         report["last_error"] = err
     report["daemon"] = liveness(ws, state, step)
@@ -156,6 +160,25 @@ def status_report(ws: Workspace, config: Config | dict[str, Any]) -> dict[str, A
     if ws.stop_file.exists():
         report["stop_file"] = f"{ws.rel(ws.stop_file)} exists: agent MPs end BACKPRESSURE until it is removed"
     return report
+
+
+def for_review(ws: Workspace, cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pull requests waiting for review (forge/watch.py), each with its rounds' bound."""
+    repos = cfg.get("repos") or {}
+    return [
+        {
+            "repo": w.repo,
+            "number": w.number,
+            "url": w.url,
+            "mp_id": w.mp_id,
+            "run_id": w.run_id,
+            "ci": "passed" if w.green else "not green",
+            "review_rounds": w.review_rounds,
+            "review_rounds_max": (repos.get(w.repo) or {}).get("review_rounds"),
+            "looks_every": (repos.get(w.repo) or {}).get("review_poll"),
+        }
+        for w in WatchList.at(ws.local_dir).all()
+    ]
 
 
 def running_step(ws: Workspace, execution: dict[str, Any], run_id: str, step: dict[str, Any]) -> dict[str, Any]:

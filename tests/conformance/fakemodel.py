@@ -99,6 +99,12 @@ def workdir_of(req: dict[str, Any]) -> str:
     return m.group(1)
 
 
+def is_title(req: dict[str, Any]) -> bool:
+    """claude's request for a session title, sent beside the agent's own unless
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set (the presets do not set it)."""
+    return "title (3-7 words)" in system_text(req)
+
+
 def parrot(then: Scenario) -> Scenario:
     """A model that repeats its prompt for the whole first iteration (its protocol holds
     example claims with the real nonce; aider may ask twice in one run), then answers as
@@ -152,12 +158,12 @@ class FakeServer:
         self.server.shutdown()
         self.server.server_close()
 
-    def is_call(self, path: str) -> bool:
-        """Whether a request to `path` is a model call (counted for the scenario)."""
+    def is_call(self, req: dict[str, Any]) -> bool:
+        """Whether `req` is a model call (counted for the scenario)."""
         raise NotImplementedError
 
     def calls(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if self.is_call(r["_path"])]
+        return [r for r in self.requests if self.is_call(r)]
 
     def reply(self, h: Handler, req: dict[str, Any], count: int) -> None:
         raise NotImplementedError
@@ -222,8 +228,9 @@ class FakeAnthropic(FakeServer):
     """Anthropic Messages: `POST /v1/messages` (SSE or one JSON body) and
     `/v1/messages/count_tokens`."""
 
-    def is_call(self, path: str) -> bool:
-        return path.startswith("/v1/messages") and "count_tokens" not in path
+    def is_call(self, req: dict[str, Any]) -> bool:
+        path = req["_path"]
+        return path.startswith("/v1/messages") and "count_tokens" not in path and not is_title(req)
 
     def messages(self) -> list[dict[str, Any]]:
         return self.calls()
@@ -233,7 +240,8 @@ class FakeAnthropic(FakeServer):
             return h.json_reply(200, {"input_tokens": 100})
         if not req["_path"].startswith("/v1/messages"):
             return h.json_reply(404, {"type": "error", "error": {"type": "not_found_error", "message": req["_path"]}})
-        turn = self.scenario(req, count)
+        # claude's side request for a title, beside the agent's: answered, not the scenario's.
+        turn = text('{"title": "The task"}') if is_title(req) else self.scenario(req, count)
         if turn.kind == "hang":
             return h.hang(turn)
         if turn.kind == "error":

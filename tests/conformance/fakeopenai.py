@@ -34,12 +34,12 @@ def command(cmd: str) -> Turn:
 
 
 class FakeOpenAI(FakeServer):
-    def is_call(self, path: str) -> bool:
-        return path.startswith(("/v1/responses", "/v1/chat/completions"))
+    def is_call(self, req: dict[str, Any]) -> bool:
+        return str(req["_path"]).startswith(("/v1/responses", "/v1/chat/completions"))
 
     def reply(self, h: Handler, req: dict[str, Any], count: int) -> None:
         path = req["_path"]
-        if not self.is_call(path):
+        if not self.is_call(req):
             return h.json_reply(404, {"error": {"type": "not_found", "message": path}})
         turn = self.scenario(req, count)
         if turn.kind == "hang":

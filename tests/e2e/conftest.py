@@ -7,6 +7,7 @@ import signal
 import pytest
 
 from tests.conftest import read_state, wait_for
+from tests.forge.scene import forge  # noqa: F401  (the pull-request tests' fixture: GitHub's double, a git remote)
 from tests.gitutil import engine_workspace, make_remote
 
 GIT_ENV = {"MP_ENGINE_GIT__POLL_INTERVAL": "0.2"}

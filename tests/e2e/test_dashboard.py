@@ -320,3 +320,34 @@ def test_a_browser_sees_the_plan_that_waits_for_approval_as_a_graph(ws, tmp_path
         driver.quit()
         d.signal(15)
         d.wait()
+
+
+def test_a_browser_sees_the_pull_request_s_link_and_ci_state_live(ws, tmp_path, daemon_factory, forge):
+    """An MP on another repository (issue #41): while the run waits for CI the page links the
+    pull request and says CI is awaited; once CI is green it says so and lists it for review."""
+    from tests.forge.scene import MP, Ci, setup
+
+    token, double, served, bare = forge
+    env, _ = setup(ws, tmp_path, forge)
+    d, base = serve(ws, daemon_factory, env)
+    driver = chromium(tmp_path / "chromium-profile")
+    ci = None
+    try:
+        driver.get(base + "/")
+        wait_for(lambda: "● live" in text_of(driver, "#live"), what="the event stream")
+        drop(ws, MP)
+        wait_for(lambda: "waiting for CI" in text_of(driver, "#pull-request"), timeout=60, what=d.output)
+        link = driver.find_element("css selector", "#pull-request a.pr-link")
+        assert link.get_attribute("href") == "https://github.com/me/app/pull/1" and link.text == "#1"
+        driver.save_screenshot(str(tmp_path / "pull-request-waiting.png"))
+        ci = Ci(double, bare, green=True)
+        wait_for(lambda: "CI: passed" in text_of(driver, "#pull-request"), timeout=60, what=d.output)
+        assert "#1" in text_of(driver, "#for-review") and "review rounds 0 of 3" in text_of(driver, "#for-review")
+        driver.save_screenshot(str(tmp_path / "pull-request-green.png"))
+        assert "Content Security Policy" not in console(driver)
+    finally:
+        if ci is not None:
+            ci.close()
+        driver.quit()
+        d.signal(15)
+        d.wait()

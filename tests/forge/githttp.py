@@ -3,6 +3,8 @@
 `git http-backend` (git's own CGI program) serves the bare repositories under one root;
 this server only asks for `Authorization: Basic base64(x-access-token:TOKEN)` first, as
 GitHub does for https remotes, and keeps every Authorization header and path it was sent.
+`hold("git-receive-pack")` carries a push out and keeps git's answer until the test lets
+it go: the moment to `kill -9` the engine whose push went through.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from werkzeug.wrappers import Request, Response
 
-from tests.forge.github_double import Server
+from tests.forge.github_double import Hold, Server
 
 
 class GitHttp:
@@ -22,11 +24,22 @@ class GitHttp:
         self.root = root
         self.expected = "Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
         self.seen: list[tuple[str, str]] = []  # (path, Authorization header or "")
+        self.holds: list[Hold] = []
         self.server = Server(self._app)
         self.url = self.server.url
 
     def close(self) -> None:
+        for h in self.holds:
+            h.release.set()
         self.server.close()
+
+    def hold(self, path: str, *, times: int = 1) -> Hold:
+        self.holds.append(Hold(path, "POST", times))
+        return self.holds[-1]
+
+    def pushes(self, name: str) -> int:
+        """The pushes to `name` that reached git (authenticated receive-pack requests)."""
+        return sum(1 for p, a in self.seen if p == f"/{name}.git/git-receive-pack" and a == self.expected)
 
     def bare(self, name: str) -> Path:
         """A new bare repository `name`.git, with one commit on `main`."""
@@ -70,5 +83,8 @@ class GitHttp:
                 status = value.strip()
             elif name:
                 headers.append((name, value.strip()))
+        held = next((h for h in self.holds if h.matches(req.method, req.path)), None)
+        if held is not None:
+            held.wait()
         start_response(status, headers)
         return [body]

@@ -8,9 +8,11 @@ and answered 400, so a client that sends what GitHub would not accept fails at o
 
 Beyond the endpoints: a token (401 otherwise), rate-limit headers that count down (a 304
 counts nothing, as on GitHub), ETags and 304s, faults on demand (`inject`: 5xx, 401, 403
-with the permission needed, the primary and the secondary rate limit with Retry-After), and
-the Actions job log behind a redirect to another origin (`LogServer`), which records any
-`Authorization` header that reaches it.
+with the permission needed, the primary and the secondary rate limit with Retry-After), a
+request carried out and its answer held back until the test lets it go (`hold`: the
+moment to `kill -9` a client whose call went through), and the Actions job log behind a
+redirect to another origin (`LogServer`), which records any `Authorization` header that
+reaches it.
 """
 
 from __future__ import annotations
@@ -64,6 +66,33 @@ class Call:
     status: int
     counted: bool  # against the rate limit (a 304 is not)
     conditional: bool  # it carried If-None-Match
+    at: float = 0.0  # time.time() when it was answered
+
+
+@dataclass
+class Hold:
+    """The next `times` requests matching (after `skip` more) are carried out, then their
+    answers wait for `release` (set by the test, or at close): `reached` says one is held."""
+
+    path_contains: str
+    method: str = ""
+    times: int = 1
+    skip: int = 0
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.times > 0 and self.path_contains in path and self.method in ("", method):
+            if self.skip > 0:
+                self.skip -= 1
+                return False
+            self.times -= 1
+            return True
+        return False
+
+    def wait(self) -> None:
+        self.reached.set()
+        self.release.wait(120)
 
 
 @dataclass
@@ -126,6 +155,7 @@ class GitHubDouble:
         self.violations: list[str] = []
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
+        self.holds: list[Hold] = []
         self.limit = self.remaining = rate_limit
         self.reset_at = int(time.time()) + 3600
         self.logs: dict[int, str] = {}
@@ -138,8 +168,17 @@ class GitHubDouble:
         self.url = self.server.url + self.prefix
 
     def close(self) -> None:
+        for h in self.holds:
+            h.release.set()
         self.server.close()
         self.log_server.server.close()
+
+    def hold(self, path: str, *, method: str = "", times: int = 1, skip: int = 0) -> Hold:
+        """Carry out the next `times` requests whose path contains `path` (and with
+        `method`), after `skip` more, and keep their answers until the test sets `release`."""
+        with self.lock:
+            self.holds.append(Hold(path, method, times, skip=skip))
+            return self.holds[-1]
 
     def repo(self, slug: str) -> model.Repo:
         with self.lock:
@@ -178,6 +217,9 @@ class GitHubDouble:
         req = WRequest(environ)
         with self.lock:
             resp = self._answer(req)
+            held = next((h for h in self.holds if h.matches(req.method, req.path)), None)
+        if held is not None:
+            held.wait()
         return resp(environ, start_response)
 
     def _answer(self, req: WRequest) -> WResponse:
@@ -213,6 +255,8 @@ class GitHubDouble:
         return None
 
     def _limited(self) -> Served | None:
+        if self.remaining == 0 and time.time() >= self.reset_at:  # as GitHub: a new window at the reset
+            self.remaining, self.reset_at = self.limit, int(time.time()) + 3600
         if self.remaining > 0:
             return None
         body = {"message": "API rate limit exceeded for user ID 1.", "documentation_url": DOCS, "status": "403"}
@@ -255,6 +299,6 @@ class GitHubDouble:
         }
         if req.method == "GET" and served.status == 200:
             headers["ETag"] = etag
-        self.calls.append(Call(req.method, path, req.query_string.decode(), status, counted, conditional))
+        self.calls.append(Call(req.method, path, req.query_string.decode(), status, counted, conditional, time.time()))
         mimetype = "application/json" if text else None
         return WResponse(text if status != 304 else b"", status=status, headers=headers, mimetype=mimetype)

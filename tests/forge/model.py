@@ -42,6 +42,8 @@ class Pull:
     state: str = "open"
     merged: bool = False
     created_at: str = field(default_factory=now)
+    updated_at: str = field(default_factory=now)  # as GitHub: moves only when the pull request changes
+    closed_at: str | None = None
 
 
 @dataclass
@@ -168,9 +170,9 @@ class Repo:
             user=user(out["user"], pr.author),
             draft=False,
             created_at=pr.created_at,
-            updated_at=now(),
-            closed_at=None if pr.state == "open" else now(),
-            merged_at=now() if pr.merged else None,
+            updated_at=pr.updated_at,
+            closed_at=pr.closed_at,
+            merged_at=pr.closed_at if pr.merged else None,
             labels=[],
             milestone=None,
             assignee=None,
@@ -231,9 +233,17 @@ class Repo:
         from tests.forge.github_double import Served
 
         pr = self._pull(number)
-        pr.title, pr.body = body.get("title", pr.title), body.get("body", pr.body)
-        pr.state = body.get("state", pr.state)
+        if (body.get("title", pr.title), body.get("body", pr.body)) != (pr.title, pr.body):
+            pr.title, pr.body, pr.updated_at = body.get("title", pr.title), body.get("body", pr.body), now()
+        self.set_state(pr, body.get("state", pr.state))
         return Served(200, self._pull_json(pr, "pulls/update"), {}, "pulls/update")
+
+    def set_state(self, pr: Pull, state: str, *, merged: bool = False) -> None:
+        """A pull request closed, merged or opened again (by a person, or the engine)."""
+        if (state, merged) == (pr.state, pr.merged):
+            return
+        pr.state, pr.merged, pr.updated_at = state, merged, now()
+        pr.closed_at = None if state == "open" else pr.closed_at or now()
 
     def merge_put(self, gh: GitHubDouble, args, body, number: int) -> Served:
         from tests.forge.github_double import Served
@@ -241,7 +251,7 @@ class Repo:
         pr = self._pull(number)
         if pr.state != "open":
             return Served(405, {"message": "Pull Request is not mergeable", "documentation_url": "x"})
-        pr.state, pr.merged = "closed", True
+        self.set_state(pr, "closed", merged=True)
         out = openapi.example("pulls/merge")
         out.update(sha=pr.head_sha, merged=True, message="Pull Request successfully merged")
         return Served(200, out, {}, "pulls/merge")

@@ -25,6 +25,7 @@ TESTED_ELSEWHERE = {
     "agent/state/kinds": "tests/unit/agent/state/test_apply.py (every kind has its reducer)",
     "agent/state/ending": "tests/unit/agent/state/test_iteration.py (skips, the next task, the run's end), test_tasks.py",
     "agent/state/planning": "tests/unit/agent/state/test_campaign.py",
+    "agent/state/followup": "tests/unit/agent/state/test_ci.py and test_review.py (the tasks they add)",
     "agent/scope": "tests/unit/agent/run/test_attempt.py, test_recorder.py (parts built from the scopes)",
     "agent/api": "tests/unit/test_house.py (the import contract) and every engine test (AgentExecutor)",
     "agent/run/sidesteps": "tests/unit/agent/run/test_rounds.py (planning rounds and drift checks through Engine.tick)",

@@ -20,7 +20,9 @@ from typing import Any
 from mp_engine.agent.call import echo, structured
 from mp_engine.agent.call.chain import render_argv
 from mp_engine.agent.call.classify import classify
+from mp_engine.agent.call.endpoints import Reach, reach
 from mp_engine.agent.call.invoke import Call, CallKind, argv_problem, run_agent
+from mp_engine.agent.call.network import Network, gives_up
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.agent.scope import RunScope
 from mp_engine.config.agent import AgentLevel
@@ -135,6 +137,7 @@ class Caller:
 
     def _with_retries(self, site: CallSite, argv: list[str], env: dict[str, str]) -> Call:
         """The call, in the sandbox when it is on; a transient outage is retried with backoff."""
+        found = reach(site.level, env, self.workdir)  # where the CLI is configured to connect
         box = sandbox.for_call(
             self.cfg,
             site.level,
@@ -143,12 +146,15 @@ class Caller:
             evidence_dir=site.ev.dir,
             readable=[self.ignore_file()],
             read_only=self.read_only,
+            endpoints=found.allowed(),
+            protected=found.protected,
         )
         if box is not None:  # the evidence says the call was sandboxed, and how
-            atomic_write_json(site.ev.path("sandbox.json"), box.record(), durable=False)
+            said = {e.host: e.source for e in found.endpoints if e.trusted}
+            atomic_write_json(site.ev.path("sandbox.json"), {**box.record(), "endpoints": said}, durable=False)
         retries = 0
         while True:
-            call = self._once(site, box, argv, env)
+            call = self._once(site, box, found, argv, env)
             if call.kind is not CallKind.TRANSIENT or retries >= self.cfg.transient_retries:
                 return call
             delay = self.cfg.transient_backoff * (2**retries)
@@ -166,11 +172,35 @@ class Caller:
             if self.stop.wait(delay) or self.stop_now.is_set():
                 return Call(CallKind.INTERRUPTED, detail="stopped while waiting to retry")
 
-    def _once(self, site: CallSite, box: sandbox.Sandbox | None, argv: list[str], env: dict[str, str]) -> Call:
+    def _once(
+        self, site: CallSite, box: sandbox.Sandbox | None, found: Reach, argv: list[str], env: dict[str, str]
+    ) -> Call:
         ev, level = site.ev, site.level
         _rotate(ev.path("stdout.txt"), ev.path("stderr.txt"))
         self.limiter.record(time.time())
-        with sandbox.confined(box, argv) as run_argv:
+        refused: list[tuple[str, str]] = []  # (host, why): allowed hosts the relay could not reach
+        joined: list[str] = []  # the allowed hosts it joined the CLI to
+        prompt = ev.path("prompt.md").read_text(encoding="utf-8")
+
+        def net() -> Network | None:
+            if box is None:
+                return None
+            configured = tuple((e.host, e.source) for e in found.endpoints if e.trusted)
+            named = tuple((e.host, e.source) for e in found.named())
+            return Network(box.allow_hosts, configured, tuple(dict.fromkeys(refused)), named, tuple(set(joined)))
+
+        def heard(host: str, e: OSError | None) -> None:
+            if e is None:
+                joined.append(host)
+            else:
+                refused.append((host, str(e)))
+
+        def give_up() -> bool:  # what the sandbox withholds will not come: no retry of the CLI's reaches it
+            network = net()
+            said = read_tail(ev.path("stdout.txt"), 16384) + "\n" + read_tail(ev.path("stderr.txt"), 16384)
+            return network is not None and gives_up(echo.for_limits(said, prompt), network)
+
+        with sandbox.confined(box, argv, heard) as run_argv:
             res = run_agent(
                 run_argv,
                 cwd=self.workdir,
@@ -184,10 +214,13 @@ class Caller:
                 kill_grace=self.kill_grace,
                 on_spawn=site.on_spawn,
                 markers=(f"MP_RUN_DIR={self.run_dir}", f"MP_MT={site.mt_id}", f"MP_ITERATION={site.iteration}"),
+                give_up=give_up if box is not None else None,
             )
-        return self._classify(res, ev, ev.path("prompt.md").read_text(encoding="utf-8"), level)
+        return self._classify(res, ev, prompt, level, net())
 
-    def _classify(self, res: Any, ev: IterationEvidence, prompt: str, level: AgentLevel) -> Call:
+    def _classify(
+        self, res: Any, ev: IterationEvidence, prompt: str, level: AgentLevel, network: Network | None = None
+    ) -> Call:
         out = read_tail(ev.path("stdout.txt"), 256 * 1024)
         err = read_tail(ev.path("stderr.txt"), 256 * 1024)
         shaped = structured.parse(out)  # claude's or codex's JSON output: fields, not patterns
@@ -207,6 +240,7 @@ class Caller:
             turns=shaped.turns if shaped else None,
             max_turns=level.max_turns,
             turn_limit=bool(shaped and shaped.turn_limit),
+            network=network,
         )
         # What it cost, as the CLI reported it: its fields, or aider's token lines (issue #32).
         call.usage = shaped.usage if shaped and shaped.usage else structured.text_usage(out + "\n" + err)
@@ -271,10 +305,20 @@ def why_fatal(call: Call, level: AgentLevel, who: str, section: str, mp_id: str,
             f"Read the attempt's failure in Temporal (`temporal workflow show --workflow-id <id>`, docs/FLEET.md) "
             f"and the worker's log, repair the worker, {resend}.",
         ),
+        "unreachable": (
+            "agent_unreachable",
+            f"The sandbox kept the agent CLI of {who} from {call.host or 'the host it is configured to reach'}: "
+            f"{call.detail}.",
+            f"Add `{call.host or 'HOST:PORT'}` to `sandbox_allow_hosts` of level {level.name!r} in `{section}`"
+            + ("" if call.host else f" (the endpoint `{cmd}` is configured with, where the engine does not read it)")
+            + f", {resend}.",
+        ),
         "transient": (
             "agent_unavailable",
             f"The agent's provider stayed unavailable after {retries} retries: {call.detail}.",
-            f"Wait until the provider is back (its status page), {resend}.",
+            f"Start `{call.host}`, or correct its URL where it is set (said above), {resend}."
+            if call.host  # the endpoint the sandbox allowed, which the engine's host could not reach
+            else f"Wait until the provider is back (its status page), {resend}.",
         ),
     }[call.kind]
 

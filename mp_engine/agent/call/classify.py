@@ -1,7 +1,8 @@
 """What one agent call's end says (issue #16; as an ordered table of rules since issue #40):
 ok, interrupted, a usage or rate limit and when it lifts, a timeout, a crash, or a CLI that
-cannot work (auth, billing, not installed, an outage, a configuration), read from its
-process result and its own error output, with a CLI's structured output deciding first."""
+cannot work (auth, billing, not installed, an outage, a configuration, a host the sandbox
+does not allow), read from its process result and its own error output, with a CLI's
+structured output deciding first."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mp_engine.agent.call.invoke import Call, CallKind
+from mp_engine.agent.call.network import (
+    Network,
+    blocked_host,
+    down_detail,
+    down_host,
+    last_failure,
+    refused_detail,
+    said_host,
+)
 from mp_engine.core.errors import ProcessError
 from mp_engine.execute.process import ProcessResult
 
@@ -32,8 +42,8 @@ AUTH_RE = re.compile(
 )
 TRANSIENT_RE = re.compile(
     r"overloaded|\b50[0234]\b|\b529\b|service unavailable|bad gateway|internal server error|"
-    r"connection (?:reset|refused|error|closed)|ECONNRESET|ETIMEDOUT|temporarily unavailable|network error|"
-    r"experiencing high demand|stream disconnected before completion",
+    r"connection ?(?:reset|refused|error|closed)|ECONNRESET|ETIMEDOUT|temporarily unavailable|network error|"
+    r"experiencing high demand|stream disconnected before completion|unable to connect to api",
     re.I,
 )
 # Of those, the ones that say a quota or plan limit (hours away), not a per-minute rate.
@@ -195,12 +205,19 @@ class Ended:
     turns: int | None = None  # model turns, as the CLI's report counted them
     max_turns: int | None = None  # the level's limit (issue #42)
     turn_limit: bool = False  # the CLI's report says it stopped at its limit
+    network: Network | None = None  # None: not sandboxed
 
     @property
     def over_turns(self) -> bool:
         """It stopped at its turn limit, or ran past it (the CLI's own report says so)."""
         past = self.max_turns is not None and self.turns is not None and self.turns > self.max_turns
         return self.turn_limit or past or (self.failed and TURNS_RE.search(self.text) is not None)
+
+    @property
+    def net(self) -> Network:
+        """The network of a call the rules know was sandboxed."""
+        assert self.network is not None
+        return self.network
 
     @property
     def failed(self) -> bool:
@@ -211,6 +228,14 @@ class Ended:
         """It failed, or printed no status block: its own error output decides. (A CLI that
         prints a usage-limit notice may still exit 0, and aider exits 0 after an API error.)"""
         return self.failed or not self.status_seen
+
+    @property
+    def unconnected(self) -> str:
+        """In the sandbox, what the CLI last said about not connecting ("" when it did not,
+        or when an API answered it)."""
+        if self.network is None or not self.unanswered or self.api_status is not None:
+            return ""
+        return last_failure(self.text)
 
 
 def _usage_limit(e: Ended) -> tuple[str, str]:
@@ -242,6 +267,7 @@ class CallRule:
     when: Callable[[Ended], object]
     kind: CallKind
     says: Callable[[Ended], tuple[str, str | None]]
+    names: Callable[[Ended], str | None] = lambda e: None  # the host a sandboxed call could not reach
 
 
 CALL_RULES: list[CallRule] = [
@@ -264,7 +290,10 @@ CALL_RULES: list[CallRule] = [
         _usage_limit,
     ),
     CallRule(
-        lambda e: not e.failed and (e.status_seen or not (AUTH_RE.search(e.text) or TRANSIENT_RE.search(e.text))),
+        lambda e: (
+            not e.failed
+            and (e.status_seen or not (AUTH_RE.search(e.text) or TRANSIENT_RE.search(e.text) or e.unconnected))
+        ),
         CallKind.OK,
         lambda e: ("", None),
     ),
@@ -274,6 +303,22 @@ CALL_RULES: list[CallRule] = [
         lambda e: (_line(e.text, re.compile(r"not found|No such file")) or "exit code 127", None),
     ),
     CallRule(lambda e: AUTH_RE.search(e.text), CallKind.AUTH, lambda e: (_line(e.text, AUTH_RE), None)),
+    # In the sandbox (issue #44, network.py): the endpoint allowed, but the engine's host could
+    # not reach it either, is an outage, named; a connection that failed to a host the rules do
+    # not allow, or where the relay never joined the CLI to its API, is one the sandbox
+    # refused (after it did, to no host it names: the rules below).
+    CallRule(
+        lambda e: e.unconnected and e.network and e.network.down,
+        CallKind.TRANSIENT,
+        lambda e: (down_detail(e.unconnected, e.net), None),
+        lambda e: down_host(e.net),
+    ),
+    CallRule(
+        lambda e: e.unconnected and (not e.net.through or said_host(e.unconnected, e.net)),
+        CallKind.UNREACHABLE,
+        lambda e: (refused_detail(e.unconnected, e.net), None),
+        lambda e: blocked_host(e.unconnected, e.net),
+    ),
     CallRule(lambda e: TRANSIENT_RE.search(e.text), CallKind.TRANSIENT, lambda e: (_line(e.text, TRANSIENT_RE), None)),
     CallRule(
         lambda e: True,
@@ -296,20 +341,33 @@ def classify(
     turns: int | None = None,
     max_turns: int | None = None,
     turn_limit: bool = False,
+    network: Network | None = None,
 ) -> Call:
     """Classify one call from its process result and its output (stdout + stderr tail), by
     the first of `CALL_RULES` that applies. Without a parsable reset, a quota or plan limit
     waits `fallback_wait`; a plain rate limit (429, "per-minute") waits `rate_wait` (a
     minute, not half an hour). `api_status` and `resets_at` come from a CLI's structured
     output (structured.py) and decide before any text pattern; `turns` and `turn_limit`
-    are its report of the call's turns, held to the level's `max_turns`."""
+    are its report of the call's turns, held to the level's `max_turns`. `network`: the call
+    ran in the sandbox, with these hosts."""
     if isinstance(res, ProcessError):
         cause = res.__cause__
         if isinstance(cause, OSError) and cause.errno == errno.E2BIG:
             return Call(CallKind.CONFIG, detail=f"{res}: the prompt is too long for the command line")
         return Call(CallKind.NOT_FOUND, detail=str(res))
     ended = Ended(
-        res, text, status_seen, now, fallback_wait, rate_wait, api_status, resets_at, turns, max_turns, turn_limit
+        res,
+        text,
+        status_seen,
+        now,
+        fallback_wait,
+        rate_wait,
+        api_status,
+        resets_at,
+        turns,
+        max_turns,
+        turn_limit,
+        network,
     )
     rule = next(r for r in CALL_RULES if r.when(ended))
     detail, resume_at = rule.says(ended)
@@ -322,4 +380,5 @@ def classify(
         idle_timed_out=res.idle_timed_out,
         detail=detail,
         resume_at=resume_at,
+        host=rule.names(ended),
     )

@@ -12,6 +12,7 @@ act on it:
     auth         not logged in, bad API key: no retry helps
                  (recognised also after exit 0 when no status block came: aider)
     not_found    the CLI could not be started
+    unreachable  in the sandbox, it could not connect to a host the rules do not allow
     config       the CLI cannot be started this way (the prompt is too long for argv)
     timeout      per-call or idle timeout: the iteration failed, the loop goes on
     crash        any other non-zero exit or signal: the iteration failed
@@ -49,6 +50,7 @@ class CallKind(StrEnum):
     NOT_FOUND = "not_found"  # the CLI is not installed
     TRANSIENT = "transient"  # an outage that outlasted the retries
     CONFIG = "config"  # the CLI cannot be started this way (the prompt does not fit its argv)
+    UNREACHABLE = "unreachable"  # the sandbox kept it from a host it is configured to reach
     FLEET = "fleet"  # the fleet could not run the attempt (its workers failed it every time, docs/FLEET.md)
     INTEGRATION = "integration"  # an integration's record, shown like a call (run/integrator.py)
     TURN_LIMIT = "turn_limit"  # it stopped at, or ran past, its level's `max_turns` (issue #42)
@@ -57,7 +59,15 @@ class CallKind(StrEnum):
 
 # The kinds of call that end the run BLOCKED: no retry helps, a person must act.
 ENDS_RUN = frozenset(
-    {CallKind.AUTH, CallKind.BILLING, CallKind.NOT_FOUND, CallKind.TRANSIENT, CallKind.CONFIG, CallKind.FLEET}
+    {
+        CallKind.AUTH,
+        CallKind.BILLING,
+        CallKind.NOT_FOUND,
+        CallKind.TRANSIENT,
+        CallKind.CONFIG,
+        CallKind.FLEET,
+        CallKind.UNREACHABLE,
+    }
 )
 
 # The kinds of call that answered but whose work never passes the gate: the limit is the
@@ -77,6 +87,7 @@ class Call:
     resume_at: str | None = None  # ISO UTC, for usage_limit
     usage: dict[str, Any] | None = None  # tokens and dollars, as the CLI reported them (structured.py)
     environment: str | None = None  # its every command failed outside the task (structured.py)
+    host: str | None = None  # the host:port an `unreachable` call could not reach, when known
 
     def __post_init__(self) -> None:
         self.kind = CallKind(self.kind)
@@ -113,6 +124,7 @@ def run_agent(
     kill_grace: float,
     on_spawn: Callable[[int], None] | None = None,
     markers: Sequence[str] = (),
+    give_up: Callable[[], bool] | None = None,
 ) -> ProcessResult | ProcessError:
     try:
         return run_process(
@@ -128,6 +140,7 @@ def run_agent(
             kill_grace=kill_grace,
             on_spawn=on_spawn,
             markers=markers,
+            give_up=give_up,
         )
     except ProcessError as e:
         return e

@@ -7,8 +7,9 @@
                   found drift with no re-plan left
     BLOCKED       the agent said it is blocked, the hard gate was reached, the planner gave
                   no valid plan, a plan waits for approval, the reviewer still requests
-                  changes, or the agent CLI cannot work (auth, not installed,
-                  outage): a person must act
+                  changes, the agent CLI cannot work (auth, not installed, outage), or a
+                  pull request's session ended (CI rounds used up, a person's push on its
+                  branch, git or the forge said no): a person must act
     BACKPRESSURE  a STOP file in SYSTEM/, or a disk fuller than `[agent] max_disk_used`
                   (ends the MP); SIGTERM and usage limits are also
                   backpressure but only pause the loop, which resumes later
@@ -269,6 +270,24 @@ RULES: list[_Rule] = [
             "the forge refused the engine's token",
             e.cert.detail,
             f"Give the token the permission the detail names (docs/PULL_REQUESTS.md), then {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "pull_request_git"),
+        lambda e: (
+            "pull_request_git",
+            "git failed on the pull request's branch",
+            e.cert.detail,
+            f"Fix what git names (the repository's remote, or the engine's mirror of it), {e.resend}.",
+        ),
+    ),
+    _Rule(
+        _is(BLOCKED, "pull_request_forge"),
+        lambda e: (
+            "pull_request_forge",
+            "the forge refused a call of the pull request",
+            e.cert.detail,
+            f"Read the forge's answer, fix the repository's settings or the token it names, {e.resend}.",
         ),
     ),
     _Rule(  # the agent CLI could not work: its fix comes with the record (calling.fatal)

@@ -26,12 +26,13 @@ from mp_engine.agent.memory.distill import distill, distilled
 from mp_engine.agent.memory.lessons import snapshot
 from mp_engine.agent.plan.decompose import Plan, decompose, goal_of
 from mp_engine.agent.progress import BASELINE_FILE, Progress
-from mp_engine.agent.run import answers
+from mp_engine.agent.run import answers, reviews
 from mp_engine.agent.run.attempt import Local, Runner
 from mp_engine.agent.run.guard import Halt
 from mp_engine.agent.run.placement import InPlace, Placement, Worktrees
 from mp_engine.agent.run.publisher import Publisher, iso_utc, missing, need_info
-from mp_engine.agent.run.repo import PullRequestRounds, RepoLanding, RepoRun
+from mp_engine.agent.run.pullrequest import PullRequestRounds
+from mp_engine.agent.run.repo import RepoLanding, RepoRun
 from mp_engine.agent.run.resume import records, report_resume
 from mp_engine.agent.run.scheduler import Scheduler
 from mp_engine.agent.run.sidesteps import SideSteps
@@ -48,6 +49,7 @@ from mp_engine.core.errors import BranchMissing, CredentialsRefused, RemoteUnrea
 from mp_engine.execute.base import ExecResult
 from mp_engine.execute.steps import StepContext, wall_used
 from mp_engine.forge.repository import Repository
+from mp_engine.forge.watch import WatchList
 from mp_engine.inbox.mpfile import MicroProject
 from mp_engine.record.diagnosis import Diagnosis
 
@@ -115,9 +117,8 @@ class AgentRun:
         learnings = self.run_dir / "agent" / "learnings.md"
         spending = Spending.at(self.ctx.ws.local_dir, self.cfg, mp_id=self.mp.mp_id, emit=self.emit)  # every MP's
         run = RunScope(self.ctx, self.cfg, progress.nonce, self.steps, limiter, learnings, memory, spending)
-        # The tasks' work stops at once when the run stops it (its end) or the engine does
-        # (a cancel, a second signal): `halt`; the run's wall time is charged by the
-        # scheduler, shared by its tasks.
+        # `halt`: the tasks' work stops when the run ends or the engine stops it (a cancel, a
+        # second signal); the scheduler charges the run's wall time, shared by its tasks.
         halt = Halt(self.ctx.stop_now)
         tasks = run.beside(stop_now=halt, budget=self.ctx.budget.shared())
         placement = self._placement(tasks, base)
@@ -130,7 +131,6 @@ class AgentRun:
         )
         replay(state, records(self.ctx.ledger, self.ctx.run.steps_dir))
         publisher = Publisher(run, progress, self.work)
-        rounds = self._landing(run, publisher)
         runner: Runner = Local()
         if self.dispatch is not None and isinstance(placement, Worktrees):
             runner = self.dispatch(self.ctx, placement.trees)
@@ -145,6 +145,8 @@ class AgentRun:
         scheduler.act(state, answers.take(state, self.steps, self.run_dir))  # a person answered the task it ended on
         if any(t.answers for t in state.tasks):
             self.work.uncommit_leftovers()
+        scheduler.act(state, reviews.take(state, self.steps, self.run_dir))  # a reviewer asked for more
+        rounds = self._landing(run, publisher)  # the pull request's session, as the ledger has it now
         self.ctx.budget.used = wall_used(self.ctx.ledger.model.steps)  # the union of what ran, not its sum
         self._announce(run, state, progress, fresh)
         # Per-iteration writes skip fsync; `AgentSteps.checkpoint` makes each finished step
@@ -234,6 +236,7 @@ class AgentRun:
                 title=self.mp.title,
                 redact=self.ctx.events.redact,
                 emit=run.emit,
+                watch=WatchList.at(self.ctx.ws.local_dir),
             )
         publisher.lander = RepoLanding(self.repo, self.work, rounds)
         return rounds

@@ -204,11 +204,20 @@ class Publisher:
         self.publish(state)
         return ExecResult(status="interrupted")
 
-    def wait(self, state: RunState, kind: str, reason: str, resume_at: str, *, announced: bool = False) -> ExecResult:
+    def wait(
+        self, state: RunState, kind: str, reason: str, resume_at: str, *, announced: bool = False, polled: bool = False
+    ) -> ExecResult:
         """BACKPRESSURE that pauses: persist `resume_at`; the engine re-enters after it.
-        `announced`: the pause's event was emitted already (a level's usage limit, when hit)."""
-        self.progress.pause(kind, reason, resume_at)
-        if not announced:
+        `announced`: the pause's event was emitted already (a level's usage limit, when hit).
+        `polled`: a wait the run looks at again at each entry (a pull request's CI, the forge
+        or a remote away): said once when it begins and once when it ends (`end_poll`),
+        never per look; the result's `waiting` says `polled`, and `again` for a look that
+        found it going on."""
+        going_on = self.progress.polling()
+        if polled and going_on is not None and going_on["kind"] != kind:
+            self.end_poll(state)  # another wait begins: the one before is over
+        new = self.progress.pause(kind, reason, resume_at, polled=polled)
+        if new and not announced:
             self.run.emit(
                 "micro_task_pause_requested",
                 id="FR-EVT-MT-007",
@@ -218,7 +227,18 @@ class Publisher:
                 resume_at=resume_at,
             )
         self.publish(state)
-        return ExecResult(status="waiting", extra={"waiting": {"kind": kind, "reason": reason, "resume_at": resume_at}})
+        waiting: dict[str, Any] = {"kind": kind, "reason": reason, "resume_at": resume_at}
+        if polled:
+            waiting.update(polled=True, **({} if new else {"again": True}))
+        return ExecResult(status="waiting", extra={"waiting": waiting})
+
+    def end_poll(self, state: RunState) -> None:
+        """The polled wait that went on is over (CI said its word, the forge or the remote
+        is back): the run says it resumed, once (FR-EVT-MT-008)."""
+        ended = self.progress.end_poll()
+        if ended is not None:
+            self.run.emit("micro_task_resumed", id="FR-EVT-MT-008", **where(state), after=ended["kind"])
+            self.progress.save()
 
     def cancelled(self, state: RunState) -> ExecResult:
         """Stopped by a cancel request, between or during iterations: the partial work

@@ -34,7 +34,7 @@ def records(ledger: Ledger, steps_dir: Path) -> list[tuple[str, dict[str, Any]]]
 def report_resume(state: RunState, progress: Progress, ledger: Ledger, emit: Emit) -> None:
     """After a pause or a crash: say where the loop resumes (FR-EVT-MT-008, WF-RECOVERY)."""
     pause = progress.resumed()
-    if pause is not None:
+    if pause is not None and not pause.get("polled"):  # a polled wait says it ended when it does (Publisher.end_poll)
         emit("micro_task_resumed", id="FR-EVT-MT-008", **where(state), after=pause.get("kind"))
     recoveries = ledger.model.recoveries
     seen = progress.data.get("recoveries_seen", 0)

@@ -15,6 +15,7 @@ from mp_engine.agent.state.iteration import reduce_iteration
 from mp_engine.agent.state.kinds import Effect, RecordKind
 from mp_engine.agent.state.model import RunState
 from mp_engine.agent.state.planning import reduce_drift, reduce_plan
+from mp_engine.agent.state.prreview import reduce_pr_review
 from mp_engine.agent.state.review import reduce_review
 from mp_engine.agent.state.tasks import reduce_integration, reduce_start
 
@@ -44,6 +45,7 @@ REDUCERS: dict[RecordKind, Reducer] = {
     RecordKind.ANSWER: reduce_answer,
     RecordKind.CI: reduce_ci,
     RecordKind.REVIEW: reduce_review,
+    RecordKind.PR_REVIEW: reduce_pr_review,
     RecordKind.FATAL: reduce_fatal,
 }
 
@@ -54,9 +56,9 @@ def kind_of(step_kind: str, rec: dict[str, Any]) -> RecordKind:
 
 
 def apply(s: RunState, kind: RecordKind, rec: dict[str, Any]) -> list[Effect]:
-    """Account one record. Once the run has ended only an answer, or CI's verdict on the
-    pull request its end opened, moves it again."""
-    if s.final is not None and kind not in (RecordKind.ANSWER, RecordKind.CI):
+    """Account one record. Once the run has ended only an answer, or CI's verdict or a
+    review on the pull request its end opened, moves it again."""
+    if s.final is not None and kind not in (RecordKind.ANSWER, RecordKind.CI, RecordKind.PR_REVIEW):
         return []
     if kind is RecordKind.ITERATION and "mt" not in rec:
         return []

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mp_engine.agent.call.chain import chain_for
 from mp_engine.agent.judge import certificate as cert
-from mp_engine.agent.plan.planner import micro_tasks
-from mp_engine.agent.state.kinds import Effect, TaskStatus
-from mp_engine.agent.state.model import Cursor, RunState, TaskState
+from mp_engine.agent.state.followup import follow_up, quoted
+from mp_engine.agent.state.kinds import Effect
+from mp_engine.agent.state.model import RunState
 
 FIX, GIVE_UP = "fix", "give_up"  # forge/ci.py's steps that change the run (`done` and `wait` do not)
-ENDED = "ended"  # the session ended otherwise (a person pushed onto the branch, the token lacks a permission)
+# The session ended otherwise (a person pushed onto the branch, the token lacks a permission,
+# git or the forge said no): {"why", "detail", "fix"?}.
+ENDED = "ended"
 
 
 def reduce_ci(s: RunState, rec: dict[str, Any]) -> list[Effect]:
@@ -32,9 +33,12 @@ def reduce_ci(s: RunState, rec: dict[str, Any]) -> list[Effect]:
         state=rec["state"],
         step=rec["step"],
         failing=rec.get("failing", []),
+        url=rec.get("url") or None,
+        **({"why": rec["why"]} if rec.get("why") else {}),
     )
     if rec["step"] == ENDED:
         s.final = cert.Certificate(cert.BLOCKED, rec["why"], rec["detail"], residual_history=list(s.history))
+        s.fatal_fix = rec.get("fix") or s.fatal_fix  # the fix the ending proposes, over the reason's default
         return [seen]
     if rec["step"] == GIVE_UP:
         names = ", ".join(rec.get("failing", [])) or rec["state"]
@@ -51,34 +55,15 @@ def reduce_ci(s: RunState, rec: dict[str, Any]) -> list[Effect]:
     return [seen, *_fix_task(s, rec)]
 
 
-def _quoted(text: str) -> str:
-    """CI's words as an indented block: a log's own headings never end the task's text."""
-    return "\n".join("    " + line for line in text.splitlines())
-
-
 def _fix_task(s: RunState, rec: dict[str, Any]) -> list[Effect]:
     """A task that makes CI pass, after every task that completed (not those a re-plan
     replaced: they never complete), accepted by every check of the MP."""
-    n = len(s.tasks)
     failing = ", ".join(rec.get("failing", [])) or "CI"
-    planned = {
-        "mt_id": f"MT-{n + 1:03d}",
-        "ref": f"ci-{rec['round']}",
-        "title": f"Make CI pass on the pull request: {failing} failed (CI round {rec['round']})",
-        "description": "CI ran on the work you pushed and failed. What the failing checks said (the end of each "
-        "log):\n\n" + _quoted(rec.get("text") or "(no log)"),
-        "after": [i for i, t in enumerate(s.tasks) if t.status is TaskStatus.COMPLETED],
-        "checks": sorted({k for k in range(len(s.plan.check_from))}),
-        "files": [],
-        "domain": None,
-    }
-    new = micro_tasks([planned])
-    s.plan = s.plan.extended(new)
-    s.chains += [chain_for(s.cfg, t.domain) for t in new]
-    s.tasks.append(TaskState(new[0].mt_id, new[0].title))
-    s.final = None
-    if not s.isolated:  # one at a time: it works on where the last task left the run's worktree
-        s.tasks[n].status = TaskStatus.ACTIVE
-        s.cursors[n] = Cursor(last_digest=s.cur.last_digest, prev_passed=set(s.cur.prev_passed))
-        s.focus = n
-    return [Effect.event("micro_task_ci_fix", "MPE-MT-CI-FIX", mt=new[0].mt_id, round=rec["round"], failing=failing)]
+    task = follow_up(
+        s,
+        f"ci-{rec['round']}",
+        f"Make CI pass on the pull request: {failing} failed (CI round {rec['round']})",
+        "CI ran on the work you pushed and failed. What the failing checks said (the end of each log):\n\n"
+        + quoted(rec.get("text") or "(no log)"),
+    )
+    return [Effect.event("micro_task_ci_fix", "MPE-MT-CI-FIX", mt=task.mt_id, round=rec["round"], failing=failing)]

@@ -24,6 +24,7 @@ class RecordKind(StrEnum):
     ANSWER = "answer"
     CI = "ci"  # CI's verdict on a push of the work branch, on a pull request (issue #41)
     REVIEW = "review"  # the reviewer's verdict on the verified work (issue #42)
+    PR_REVIEW = "pr_review"  # comments on that pull request from people who may steer (issue #41)
     FATAL = "fatal"
 
 

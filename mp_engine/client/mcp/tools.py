@@ -72,14 +72,18 @@ def operations(orch: Orchestrator) -> dict[str, Operation]:
         """Wait for the result of an MP. done=true: `result` is the result document (status
         COMPLETED, ERROR, CANCELLED, SUPERSEDED or REFUSED; an ERROR has `diagnosis` and one
         `fix`). done=false: still waiting or running, with the current step or micro-task: call
-        again. An MP that was never sent is an error, not a wait."""
+        again. An MP that was never sent is an error, not a wait. An MP landed as a pull request
+        (`Repo:`) has `pull_request` (URL, number, CI rounds, review rounds) in its result, and
+        while it waits for CI in the answer; a reviewer's comment resumes its run: call again
+        for the result of that review round."""
         return orch.wait_result(mp, max_wait_s)
 
     def get_status() -> dict[str, Any]:
         """The engine as the remote shows it: its state (ONLINE, RUNNING, ERROR), a halt and
         what lifts it (`question`: what a halted agent MP asks, a plan to approve among
-        them, with its tasks), the MP waiting in the inbox, and whether the engine is up (its
-        heartbeat: up, stopped, silent)."""
+        them, with its tasks), the MP waiting in the inbox, whether the engine is up (its
+        heartbeat: up, stopped, silent) and `pull_request`: the pull request of the running MP
+        or of the last result (URL, number, CI's word, CI and review rounds)."""
         return orch.get_status()
 
     def list_results(

@@ -27,6 +27,7 @@ CHECKS: list[Callable[[Workspace, Config], Check]] = [
     host.network_fs,
     host.agent_chain,
     sandbox.sandbox,
+    sandbox.endpoints,
     sandbox.codex_home,
     fleet.fleet,
     mcp.mcp_server,

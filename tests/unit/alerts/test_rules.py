@@ -49,6 +49,42 @@ def test_only_the_kinds_asked_for_and_no_engine_down_for_once():
     assert refused.kind == "push_refused" and "protected branch" in refused.body and "doctor" in refused.act
 
 
+def test_a_pull_request_that_needs_a_person_is_one_alert_naming_it():
+    rules = Rules("/ws", ("halt", "blocked", "pull_request"))
+    url = "https://github.com/me/app/pull/7"
+    assert rules.alert({"event": "pull_request_opened", "mp": "MP-4.1", "number": 7, "url": url}) is None
+    failed = {"event": "mp_failed", "mp": "MP-4.1", "kind": "pull_request_ci_failed", "summary": "CI still failed"}
+    assert rules.alert(failed) is None  # "error" is not asked for
+    a = rules.alert({"event": "halted", "mp": "MP-4.1", "approve_with": "Approves: MP-4.1"})
+    assert a.kind == "pull_request" and url in a.body and "CI still failed" in a.body
+    assert url in a.act and "Approves: MP-4.1" in a.act
+    used = rules.alert({"event": "pull_request_review_rounds_used", "mp": "MP-4.1", "url": url, "rounds": 3})
+    assert used.kind == "pull_request" and "3 review round(s)" in used.body
+
+
+def test_a_review_round_that_ended_asking_is_a_pull_request_alert_with_the_answer_to_give():
+    rules = Rules("/ws", ("blocked", "pull_request"))
+    url = "https://github.com/me/app/pull/7"
+    rules.alert({"event": "pull_request_review", "mp": "MP-4.1", "url": url, "round": 1})
+    rules.alert({"event": "mp_failed", "mp": "MP-4.1", "kind": "agent_blocked", "summary": "MT-002 asks which name"})
+    a = rules.alert({"event": "halted", "mp": "MP-4.1", "approve_with": "Approves: MP-4.1"})
+    assert a.kind == "pull_request" and "MT-002 asks which name" in a.body and "mp-engine answer MP-4.1" in a.act
+    # Outside a review round, the same question is the plain "blocked" alert.
+    rules.alert({"event": "mp_completed", "mp": "MP-4.1", "duration": 1})
+    rules.alert({"event": "mp_failed", "mp": "MP-4.1", "kind": "agent_blocked", "summary": "asks"})
+    assert rules.alert({"event": "halted", "mp": "MP-4.1", "approve_with": "Approves: MP-4.1"}).kind == "blocked"
+
+
+def test_git_or_the_forge_saying_no_to_a_pull_request_is_a_pull_request_alert_with_its_fix():
+    rules = Rules("/ws", ("pull_request",))
+    url = "https://github.com/me/app/pull/7"
+    rules.alert({"event": "pull_request_opened", "mp": "MP-4.2", "number": 7, "url": url})
+    for kind, fix in (("pull_request_forge", "check [repos.app] api_url"), ("pull_request_git", "fix the remote")):
+        rules.alert({"event": "mp_failed", "mp": "MP-4.2", "kind": kind, "summary": "said no", "fix": fix})
+        a = rules.alert({"event": "halted", "mp": "MP-4.2", "approve_with": "Approves: MP-4.2"})
+        assert a.kind == "pull_request" and url in a.body and fix in a.body and "Approves: MP-4.2" in a.act
+
+
 def test_a_drift_check_that_found_drift_is_a_drift_alert_and_one_that_did_not_is_none():
     # issue #44: the campaign's drift is a notification to a person, not only an event.
     rules = Rules("/ws", ALL)

@@ -29,8 +29,8 @@ def test_a_healthy_git_workspace_passes_every_check(tmp_path, capsys):
     rc, out = doctor(capsys, ws.root)
     assert rc == 0, out
     lines = out.splitlines()
-    assert lines[-1].startswith("20 checks: 0 failed")
-    assert len(lines) == 21 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
+    assert lines[-1].startswith("21 checks: 0 failed")
+    assert len(lines) == 22 and all(line.startswith(("[ok  ]", "[warn]")) for line in lines[:-1])
     checks = by_name(ws.root)
     assert checks["git remote"].level == OK and "answers without a prompt" in checks["git remote"].message
     assert checks["git branch"].level == OK and "which the remote has" in checks["git branch"].message

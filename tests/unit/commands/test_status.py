@@ -216,7 +216,9 @@ def test_status_shows_the_budgets_spent_today_and_this_month(ws, capsys, monkeyp
 
     text = ws.config_file.read_text()
     ws.config_file.write_text(
-        text.replace("[agent]\n", '[agent]\ndaily_cost_usd = 2.0\nmonthly_cost_usd = 40.0\nbudget_clock = "UTC"\n', 1)
+        text.replace("[agent]\n", "[agent]\ndaily_cost_usd = 2.0\nmonthly_cost_usd = 40.0\n", 1).replace(
+            'budget_clock = "local"', 'budget_clock = "UTC"'
+        )
     )
     SpendLog(ws.local_dir / SPEND_FILE, "UTC").charge("run/k", 1.5, mp="MP-1")
     rc, out = run_main(capsys, "status", "--root", str(ws.root))
@@ -225,3 +227,27 @@ def test_status_shows_the_budgets_spent_today_and_this_month(ws, capsys, monkeyp
     report = status_report(ws, load_config(ws.root))
     assert report["budget"]["day"]["left_usd"] == 0.0 and report["budget"]["month"]["left_usd"] == 37.5
     assert "SPENT: agent calls wait until " + report["budget"]["day"]["resets_at"] in render_status(report)
+
+
+def test_status_says_the_last_result_s_pull_request_and_those_waiting_for_review(ws):
+    from mp_engine.forge.watch import Watched, WatchList
+
+    cfg = load_config(ws.root).model_dump(mode="json")
+    cfg["repos"] = {"app": {"review_rounds": 3, "review_poll": 60.0}}  # as [repos.app] sets them
+    url = "https://github.com/me/app/pull/4"
+    WatchList.at(ws.local_dir).put(
+        Watched("app", 4, url, "mp/MP-8.1", "main", "r-8", "MP-8.1", "2026-11-24T12:00:00Z", "c" * 40, True, 1)
+    )
+    report = status_report(ws, cfg)
+    (w,) = report["for_review"]
+    assert (w["number"], w["url"], w["ci"], w["review_rounds"], w["review_rounds_max"]) == (4, url, "passed", 1, 3)
+    report["state"]["last_result"] = {"mp_id": "MP-8.1", "status": "COMPLETED", "run_id": "r-8"}
+    report["last_mp"] = {
+        **report["state"]["last_result"],
+        "pull_request": {"number": 4, "url": url, "ci_rounds": [{"state": "passed"}], "review_rounds": 1},
+    }
+    out = render_status(report)
+    assert f"  pull request:    #4 {url}; CI: passed; CI rounds 1, review rounds 1" in out
+    assert f"  for review:      MP-8.1 #4 {url} (CI passed; review rounds 1 of 3; a reviewer's comment" in out
+    WatchList.at(ws.local_dir).drop("app#4")
+    assert "for_review" not in status_report(ws, cfg)  # none waits: nothing said

@@ -74,3 +74,31 @@ def test_the_last_good_sync_is_recorded(ws):
     assert read_last_sync_ok(ws.local_dir) is None
     record_sync_ok(ws.local_dir)
     assert read_last_sync_ok(ws.local_dir).endswith("Z")
+
+
+def test_the_heartbeat_carries_an_agent_run_s_pull_request_small(ws):
+    from mp_engine.agent.progress import Progress
+
+    run_dir = ws.runs_dir / "r-pr"
+    p = Progress.create(run_dir, mp_id="MP-41.2", run_id="r-pr", policy={}, tasks=[], base={})
+    assert "pull_request" not in progress_of(ws, "r-pr")  # no pull request yet: nothing said of one
+    p.data["pull_request"] = {
+        "number": 3,
+        "url": "https://github.com/me/app/pull/3",
+        "head": "mp/MP-41.2",
+        "head_sha": "b" * 40,
+        "ci_now": "waiting for CI",
+        "ci_rounds": [{"sha": "a" * 40, "state": "failed", "checks": {"tests": "failure", "lint": "success"}}],
+        "review_rounds": 0,
+        "ended": None,
+        "waiting": {"kind": "ci", "reason": "waiting for CI on https://github.com/me/app/pull/3"},
+    }
+    p.save()
+    beat = progress_of(ws, "r-pr")["pull_request"]
+    assert beat["number"] == 3 and beat["ci_rounds"] == ["failed"] and beat["waiting"] == "ci"
+    assert beat["ci_now"] == "waiting for CI" and "checks" not in str(beat)
+    # Tasks running at once (a CI fix round in parallel): the pull request is said all the same.
+    p.data["running"] = [{"mt": "MT-002", "iteration": 1, "level_name": "fast", "elapsed": 2.0, "last_line": ""}]
+    p.save()
+    doing = progress_of(ws, "r-pr")
+    assert doing["micro_tasks"][0]["mt"] == "MT-002" and doing["pull_request"]["number"] == 3

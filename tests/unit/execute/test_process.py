@@ -58,6 +58,15 @@ def test_idle_timeout_fires_only_without_output(tmp_path):
     assert busy.ok and not busy.idle_timed_out
 
 
+def test_give_up_stops_a_process_whose_output_says_it_cannot_go_on(tmp_path):
+    """codex in a sandbox that withholds its endpoint prints "waiting for network" forever
+    (issue #44): `give_up` is asked as the output grows, and stops it like a timeout."""
+    said = lambda: (tmp_path / "out").read_text().count("waiting") >= 3  # noqa: E731
+    res = _run(tmp_path, "while true; do echo waiting; sleep 0.05; done", idle_timeout=30, give_up=said)
+    assert res.gave_up and not (res.ok or res.timed_out or res.idle_timed_out) and res.duration < 10
+    assert _run(tmp_path, "echo waiting; exit 0", give_up=said).ok  # asked, and it went on
+
+
 def test_stop_now_interrupts(tmp_path):
     stop = threading.Event()
     stop.set()

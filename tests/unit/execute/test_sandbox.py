@@ -128,6 +128,56 @@ def test_only_allowed_hosts_are_reachable_through_the_relay(tmp_path):
         s.shutdown()
 
 
+def test_the_endpoint_a_level_is_configured_with_is_allowed_and_its_config_kept_read_only(tmp_path):
+    """issue #44: what the caller found the CLI configured to reach (agent/call/endpoints.py)
+    joins the level's hosts; the file that said so stays read-only although its directory
+    is the CLI's writable state, so an agent cannot widen its own network."""
+    cfg = AgentConfig(
+        sandbox="os",
+        levels=[
+            {"name": "codex", "argv": ["codex", "-"], "stdin": True, "sandbox_allow_hosts": ["api.openai.com:443"]}
+        ],
+    )
+    state = tmp_path / "codex-home"
+    state.mkdir()
+    (state / "config.toml").write_text("model_provider = 'gw'\n")
+    level = cfg.levels[0].model_copy(update={"sandbox_rw": (str(state),)})
+    box = for_call(
+        cfg,
+        level,
+        workdir=tmp_path,
+        engine_root=tmp_path / "ws",
+        evidence_dir=tmp_path / "ev",
+        readable=[],
+        endpoints=["gw.example:8443"],
+        protected=[state / "config.toml"],
+    )
+    assert box is not None and box.allow_hosts == ("api.openai.com:443", "gw.example:8443")
+    assert box.record()["read_only"] == [str((state / "config.toml").resolve())]
+    if problem() is None:
+        r = run(box, f"echo x > {state}/session.json && echo wrote; echo y >> {state}/config.toml || echo kept")
+        assert r.stdout.split() == ["wrote", "kept"], r.stdout + r.stderr
+        assert (state / "config.toml").read_text() == "model_provider = 'gw'\n"
+
+
+@needs_bwrap
+def test_an_agent_finds_the_engines_git_identity_where_the_user_has_none(tmp_path, monkeypatch):
+    """issue #44: a service user has no global git identity and the sandbox empties the
+    repository's config, so aider wrote user.name into the read-only .git/config and crashed.
+    Inside, git finds the identity the engine commits with (mp-engine's own here)."""
+    root, work = repo_with_worktree(tmp_path)
+    home = tmp_path / "service-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+    box = Sandbox.of(work, engine_root=root)
+    assert box.git_identity == ("mp-engine", "mp-engine@localhost")
+    r = run(box, "git config user.name; git config user.email; git var GIT_AUTHOR_IDENT | cut -d'>' -f1")
+    assert r.stdout.split("\n")[:3] == ["mp-engine", "mp-engine@localhost", "mp-engine <mp-engine@localhost"], r.stderr
+    git(root, "config", "user.name", "Repo Owner")  # the repository's own, hidden inside: still the engine's
+    assert Sandbox.of(work, engine_root=root).git_identity[0] == "Repo Owner"
+
+
 def test_without_bubblewrap_it_says_how_to_get_it(monkeypatch):
     import mp_engine.execute.sandbox as sandbox
 

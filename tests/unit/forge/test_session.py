@@ -39,3 +39,14 @@ def test_an_ended_session_changes_no_more_and_the_result_says_why():
     assert out["number"] == 7 and out["state"] == "merged" and out["ended"] == "merged"
     assert out["ci_rounds"][0] == {"sha": "a1", "state": "failed", "checks": {"test": "failure"}}
     assert out["review_rounds"] == 1 and out["head_sha"] == "c3"
+
+
+def test_a_push_is_judged_once_and_the_pull_request_reports_the_push_it_was_updated_for():
+    s = replay(START, RECORDS[:2])
+    assert s.reported is None and not s.judged  # opened before the sha was recorded with it
+    s = apply(s, Happened.UPDATED, {"number": 7, "url": "https://github.com/me/app/pull/7", "sha": "a1"})
+    assert s.reported == "a1" and s.number == 7
+    s = apply(s, Happened.CI, {"sha": "a1", "state": "passed"})
+    assert s.judged
+    s = apply(s, Happened.PUSHED, {"sha": "b2", "at": "2026-11-28T12:10:00Z"})
+    assert not s.judged and s.reported == "a1"  # a new push: its own verdict, its own update

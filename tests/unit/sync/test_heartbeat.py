@@ -71,4 +71,7 @@ def test_the_verdict_of_a_reader():
     assert verdict(None, now)["engine"] == "unknown"
     doing = {"run_id": "r1", "step": {"id": "step-002", "number": 2, "of": 3}, "unpushed": 2}
     assert {k: verdict({**beat(10), **doing}, now)[k] for k in doing} == doing  # what an orchestrator waits on
+    pr = {"number": 3, "url": "https://github.com/me/app/pull/3", "ci_now": "waiting for CI", "waiting": "ci"}
+    assert verdict({**beat(10), **doing, "pull_request": pr}, now)["pull_request"] == pr  # issue #41
+    assert "pull_request" not in verdict({**beat(700), "pull_request": pr}, now)  # silent: nothing it says holds
     assert parse("not json") is None and parse('{"schema": "other"}') is None

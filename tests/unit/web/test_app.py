@@ -174,3 +174,24 @@ def test_the_page_and_the_state_show_the_budgets_spent(ws):
     assert '<span class="bad">$1.2500 of $1.0 today</span>' in page and "$1.2500 of $20.0 this month" in page
     assert 'aria-label="agent spend per day this month"' in page and 'class="limit"' in page  # the plot
     assert budget["days"] == [{"day": budget["day"]["key"], "usd": 1.25}]
+
+
+def test_a_pull_request_is_linked_with_its_ci_state_while_ci_runs_and_after(ws, tmp_path, monkeypatch):
+    from tests.unit.agent.run.repos import BRANCH, MP, engine, git, until_done
+
+    eng, forge, bare = engine(ws, tmp_path, monkeypatch, review_poll=3600)
+    drop(ws, MP)
+    res = eng.tick()
+    while res.action != "waiting" or not git(bare, "branch", "--list", BRANCH):
+        res = eng.tick()
+    _, client = app_for(ws)
+    page = client.get("/").text
+    link = '<a class="pr-link" href="https://github.com/me/app/pull/1">#1</a>'
+    assert link in page and "waiting for CI" in page and "CI rounds 0 of 2" in page
+    assert client.get("/api/v1/state").json()["agent"]["pull_request"]["number"] == 1
+    assert until_done(eng, forge, bare).action == "completed"
+    page = client.get("/").text
+    assert link in page and '<b class="pr-ci">passed</b>' in page and "review rounds 0 of 3" in page, page
+    assert 'id="for-review"' in page  # waiting for review now
+    run = client.get("/api/v1/state").json()["last_mp"]["run_id"]
+    assert link in client.get(f"/runs/{run}").text

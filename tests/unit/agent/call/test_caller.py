@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mp_engine.agent.call.caller import Caller, why_fatal
 from mp_engine.agent.call.invoke import Call
 from mp_engine.agent.evidence import IterationEvidence
 from mp_engine.config.agent import AgentLevel
+from mp_engine.execute.sandbox import problem
 from tests.agentutil import ONE, agent_context, calls, level, run_scope
+from tests.netutil import TcpServer
 
 
 def caller_for(ctx, workdir, events: list):
@@ -57,10 +61,59 @@ def test_a_missing_cli_is_not_found_and_says_how_to_fix_it(ws):
 
 def test_every_kind_that_ends_the_run_has_its_fix():
     lv = AgentLevel(name="x", argv=["x", "{prompt_file}"])
-    for kind in ("auth", "billing", "not_found", "transient", "config"):
+    for kind in ("auth", "billing", "not_found", "transient", "config", "unreachable"):
         reason, _detail, fix = why_fatal(Call(kind, detail="d"), lv, "w", "[agent] levels", "MP-1.1", 3)
         assert reason.startswith("agent_") and "Approves: MP-1.1" in fix
     assert not Call("crash").ends_run and Call("usage_limit").pauses
+
+
+def test_unreachable_names_the_host_and_the_one_fix():
+    lv = AgentLevel(name="claude", argv=["claude", "-p"], stdin=True)
+    call = Call("unreachable", detail="it could not connect", host="gw.corp:8443")
+    reason, detail, fix = why_fatal(call, lv, "level 0 (claude)", "[agent] levels", "MP-1.1", 3)
+    assert reason == "agent_unreachable" and "kept the agent CLI of level 0 (claude) from gw.corp:8443" in detail
+    assert fix.startswith("Add `gw.corp:8443` to `sandbox_allow_hosts` of level 'claude' in `[agent] levels`")
+    _, _, unnamed = why_fatal(Call("unreachable", detail="d"), lv, "w", "[agent] levels", "MP-1.1", 3)
+    assert "`HOST:PORT`" in unnamed and "the endpoint `claude` is configured with" in unnamed
+    # Its endpoint allowed but down (the relay could not reach it): an outage, the host to start.
+    _, _, start = why_fatal(Call("transient", detail="d", host="gw:8080"), lv, "w", "[agent] levels", "MP-1.1", 3)
+    assert start.startswith("Start `gw:8080`, or correct its URL where it is set")
+    _, _, wait = why_fatal(Call("transient", detail="d"), lv, "w", "[agent] levels", "MP-1.1", 3)
+    assert wait.startswith("Wait until the provider is back")
+
+
+@pytest.mark.skipif(problem() is not None, reason=f"the sandbox cannot run here: {problem()}")
+def test_in_the_sandbox_the_configured_endpoint_is_reached_and_any_other_host_is_unreachable(ws, monkeypatch):
+    """issue #44: no `sandbox_allow_hosts` names the endpoint the level passes through; the
+    sandbox allows it anyway, and the evidence says why. A host nothing configures is
+    refused, and the call says so (not a crash)."""
+    endpoint, other = TcpServer(_http_ok), TcpServer(_http_ok)
+    monkeypatch.setenv("OPENAI_API_BASE", f"http://127.0.0.1:{endpoint.port}/v1")
+    levels = [level("fetch", "fetcher.py", env_allow=["OPENAI_API_BASE"])]
+    ctx = agent_context(ws, ONE, levels, sandbox="os")
+    caller, lv = caller_for(ctx, ws.root, []), ctx.config.agent.levels[0]
+    ev = prompt(ctx, "fetch")
+    call = caller.call(lv, ev, key="k", mt_id="MT-001", iteration=1, level_index=0, on_spawn=lambda pid: None)
+    assert call.kind == "ok", ev.path("stdout.txt").read_text()
+    rules = json.loads(ev.path("sandbox.json").read_text())
+    assert (
+        rules["network"] == [f"127.0.0.1:{endpoint.port}"]
+        and "OPENAI_API_BASE" in rules["endpoints"][rules["network"][0]]
+    )
+    far = lv.model_copy(update={"argv": (*lv.argv, "--fetch", f"http://127.0.0.1:{other.port}/")})
+    ev2 = IterationEvidence(ctx.run.dir, "MT-001", 2)
+    ev2.write("prompt.md", "fetch")
+    call = caller.call(far, ev2, key="k2", mt_id="MT-001", iteration=2, level_index=0, on_spawn=lambda pid: None)
+    assert call.kind == "unreachable" and call.host == f"127.0.0.1:{other.port}" and call.ends_run, call
+    assert other.accepted == [] and "Connection refused" in call.detail
+    endpoint.close()
+    other.close()
+
+
+def _http_ok(conn) -> None:
+    conn.recv(4096)
+    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+    conn.close()
 
 
 def test_a_turn_limit_reaches_the_cli_and_a_call_past_it_never_completes_the_mp(engine_for, ws):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from mp_engine.agent.call.classify import classify, parse_reset
+from mp_engine.agent.call.network import Network
 from mp_engine.core.errors import ProcessError
 from mp_engine.execute.process import ProcessResult
 
@@ -162,6 +165,98 @@ def test_a_wrapped_provider_message_is_quoted_whole():
         "litellm.RateLimitError: RateLimitError: OpenAIException - You exceeded your current quota, please check "
         "your plan and billing details. For more information on this error, read the docs."
     )
+
+
+# What the real CLIs print when a connection fails inside the sandbox (recorded with claude
+# 2.1.197, codex 0.169.0 and aider 0.86.2, issue #44): none names the host.
+CLAUDE_REFUSED = "API Error: Unable to connect to API (ConnectionRefused)"
+CODEX_WAITING = "Reconnecting... waiting for network (Connection failed: error sending request)"
+AIDER_REFUSED = "\n".join(
+    [
+        "HTTPSConnectionPool(host='raw.githubusercontent.com', port=443): Max retries exceeded with url: "
+        '/BerriAI/litellm/main/model_prices_and_context_window.json (Caused by NameResolutionError("HTTPSConnection('
+        "host='raw.githubusercontent.com', port=443): Failed to resolve 'raw.githubusercontent.com' ([Errno -3] "
+        'Temporary failure in name resolution)"))',
+        "Aider v0.86.2",
+        "litellm.InternalServerError: InternalServerError: OpenAIException - Connection ",  # aider wraps here
+        "error.",
+        "The API provider's servers are down or overloaded.",
+    ]
+)
+BOXED = Network(("api.anthropic.com:443",))
+
+
+def boxed(text: str, code: int | None = 1, network: Network | None = BOXED, **kw):
+    return classify(res(code, **kw), text, status_seen=False, now=NOW, fallback_wait=600, network=network)
+
+
+@pytest.mark.parametrize(
+    "text, code", [(CLAUDE_REFUSED, 1), (CODEX_WAITING, None), (AIDER_REFUSED, 0)], ids=["claude", "codex", "aider"]
+)
+def test_in_the_sandbox_a_connection_that_failed_is_unreachable_not_a_crash(text, code):
+    """issue #44: claude's refused connection was a crash and escalated to the hard gate;
+    aider's an outage retried for minutes. In the sandbox it is the sandbox's refusal: the
+    call ends the run with the allowed hosts said, and the fix."""
+    call = boxed(text, code, gave_up=code is None)
+    assert call.kind == "unreachable" and call.ends_run and call.host is None, call
+    assert "which allows only api.anthropic.com:443" in call.detail and "did not say to which host" in call.detail
+    assert "raw.githubusercontent.com" not in call.detail  # litellm's price list is not the call's failure
+
+
+def test_the_host_is_named_from_the_error_or_from_what_the_workspace_says():
+    assert boxed("connect ECONNREFUSED 127.0.0.1:4000").host == "127.0.0.1:4000"
+    assert boxed("getaddrinfo ENOTFOUND gw.corp").host == "gw.corp"
+    assert boxed("error sending request for url (https://gw.corp/v1/responses)").host == "gw.corp:443"
+    named = Network(("api.anthropic.com:443",), named=(("evil.example:443", "ANTHROPIC_BASE_URL in .claude/x"),))
+    call = boxed(CLAUDE_REFUSED, network=named)
+    assert (
+        call.host == "evil.example:443"
+        and "ANTHROPIC_BASE_URL in .claude/x points it at evil.example:443" in call.detail
+    )
+    # An allowed host in the error is not the one refused.
+    assert boxed("connect ECONNREFUSED api.anthropic.com:443").host is None
+
+
+def test_an_allowed_endpoint_the_engine_cannot_reach_either_is_an_outage_naming_it():
+    refused = (("gw:8080", "[Errno 111] Connection refused"),)
+    down = Network(
+        ("api.anthropic.com:443", "gw:8080"), configured=(("gw:8080", "ANTHROPIC_BASE_URL"),), refused=refused
+    )
+    call = boxed(CLAUDE_REFUSED, network=down)
+    assert call.kind == "transient" and call.host == "gw:8080", call
+    assert "could not reach gw:8080 ([Errno 111] Connection refused; set by ANTHROPIC_BASE_URL)" in call.detail
+    # A side host the relay could not reach is not the call's endpoint: the sandbox refused it.
+    side = Network(
+        ("api.anthropic.com:443", "gw:8080"),
+        configured=(("gw:8080", "X"),),
+        refused=(("api.anthropic.com:443", "no DNS"),),
+    )
+    assert boxed(CLAUDE_REFUSED, network=side).kind == "unreachable"
+    # The relay joined it to its API: what failed after that (a provider that resets) is no
+    # refusal of the sandbox's, but an outage as outside it.
+    joined = Network(("api.anthropic.com:443",), joined=("api.anthropic.com:443",))
+    assert boxed(CLAUDE_REFUSED, network=joined).kind == "transient"
+    assert boxed("connect ECONNREFUSED 10.1.1.1:4000", network=joined).host == "10.1.1.1:4000"  # named: refused
+    assert (
+        boxed(
+            CLAUDE_REFUSED,
+            network=Network(
+                ("api.anthropic.com:443", "gw:80"), configured=(("gw:80", "X"),), joined=("api.anthropic.com:443",)
+            ),
+        ).kind
+        == "unreachable"
+    )  # a side host only
+
+
+def test_the_rule_holds_only_in_the_sandbox_and_only_for_a_call_that_did_not_answer():
+    assert boxed(CLAUDE_REFUSED, network=None).kind == "transient"  # outside: the provider, as before
+    assert boxed(AIDER_REFUSED, code=0, network=None).kind == "transient"
+    ok = classify(res(0), AIDER_REFUSED, status_seen=True, now=NOW, fallback_wait=600, network=BOXED)
+    assert ok.kind == "ok"  # it answered: the noise of a refused background host is nothing
+    assert boxed("Invalid API key\n" + AIDER_REFUSED.splitlines()[0]).kind == "auth"
+    api = classify(res(1), CLAUDE_REFUSED, status_seen=False, now=NOW, fallback_wait=600, network=BOXED, api_status=500)
+    assert api.kind == "transient"  # an API answered: it was reached
+    assert boxed("Traceback: KeyError", code=2).kind == "crash"
 
 
 # claude 2.1.197's own report, recorded against the scripted model server (a model that keeps

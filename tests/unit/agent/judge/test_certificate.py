@@ -29,6 +29,9 @@ BEST = {
         (cert.BACKPRESSURE, "stop_file", "agent_backpressure", "Delete SYSTEM/STOP"),
         (cert.NEED_INFO, "no_levels", "agent_need_info", "`[agent] levels`"),
         (cert.NEED_INFO, "no_checks", "agent_need_info", "## Validate"),
+        (cert.BLOCKED, "ci_failed", "pull_request_ci_failed", "push a fix to its branch mp/MP-6.1"),
+        (cert.BLOCKED, "pull_request_git", "pull_request_git", "Fix what git names"),
+        (cert.BLOCKED, "pull_request_forge", "pull_request_forge", "Read the forge's answer"),
     ],
 )
 def test_each_certificate_has_its_class_and_one_fix(type_, reason, kind, fix_says):
