@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.soak import check, figures
+from bench.soak import check, figures, report
 from bench.soak.driver import Driver, Stalled
 from bench.soak.site import Site
 from bench.soak.workload import FAULT_WEIGHTS, schedule
@@ -80,6 +80,8 @@ def soak(settings: Settings) -> Outcome:
         )
         keep = settings.keep or any(violations.values())
         outcome = Outcome(settings, violations, figs, explained, base if keep else None)
+        if keep:  # the verdict beside what it was drawn from, for the post-mortem
+            (base / "report.md").write_text(report.markdown(outcome) + "\n")
         return outcome
     finally:
         os.environ.clear()
