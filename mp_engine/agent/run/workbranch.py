@@ -243,6 +243,9 @@ class WorkBranch:
             shutil.rmtree(self.run_dir, ignore_errors=True)
         else:
             self._git("worktree", "remove", "--force", str(self.path), check=False)
+            # What a `worktree add` cut short left (a full disk): a directory git does not
+            # know as a worktree, so it removes nothing there (issue #45, the soak).
+            shutil.rmtree(self.path, ignore_errors=True)
         self._git("worktree", "prune", check=False)
         if self.parallel:  # the tasks' scratch branches (worktrees.py)
             prefix = f"refs/heads/mp-task/{self.branch.removeprefix('mp/')}/"

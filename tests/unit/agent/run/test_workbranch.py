@@ -137,3 +137,14 @@ def test_a_resumed_run_whose_worktree_is_gone_gets_it_back_on_its_branch_unchang
     work.remove()
     work.ensure()  # a fresh run of the same MP id starts from HEAD again
     assert git(ws.root, "rev-parse", work.branch) == git(ws.root, "rev-parse", "HEAD")
+
+
+def test_removing_drops_what_a_worktree_add_cut_short_left(repo):
+    """Issue #45 (the short soak): `git worktree add` failed on a full disk after making the
+    worktree's directory; the run ended disk_full, and `git worktree remove` of a directory
+    that is no worktree removed nothing: SYSTEM/.engine/work/<run> stayed for good."""
+    wb = WorkBranch(repo, "MP-7.6", "run-6")
+    wb.path.mkdir(parents=True)
+    (wb.path / "partial.txt").write_text("checked out before the disk filled\n")
+    wb.remove()
+    assert not wb.path.exists()
