@@ -123,12 +123,20 @@ def processes(site: Any) -> list[str]:
 
 
 def spawned_by(p: psutil.Process, pid: int) -> bool:
-    """Whether `pid` is among `p`'s ancestors now (a process gone meanwhile counts: it
-    left nothing behind)."""
+    """Whether `pid` is among `p`'s ancestors now, from /proc/<pid>/stat (psutil's parents()
+    reads each one's start time, and /proc/stat's btime failed to read once); a process
+    gone meanwhile counts: it left nothing behind."""
+    cur = p.pid
     try:
-        return any(a.pid == pid for a in p.parents())
-    except psutil.Error:
+        for _ in range(64):
+            cur = int(Path(f"/proc/{cur}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if cur == pid:
+                return True
+            if cur <= 1:
+                return False
+    except (OSError, ValueError, IndexError):
         return True
+    return False
 
 
 # -- results -------------------------------------------------------------------------------------
