@@ -294,8 +294,8 @@ class Engine:
             return self._resume(reviewed)  # a reviewer steered a pull request: its run goes on now
         if cancel_requested(self.ws) and (failed := synced.after_sync(self.ctx, settle_cancels(self.ctx))):
             return failed
-        if state.halt is None and not len(self.inbox.queue) and self.issues.due():
-            self.issues.look()  # the oldest waiting issue, queued as an MP (issuing.py)
+        if state.halt is None and self.issues.due() and not len(self.inbox.queue) and not self.ws.inbox_file.exists():
+            self.issues.look()  # nothing else waits: the oldest waiting issue, queued as an MP (issuing.py)
         return self._take_from_inbox(state)
 
     def _open_runs(self, state: SessionState) -> list[RunArchive]:

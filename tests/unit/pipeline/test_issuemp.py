@@ -57,3 +57,9 @@ def test_checks_with_backticks_get_a_longer_fence_and_an_unparseable_body_has_no
     made = compose("app", issue("x"), ("echo '```'",), anyone)
     assert [c.body for c in parse(made.text.encode()).checks] == ["echo '```'"]
     assert issue_checks("```bash\nnever closed\n") == [] and issue_checks("") == []
+
+
+def test_nul_bytes_are_dropped_and_a_check_no_mp_may_hold_says_so():
+    made = compose("app", issue("a\0b", title="T\0"), ("make test",), anyone)
+    assert "> ab" in made.text and parse(made.text.encode()).title == "T"
+    assert "cannot become an MP" in compose("app", issue("x"), ("\0",), anyone).missing

@@ -14,7 +14,7 @@ import time
 from mp_engine.forge.base import CheckState, Issue
 from mp_engine.pipeline.context import Action
 from mp_engine.pipeline.issuing import Issuing
-from tests.conftest import events, wait_for
+from tests.conftest import drop, events, wait_for
 from tests.unit.agent.run.repos import engine, passed
 
 BRANCH = "mp/MP-12.0"
@@ -122,3 +122,16 @@ def test_two_engines_take_one_issue_once(ws, tmp_path, monkeypatch):
     monkeypatch.setattr(forge, "remove_label", raced)
     assert eng.issues.look() is False and not eng.inbox.queue.entries()
     assert events(ws, "issue_taken_elsewhere") and json.loads((ws.local_dir / "issues_taking.json").read_text()) == {}
+
+
+def test_an_mp_in_the_slot_goes_first_and_nothing_is_looked_at_while_halted(ws, tmp_path, monkeypatch):
+    eng, forge, _ = engine(ws, tmp_path, monkeypatch, **REPO)
+    forge.issues[12] = issue()
+    drop(ws, "# MP-1.1 First\n\n```bash\nfalse\n```\n")
+    res = eng.tick()
+    assert res.mp_id == "MP-1.1" and not events(ws, "issue_taken")
+    eng.issues.next_look = 0.0
+    eng.tick()
+    assert not events(ws, "issue_taken") and forge.issues[12].labels == (
+        "mp-engine",
+    )  # the failed MP halted the engine: no issue taken
