@@ -92,7 +92,8 @@ class Issuing:
             if made.missing:
                 self._answer_missing(name, forge, issue, made.missing)
                 continue
-            return self._take(name, forge, issue, made.text, label, taken)
+            if self._take(name, forge, issue, made.text, label, taken):
+                return True  # else another engine took it: the next one may wait still
         return False
 
     def _take(self, name: str, forge: Forge, issue: Issue, text: str, label: str, taken: str) -> bool:

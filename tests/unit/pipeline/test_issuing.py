@@ -12,6 +12,7 @@ import subprocess
 import time
 
 from mp_engine.forge.base import CheckState, Issue
+from mp_engine.inbox.mpfile import parse
 from mp_engine.pipeline.context import Action
 from mp_engine.pipeline.issuing import Issuing
 from tests.conftest import drop, events, wait_for
@@ -121,6 +122,12 @@ def test_two_engines_take_one_issue_once(ws, tmp_path, monkeypatch):
 
     monkeypatch.setattr(forge, "remove_label", raced)
     assert eng.issues.look() is False and not eng.inbox.queue.entries()
+    monkeypatch.undo()
+    forge.issues[12] = issue(labels=("mp-engine",))
+    forge.issues[13] = issue(13)
+    monkeypatch.setattr(forge, "remove_label", lambda n, lbl: raced(n, lbl) if n == 12 else other(n, lbl))
+    assert eng.issues.look() is True  # the next waiting one is taken in the same look
+    assert [parse(q.data()).mp_id for q in eng.inbox.queue.entries()] == ["MP-13.0"]
     assert events(ws, "issue_taken_elsewhere") and json.loads((ws.local_dir / "issues_taking.json").read_text()) == {}
 
 
