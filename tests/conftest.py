@@ -134,6 +134,20 @@ def drop(ws: Workspace, text: str | bytes, *, how: str = "rename") -> Path:
     return target
 
 
+def fsynced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths os.fsync is called on from now on (files and directories, temp files by
+    their temp names): the durability tests read what was made to survive a power loss."""
+    paths: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    return paths
+
+
 def dead_pid() -> int:
     """The pid of a process that has exited and been reaped (a crashed writer's pid)."""
     proc = subprocess.Popen(["true"])

@@ -50,6 +50,12 @@ class Worktree:
         self.is_git = (self.root / ".git").exists()
         self.git_timeout = git_timeout
         self._cache: dict[str, tuple[int, int, str]] = {}
+        # What the engine's own commits told it (`learn`), so the diff since the loop
+        # started is not asked of git again when only they moved HEAD.
+        self._trees: dict[str, str] = {}  # commit -> its tree
+        self._parents: dict[str, str] = {}  # commit -> its one parent
+        self._counts: dict[tuple[str, str], int] = {}  # (base, head) -> commits in base..head
+        self._last_diff: tuple[tuple[str, str, str, str], str] | None = None
 
     def _git(self, *args: str) -> str:
         """stdout of git; a failure raises `GitFailed` with the evidence (it used to read as
@@ -122,13 +128,46 @@ class Worktree:
             )
         if snap.head == base.head and not snap.files:
             return " no changes since the loop started\n"
-        text = self._git("diff", "--stat=120", "--no-color", base.head or EMPTY_TREE, "--", *PATHSPEC)
+        text = self._diff(base.head or EMPTY_TREE, snap)
         if snap.head != base.head:
-            count = self._git("rev-list", "--count", f"{base.head}..{snap.head}").strip() if base.head else "?"
+            count = self._count(base.head, snap.head) if base.head and snap.head else "?"
             text += f" {count} new commit(s) since the loop started (HEAD {str(snap.head)[:12]})\n"
         if snap.untracked:
             text += f" {len(snap.untracked)} untracked file(s):\n" + "".join(f"   {p}\n" for p in snap.untracked)
         return text
+
+    def learn(self, sha: str, tree: str, parent: str | None, parent_tree: str | None) -> None:
+        """The engine committed `sha` (its tree, its one parent and that one's tree)."""
+        self._trees[sha] = tree
+        if parent is not None and parent_tree is not None:
+            self._parents[sha] = parent
+            self._trees[parent] = parent_tree
+
+    def _diff(self, base: str, snap: Snapshot) -> str:
+        """`git diff --stat` from `base` to the working tree; not asked again while the
+        tree under HEAD and the changes over it are the ones of the last answer (an
+        iteration that changed nothing, or only the engine's empty task commit between)."""
+        head = snap.head or ""
+        key = (base, self._trees.get(head, head), Snapshot(None, snap.files).digest, "\0".join(snap.untracked))
+        if self._last_diff is None or self._last_diff[0] != key:
+            self._last_diff = (key, self._git("diff", "--stat=120", "--no-color", base, "--", *PATHSPEC))
+        return self._last_diff[1]
+
+    def _count(self, base: str, head: str) -> int:
+        """Commits in `base..head`: the engine's own commits on top counted here, git
+        asked only for what it did not make (an agent's own commits)."""
+        n, h = 0, head
+        while h != base:
+            if (base, h) in self._counts:
+                n += self._counts[(base, h)]
+                break
+            parent = self._parents.get(h)
+            if parent is None:
+                n += int(self._git("rev-list", "--count", f"{base}..{h}").strip())
+                break
+            n, h = n + 1, parent
+        self._counts[(base, head)] = n
+        return n
 
     def diff(self, base: Snapshot) -> str:
         """The whole diff since `base` (commits and uncommitted changes; new untracked files

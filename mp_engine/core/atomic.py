@@ -42,6 +42,7 @@ def atomic_write(
     mode: int = 0o644,
     durable: bool = True,
     dir_fd: int | None = None,
+    dir_sync: bool = True,
 ) -> None:
     """Replace `path` with `data` atomically and (unless `durable=False`) durably. `data`
     may be an iterable of byte chunks (a stream rewritten in bounded memory); if it raises,
@@ -52,6 +53,9 @@ def atomic_write(
     does), but not a power loss until `make_durable()` runs on the path. With `dir_fd`,
     `path` is a name inside that open directory, and nothing is resolved by path again
     (`Workspace.write_confined`: no symlink can be swapped in between check and write).
+    `dir_sync=False` (with `durable`) fsyncs the content but not the directory: after a
+    power loss the file holds the old bytes or the new ones, never a torn or empty file,
+    but the replacement itself may be undone (for a write the next durable one covers).
     """
     path = Path(path)
     if isinstance(data, str):
@@ -78,40 +82,71 @@ def atomic_write(
         except FileNotFoundError:
             pass
         raise
-    if durable:
+    if durable and dir_sync:
         if dir_fd is not None:
             os.fsync(dir_fd)
         else:
             fsync_dir(path.parent)
 
 
-def atomic_write_json(path: Path, obj: Any, *, durable: bool = True) -> None:
+def atomic_write_json(path: Path, obj: Any, *, durable: bool = True, dir_sync: bool = True) -> None:
     """`atomic_write` of `obj` as indented, key-sorted JSON with a final newline."""
-    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", durable=durable)
+    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    atomic_write(path, text, durable=durable, dir_sync=dir_sync)
+
+
+def atomic_link(source: Path, path: Path) -> bool:
+    """Replace `path` with a hard link to `source` (a link under a temp name, renamed over
+    `path`: a reader sees the old file or the new one): the same bytes, with nothing to
+    write and nothing to fsync but the directory. False where the file system has no hard
+    links (the caller writes a copy)."""
+    path = Path(path)
+    tmp = path.parent / f".{path.name}{TEMP_MARKER}{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        os.link(source, tmp)
+    except OSError:
+        return False
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return True
+
+
+def fsync_file(path: Path) -> None:
+    """fsync one file's content (not its directory entry)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def make_durable(*paths: Path) -> None:
-    """fsync each file or directory, then each parent directory once (after non-durable writes)."""
+    """fsync each file or directory, then each parent directory once (after non-durable
+    writes): not again a directory that was among the paths (its entries are durable)."""
+    synced: dict[Path, None] = {}
     parents: dict[Path, None] = {}
     for path in paths:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(path)
+        synced[Path(path)] = None
         parents[Path(path).parent] = None
     for parent in parents:
-        fsync_dir(parent)
+        if parent not in synced:
+            fsync_dir(parent)
 
 
-def append_durable(path: Path, line: str, *, durable: bool = True) -> None:
-    """Append one line (a newline is added) with O_APPEND and (unless `durable=False`) fsync it."""
+def append_durable(path: Path, line: str, *, durable: bool = True) -> int:
+    """Append one line (a newline is added) with O_APPEND and (unless `durable=False`) fsync
+    it; return the file's size afterwards."""
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, data)
         if durable:
             os.fsync(fd)
+        return os.fstat(fd).st_size
     finally:
         os.close(fd)
 

@@ -55,6 +55,16 @@ class EventLog:
         # the run, bounded by the run, while this log stays on the host (committing it made
         # every commit and push grow with the log, up to its rotation bound).
         self.tee: Path | None = None
+        # The log file whose directory entry is durable: one found at start was made so by
+        # the first `sync` of the engine that created it (one that crashed before that
+        # leaves an entry a power loss may take, and with it a record, never state).
+        self._synced_ino = self._inode()
+
+    def _inode(self) -> int:
+        try:
+            return os.stat(self.path).st_ino
+        except OSError:
+            return -1
 
     def rotate_at(self, max_bytes: int, keep: int, archive_dir: Path) -> None:
         """Rotate into `archive_dir` before a line would take the file past `max_bytes`."""
@@ -131,10 +141,21 @@ class EventLog:
         return record
 
     def sync(self) -> None:
-        """fsync the log (after appends made with `durable = False`)."""
+        """fsync the log (after appends made with `durable = False`); its directory too
+        the first time, and again only for a new file (a rotation, by any engine)."""
         with self._lock:
-            if self.path.exists():
-                make_durable(self.path)
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+            try:
+                os.fsync(fd)
+                ino = os.fstat(fd).st_ino
+            finally:
+                os.close(fd)
+            if ino != self._synced_ino:
+                fsync_dir(self.path.parent)
+                self._synced_ino = ino
 
     def read(self) -> list[dict[str, Any]]:
         """All events, oldest first (used by tests and `status`)."""

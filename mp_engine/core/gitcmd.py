@@ -36,6 +36,12 @@ DEFAULT_TIMEOUT = 120.0
 # GIT_SSH_COMMAND below.
 SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 TIMED_OUT = 124  # the exit code a timed-out git call reports (as timeout(1) does)
+# For commits on the agent's clock (work branches, task commits, picks): no check for
+# something to pack. `gc.auto=0` stops `git gc --auto`; since git 2.29 a commit also starts
+# `git maintenance run --auto`, a process of its own after every commit, unless
+# `maintenance.auto` is off. The channel's own commits (sync/) keep both: they pack the
+# workspace's repository over the months.
+NO_AUTO_GC = ("-c", "gc.auto=0", "-c", "maintenance.auto=false")
 
 
 def ssh_control_dir() -> str | None:

@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from mp_engine.core.gitcmd import GitFailed, GitResult, git
+from mp_engine.core.gitcmd import NO_AUTO_GC, GitFailed, GitResult, git
 from mp_engine.core.workspace import WORK_PATHSPEC
 
 MAGIC = {"GIT_LITERAL_PATHSPECS": "0"}  # the :(exclude) pathspecs need the magic
@@ -50,7 +50,7 @@ def commit_work(worktree: Path, message: str) -> str:
     files) on the checked-out commit; that commit when nothing changed."""
     _git(worktree, "add", "-A", "--", *WORK_PATHSPEC, env=MAGIC)
     if _git(worktree, "diff", "--cached", "--quiet", check=False).code != 0:
-        _git(worktree, *IDENTITY, "-c", "gc.auto=0", "commit", "-q", "--no-verify", "-m", message)
+        _git(worktree, *IDENTITY, *NO_AUTO_GC, "commit", "-q", "--no-verify", "-m", message)
     return _git(worktree, "rev-parse", "HEAD").out.strip()
 
 

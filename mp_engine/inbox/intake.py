@@ -100,11 +100,21 @@ class Inbox:
 
     def run_started(self, sha256: str, *, from_slot: bool = True) -> None:
         """An MP with these bytes was claimed: forget the slot's hints (when it came from
-        the slot), and queue what arrives while it runs."""
+        the slot), and queue what arrives while it runs. A version a watcher saw complete
+        while the claim was written (RUNNING is published first, so an orchestrator may
+        send the next one then) is queued now: its hint came before `busy_sha` was set, and
+        forgetting it would let the version vanish if it were replaced before its turn."""
+        with self._lock:
+            marks = set(self._complete_marks)
         if from_slot:
             self.forget()
         self.busy_sha = sha256
         self.queue.discard_seen(sha256)
+        entry = self.lstat_entry()
+        if entry is not None and entry.kind is EntryKind.FILE and entry.sig in marks:
+            data = self.waiting_bytes()  # None for the claimed MP itself
+            if data is not None:
+                self.queue.add(data, SEEN)
 
     def run_ended(self) -> None:
         self.busy_sha = None

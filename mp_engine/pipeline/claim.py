@@ -33,7 +33,9 @@ def claim(
     the slot, which holds a newer MP, alone."""
     run = reserve_run(ctx.ws, mp.mp_id)
     ctx.events.tee = run.dir / EVENTS_FILE
-    ctx.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="MP claimed")
+    # Not durable (content fsynced, the rename not): the run it names is made durable only
+    # after it, and recovery goes by the runs, not by a RUNNING it may find or not.
+    ctx.state.update(current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="MP claimed", durable=False)
     inbox_entry = "untouched" if source else "delete"
     ledger = fill_run(
         run,
@@ -44,7 +46,7 @@ def claim(
         source=source,
         inbox_entry=inbox_entry,
     )
-    run.make_durable()
+    run.make_durable(ledger)
     ctx.events.emit("mp_claimed", mp=mp.mp_id, run=run.run_id, sha256=mp.sha256, title=mp.title, source=source)
     ctx.inbox.run_started(mp.sha256, from_slot=source is None)
     ctx.channel.running(mp.mp_id, run.run_id)

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -185,7 +185,9 @@ class Engine:
                 self.sync.startup()
                 state = self.state.read()
                 status = state.status if state.run_id else (Status.ERROR if state.halt else Status.ONLINE)
-                self.state.update(status=status, daemon=info, reason="engine started")
+                # Not durable (its content is fsynced, the rename not): after a power loss the
+                # engine is down, and the state before it is no less true.
+                self.state.update(status=status, daemon=info, reason="engine started", durable=False)
                 if daemon:  # the remote says the engine is up from its start, not its first MP
                     self.sync.commit_state(f"mp-engine: engine started ({status})")
         except LockTimeout:
@@ -203,7 +205,7 @@ class Engine:
                 daemon = getattr(state, "daemon", None)
                 if daemon and daemon.get("pid") == os.getpid():
                     status = Status.ERROR if state.halt else Status.OFFLINE
-                    self.state.update(status=status, daemon=None, reason="engine stopped")
+                    self.state.update(status=status, daemon=None, reason="engine stopped", durable=False)
                     # The remote learns that the engine is down from its stop: a daemon's
                     # start said it was up; a pass's (`once`) only when it committed a state,
                     # which then says ONLINE (issue #44).
@@ -378,7 +380,7 @@ class Engine:
                 self.ws, self.events, mp_id=ledger.model.mp_id, diagnosis=diag.engine_error(e), into=run
             )
             return finalize(self.ctx, run, failed)
-        cleared = {"waiting": None} if self.state.read().waiting else {}
+        cleared: dict[str, Any] = {"waiting": None} if self.state.read().waiting else {}
         self.inbox.run_started(mp.sha256, from_slot=run.ledger().model.source is None)
         self.state.update(
             current=mp.mp_id, status=Status.RUNNING, run_id=run.run_id, reason="resuming after restart", **cleared

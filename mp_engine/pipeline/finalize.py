@@ -10,6 +10,7 @@ ends with is returned in `TickResult.sync`, for the engine to answer (synced.py)
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from mp_engine.core.clock import now_iso
 from mp_engine.inbox import slot
@@ -102,7 +103,7 @@ def _record_state(ctx: EngineContext, run: RunArchive, outcome: Outcome, halts: 
         # Replaced or refused while the engine was halted: the halt stands, and its state.
         ctx.state.update(run_id=None, last_result=last_result, reason=outcome.commit_summary)
     elif not halts:
-        done = {"last_completed": outcome.mp_id} if outcome.status == COMPLETED else {}
+        done: dict[str, Any] = {"last_completed": outcome.mp_id} if outcome.status == COMPLETED else {}
         ctx.state.update(
             **done,
             current=IDLE,

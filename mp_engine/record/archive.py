@@ -25,6 +25,7 @@ from pathlib import Path
 from mp_engine.core.atomic import TEMP_MARKER, make_durable
 from mp_engine.core.clock import compact_stamp
 from mp_engine.core.workspace import EVENTS_FILE, INBOX_FILE, RUN_LEDGER, Workspace
+from mp_engine.record.journal import journal_path
 from mp_engine.record.ledger import Ledger
 
 LEDGER = RUN_LEDGER
@@ -65,9 +66,16 @@ class RunArchive:
     def ledger(self) -> Ledger:
         return Ledger.load(self.ledger_path)
 
-    def make_durable(self) -> None:
-        """fsync what `create_run` wrote: the MP copy, the ledger, the run directory and its entry."""
-        make_durable(*(p for p in (self.mp_copy, self.ledger_path, self.steps_dir) if p.exists()), self.dir)
+    def make_durable(self, ledger: Ledger | None = None) -> None:
+        """fsync what `create_run` wrote: the MP copy, the ledger, the run directory and its
+        entry; the (empty) journal's entry and `steps/` with them (an empty directory needs
+        only its parent's fsync), which `ledger` is told."""
+        make_durable(*(p for p in (self.mp_copy, self.ledger_path) if p.exists()), self.dir)
+        if ledger is not None:
+            ledger.journal_entry_durable()
+
+
+JOURNAL = journal_path(Path(RUN_LEDGER)).name  # created empty with the ledger (`fill_run`)
 
 
 def _label(mp_id: str | None) -> str:
@@ -89,7 +97,7 @@ def create_run(
     ledger = fill_run(
         run, mp_id=mp_id, data=data, mp_sha256=mp_sha256, executor=executor, source=source, inbox_entry=inbox_entry
     )
-    run.make_durable()
+    run.make_durable(ledger)
     return run, ledger
 
 
@@ -139,6 +147,7 @@ def fill_run(
     ledger.model.source = source
     ledger.model.inbox_entry = inbox_entry  # type: ignore[assignment]
     run.ledger_path.write_text(ledger.dumps(), encoding="utf-8")
+    ledger.open_journal()  # its entry is made durable with the run's: a step's start costs one fsync
     return ledger
 
 
@@ -181,7 +190,8 @@ def sweep_unfilled_runs(ws: Workspace) -> list[Path]:
             pass
         try:  # only what a claim writes before its ledger: anything else is an archive to keep
             names = {p.name for p in d.iterdir()}
-            unfilled = names <= {"steps", INBOX_FILE, LEDGER, EVENTS_FILE} and not any((d / "steps").glob("*"))
+            unfilled = names <= {"steps", INBOX_FILE, LEDGER, EVENTS_FILE, JOURNAL} and not any((d / "steps").glob("*"))
+            unfilled = unfilled and (JOURNAL not in names or (d / JOURNAL).stat().st_size == 0)  # no step started
         except OSError:
             continue
         if unfilled:

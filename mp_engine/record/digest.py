@@ -143,9 +143,9 @@ def index_line(o: Outcome) -> dict[str, Any]:
 
 
 def write_digest(ws: Workspace, o: Outcome, redact=lambda s: s) -> list[Path]:
-    """RESULT_last.json replaced, and the run's line appended to results.jsonl (once),
-    without fsync: the paths are returned for the caller's one round of fsyncs."""
-    last = write_last(ws, o, redact, durable=False)
+    """The run's line appended to results.jsonl (once), without fsync: the path is returned
+    for the caller's one round of fsyncs. (RESULT_last.json is the run's result.json,
+    linked by `result.write_result`.)"""
     index = ws.system_dir / INDEX
     # Not twice after a crash mid-finalize: the line would be the last one. (A run a person
     # answered ends again, later: a line of its own.)
@@ -153,7 +153,7 @@ def write_digest(ws: Workspace, o: Outcome, redact=lambda s: s) -> list[Path]:
     if line not in read_tail(index, max(4096, 2 * len(line))):
         _rotate(index, len(line) + 1)
         append_durable(index, line, durable=False)
-    return [last, index]
+    return [index]
 
 
 def write_last(ws: Workspace, o: Outcome, redact=lambda s: s, *, durable: bool = True) -> Path:

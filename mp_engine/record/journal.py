@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mp_engine.core.atomic import append_durable, fsync_dir
+from mp_engine.core.atomic import append_durable
 
 SUFFIX = ".journal"
 
@@ -30,16 +30,12 @@ def journal_path(ledger_path: Path) -> Path:
     return Path(ledger_path).with_suffix(SUFFIX)
 
 
-def append(ledger_path: Path, generation: int, step: dict[str, Any], *, durable: bool) -> int:
-    """Append `step` for `generation`; return the journal's size afterwards."""
-    path = journal_path(ledger_path)
-    new = not path.exists()
-    append_durable(
-        path, json.dumps({"gen": generation, "step": step}, separators=(",", ":"), sort_keys=True), durable=durable
-    )
-    if new and durable:
-        fsync_dir(path.parent)  # the file itself must survive, not only its lines
-    return path.stat().st_size
+def append(ledger_path: Path, generation: int, steps: list[dict[str, Any]], *, durable: bool) -> int:
+    """Append `steps` (one line each, in one write) for `generation`; return the journal's
+    size afterwards. Its directory entry is the caller's to make durable (the ledger knows
+    whether this generation's journal is new)."""
+    lines = "\n".join(json.dumps({"gen": generation, "step": s}, separators=(",", ":"), sort_keys=True) for s in steps)
+    return append_durable(journal_path(ledger_path), lines, durable=durable)
 
 
 def apply(raw: dict[str, Any], ledger_path: Path) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from mp_engine.core.atomic import atomic_write, atomic_write_json
+from mp_engine.core.atomic import atomic_write, atomic_write_json, fsync_dir, fsync_file
 from mp_engine.core.clock import now_iso
 from mp_engine.record import journal
 
@@ -116,13 +116,17 @@ class Ledger:
         self.model = model
         # Batch mode, for an executor that checkpoints each unit of work itself (the agent
         # loop, docs/AGENT.md): `durable = False` skips fsync (saves survive kill -9, not a
-        # power loss) and `deferred = True` writes step transitions only when a process was
-        # spawned (recovery must be able to kill its group); the executor calls
-        # `save(durable=True)` when a unit is done.
+        # power loss) and `deferred = True` keeps step transitions in memory (`_dirty`)
+        # until a process is spawned (recovery must be able to kill its group) or the
+        # executor calls `flush(durable=True)` when a unit is done: journal lines, never a
+        # rewrite of the whole ledger, so an iteration's bookkeeping does not grow with the run.
         self.durable = True
         self.deferred = False
+        self._dirty: dict[str, LedgerStep] = {}
         self._index = {s.step_id: s for s in model.steps}
         self._ledger_bytes = 0  # ledger.json's size at its last fold (`_changed`)
+        self._dir_synced_gen = -1  # the generation whose journal's directory entry is durable
+        self._unsynced = False  # ledger.json was last rewritten without fsync (`flush` syncs it)
         # Parallel agent tasks (docs/AGENT.md) record their checks from several threads:
         # every mutation and write holds this lock (re-entrant: a transition may save).
         self._lock = threading.RLock()
@@ -159,27 +163,70 @@ class Ledger:
         )
 
     @_locked
-    def save(self, *, durable: bool | None = None) -> None:
-        """Rewrite ledger.json whole, as a new journal generation, and drop the journal."""
+    def save(self, *, durable: bool | None = None, dir_sync: bool = True) -> None:
+        """Rewrite ledger.json whole, as a new journal generation, and drop the journal
+        (`dir_sync`: as in `atomic_write`)."""
         self.model.journal_gen += 1
-        atomic_write(self.path, self.dumps(), durable=self.durable if durable is None else durable)
+        self._dirty.clear()
+        durable = self.durable if durable is None else durable
+        atomic_write(self.path, self.dumps(), durable=durable, dir_sync=dir_sync)
+        self._unsynced = not (durable and dir_sync)
         journal.remove(self.path)  # its lines are of the older generation: ignored if it stays
 
     @_locked
     def _changed(self, step: LedgerStep, *, durable: bool | None = None) -> None:
-        """A step's transition: one line appended to the journal (O(1)); a full rewrite
-        once the journal has grown past the ledger itself (amortised O(1) per step)."""
+        """A step's transition: one line appended to the journal (O(1)); deferred, kept
+        for the next `flush`."""
         if self.deferred:
+            self._dirty[step.step_id] = step
             return
-        size = journal.append(
-            self.path,
-            self.model.journal_gen,
-            step.model_dump(mode="json"),
-            durable=self.durable if durable is None else durable,
-        )
+        self._append([step], durable=self.durable if durable is None else durable)
+
+    @_locked
+    def flush(self, *, durable: bool = True) -> None:
+        """Write the deferred transitions (journal lines); with `durable`, make the ledger as
+        it stands durable: the journal fsynced once (whatever earlier appends of this
+        generation skipped), and ledger.json too if its last rewrite skipped fsync."""
+        self._append(list(self._dirty.values()), durable=durable)
+        self._dirty.clear()
+
+    def _append(self, steps: list[LedgerStep], *, durable: bool) -> None:
+        """Journal lines for `steps` (none: only the fsyncs); a full rewrite once the journal
+        has grown past the ledger itself (amortised O(1) per step)."""
+        size = 0
+        if steps:
+            lines = [s.model_dump(mode="json") for s in steps]
+            size = journal.append(self.path, self.model.journal_gen, lines, durable=durable)
+        if durable:
+            self._sync(written=bool(steps))
         if size > max(JOURNAL_MIN_BYTES, self._ledger_bytes):
             self.save(durable=durable)
             self._ledger_bytes = self.path.stat().st_size
+
+    def _sync(self, *, written: bool) -> None:
+        """After a durable append (`written`: its lines are fsynced) or none: fsync what
+        earlier writes skipped, and the directory once for each new journal or rewrite."""
+        path = journal.journal_path(self.path)
+        exists = written or path.exists()
+        if exists and not written:
+            fsync_file(path)  # lines appended without fsync
+        due = self._unsynced or (exists and self._dir_synced_gen != self.model.journal_gen)
+        if self._unsynced:
+            fsync_file(self.path)  # a rewrite that skipped fsync: its content, then the rename
+            self._unsynced = False
+        if due:
+            fsync_dir(self.path.parent)  # the journal file itself must survive, not only its lines
+            self._dir_synced_gen = self.model.journal_gen if exists else self._dir_synced_gen
+
+    def open_journal(self) -> None:
+        """Create this generation's (empty) journal, for `journal_entry_durable`."""
+        journal.journal_path(self.path).touch()
+
+    def journal_entry_durable(self) -> None:
+        """The journal's directory entry was fsynced (with a new run's): appends to it need
+        no directory fsync of their own."""
+        if journal.journal_path(self.path).exists():
+            self._dir_synced_gen = self.model.journal_gen
 
     # -- steps ----------------------------------------------------------------------
 
@@ -211,11 +258,11 @@ class Ledger:
     def spawned(self, step: LedgerStep, pgid: int, proc_start: float | None) -> None:
         step.pgid, step.proc_start = pgid, proc_start
         # Not fsynced: the group id lets a restart kill what a `kill -9` left running; after
-        # a power loss there is no process left to kill. Written even when deferred.
-        if self.deferred:
-            self.save(durable=False)
-        else:
-            self._changed(step, durable=False)
+        # a power loss there is no process left to kill. Written even when deferred, with
+        # the transitions deferred so far.
+        self._dirty.pop(step.step_id, None)
+        self._append([*self._dirty.values(), step] if self.deferred else [step], durable=False)
+        self._dirty.clear()
 
     @_locked
     def finish(
@@ -262,8 +309,11 @@ class Ledger:
 
     @_locked
     def close(self) -> None:
+        """The run is done. Its content fsynced (never a torn ledger, which would count as
+        an unfilled run), the rename not: a power loss may take it back to `finishing`,
+        and finalizing, idempotent, is done again (pipeline/finalize.py)."""
         self.model.status = "closed"
-        self.save()
+        self.save(dir_sync=False)
 
     def recover(self, artifact_dir: Path, reason: str) -> Recovery:
         """The spec's CrashRecoveryProcedure for this ledger.

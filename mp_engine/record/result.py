@@ -11,10 +11,10 @@ import dataclasses
 import json
 
 from mp_engine import __version__
-from mp_engine.core.atomic import atomic_write, make_durable
+from mp_engine.core.atomic import atomic_link, atomic_write, fsync_dir, make_durable
 from mp_engine.core.workspace import Workspace
 from mp_engine.record.archive import RunArchive
-from mp_engine.record.digest import PROTOCOL_VERSION, SPECIFICATION, document, read_result, write_last
+from mp_engine.record.digest import LAST_JSON, PROTOCOL_VERSION, SPECIFICATION, document, read_result
 from mp_engine.record.outcome import Outcome, StepReport, fenced
 
 # RESULT_last.md travels with every result commit and is what an orchestrator (often a
@@ -173,9 +173,15 @@ def write_result(
     atomic_write(run.result_md, text, durable=False)
     written = [run.result_json, run.result_md]
     if last:
-        atomic_write(ws.result_file, text, durable=False)
-        written.append(ws.result_file)
+        # SYSTEM/RESULT_last.md and .json are the run's RESULT.md and result.json, hard
+        # links: the same bytes, not written or fsynced twice (copies where links fail).
+        for source, dest in ((run.result_md, ws.result_file), (run.result_json, ws.system_dir / LAST_JSON)):
+            if not atomic_link(source, dest):
+                atomic_write(dest, source.read_bytes(), durable=False)
+                written.append(dest)
     make_durable(*written, *also)
+    if last and all(p.parent != ws.system_dir for p in [*written, *also]):
+        fsync_dir(ws.system_dir)  # the links' entries
     return text
 
 
@@ -199,6 +205,4 @@ def add_note(ws: Workspace, run: RunArchive, note: str, redact=lambda s: s) -> b
     except (OSError, ValueError, AttributeError):
         last = False
     write_result(ws, run, outcome, redact, last=last)
-    if last:
-        write_last(ws, outcome, redact)
     return True

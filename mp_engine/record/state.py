@@ -91,14 +91,17 @@ class StateStore:
             self._cache = (sig, state.model_copy(deep=True))
         return state
 
-    def write(self, state: SessionState, *, reason: str | None = None) -> SessionState:
-        """Write `state` (stamping version and time); log it if status or current changed."""
+    def write(self, state: SessionState, *, reason: str | None = None, durable: bool = True) -> SessionState:
+        """Write `state` (stamping version and time); log it if status or current changed.
+        Always atomic with its content fsynced (never torn or empty, even after a power
+        loss); `durable=False` skips the directory's fsync, for a state that a power loss
+        may take back to the one before (the engine's start and stop, the claim)."""
         try:
             old = self.read()
         except StateError:
             old = None
         state = state.model_copy(update={"last_updated": now_iso(), "engine_version": __version__})
-        atomic_write_json(self.path, state.to_json())
+        atomic_write_json(self.path, state.to_json(), dir_sync=durable)
         if (sig := self._signature()) is not None:
             self._cache = (sig, state.model_copy(deep=True))
         if old is None or (old.status, old.current) != (state.status, state.current):
@@ -112,9 +115,9 @@ class StateStore:
             )
         return state
 
-    def update(self, *, reason: str | None = None, **changes: Any) -> SessionState:
-        """Read, apply `changes`, write; returns the new state."""
+    def update(self, *, reason: str | None = None, durable: bool = True, **changes: Any) -> SessionState:
+        """Read, apply `changes`, write (`durable`: as in `write`); returns the new state."""
         state = self.read().model_copy(update=changes)
         # model_copy skips validation; round-trip so nested dicts become models again.
         state = SessionState.model_validate(state.model_dump())
-        return self.write(state, reason=reason)
+        return self.write(state, reason=reason, durable=durable)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mp_engine.core.atomic import atomic_write
+from mp_engine.core.atomic import append_durable, atomic_write
 
 ENTRY = "<!-- entry: {key} -->"
 ENTRY_RE = re.compile(r"^<!-- entry: (\S+) -->$", re.M)
@@ -89,16 +89,22 @@ def append(path: Path, key: str, entry: str, *, title: str, max_bytes: int) -> b
     """Append `entry` under `key` (replacing an entry with the same key); compact when the
     file exceeds `max_bytes`. Returns True if it compacted."""
     text = read(path)
+    # The common case, a new entry on a file that ends with one newline, is an append (no
+    # rewrite of the whole file per iteration); the bytes are those a rewrite would leave.
+    appendable = text.endswith("\n") and not text.endswith("\n\n")
     if not text:
         text = title.rstrip("\n") + "\n"
     existing = re.search(rf"^{re.escape(ENTRY.format(key=key))}$", text, re.M)
     if existing:  # a retried iteration: its earlier attempt's entry is the last one
         text = text[: existing.start()]
-    text = text.rstrip("\n") + "\n\n" + ENTRY.format(key=key) + "\n" + entry.strip("\n") + "\n"
-    compacted = False
+    block = "\n" + ENTRY.format(key=key) + "\n" + entry.strip("\n") + "\n"
+    text = text.rstrip("\n") + "\n" + block
     if len(text.encode("utf-8")) > max_bytes:
         new = compact(text)
-        compacted = new != text
-        text = new
-    atomic_write(path, text, durable=False)
-    return compacted
+        atomic_write(path, new, durable=False)
+        return new != text
+    if appendable and not existing:
+        append_durable(path, block, durable=False)
+    else:
+        atomic_write(path, text, durable=False)
+    return False

@@ -20,7 +20,7 @@ from mp_engine.agent.judge.checks import Checker
 from mp_engine.agent.run.workbranch import WorkBranch
 from mp_engine.agent.state.model import TaskState
 from mp_engine.core.clock import now_iso
-from mp_engine.core.gitcmd import GitResult, git
+from mp_engine.core.gitcmd import NO_AUTO_GC, GitResult, git
 
 TIMEOUT = 120.0
 DIFF_CAP = 16 * 1024  # the conflict shown in the task's next prompt
@@ -118,8 +118,7 @@ class Integrator:
         base = self.tip()
         picked = self._git(
             *self.work.identity(),
-            "-c",
-            "gc.auto=0",
+            *NO_AUTO_GC,
             "cherry-pick",
             "--allow-empty",
             "--keep-redundant-commits",

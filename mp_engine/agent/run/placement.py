@@ -78,7 +78,9 @@ class InPlace:
 
     def commit(self, mt_id: str, title: str, evidence: str) -> str:
         """The task's one commit on the work branch, pointing at its evidence."""
-        return self.work.commit(f"{self.scope.mp.mp_id} {mt_id}: {title}", f"Evidence: {evidence}")
+        made = self.work.commit(f"{self.scope.mp.mp_id} {mt_id}: {title}", f"Evidence: {evidence}")
+        self._parts.place.worktree.learn(made.sha, made.tree, made.parent, made.parent_tree)
+        return made.sha
 
     def recover(self, pending: dict[str, str]) -> str | None:
         return None  # nothing is integrated one at a time

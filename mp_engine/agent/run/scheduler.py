@@ -44,6 +44,7 @@ from mp_engine.core.clock import now_iso
 from mp_engine.execute.base import ExecResult
 
 TURN = 0.1  # seconds the scheduler waits for an attempt before it looks at stops again
+PUBLISH_GAP = 0.2  # seconds between two snapshots for `status` at least (Scheduler.next_publish)
 
 
 @dataclass
@@ -78,7 +79,10 @@ class Scheduler:
         self.held_why = ""
         self.held_kind = "usage_limit"  # or "budget": every level waits for a budget's reset (issue #42)
         self.stopped_why: str | None = None  # why the last call or checks were cut short
-        self.next_publish = 0.0  # the snapshot is rewritten when tasks start or end, or each second
+        # The snapshot `status` shows is rewritten each second, and sooner (PUBLISH_GAP after
+        # the last one) when tasks start or end: a fast loop does not rewrite it per iteration.
+        self.next_publish = 0.0
+        self.last_publish = -PUBLISH_GAP
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -240,7 +244,7 @@ class Scheduler:
         self.scope.emit("micro_task_iteration_started", id="FR-EVT-MT-002", **where(state), agent=level.name)
         a = Attempt(task.mt_id, i, iteration, level, state.level, step, ev, state.checks_of(i))
         self.flights[pool.submit(self.runner, parts, a)] = Flight(a, parts)
-        self.next_publish = 0.0
+        self._changed()
 
     # -- what comes back ---------------------------------------------------------------
 
@@ -252,7 +256,7 @@ class Scheduler:
         for fut in sorted(done, key=lambda f: self.flights[f].a.mt_index or 0):
             flight = self.flights.pop(fut)
             self._settle(state, flight, fut.result())
-            self.next_publish = 0.0
+            self._changed()
 
     def _settle(self, state: RunState, flight: Flight, out: AttemptOutcome) -> None:
         a = flight.a
@@ -402,4 +406,9 @@ class Scheduler:
             for f in sorted(self.flights.values(), key=lambda f: f.a.mt_index or 0)
         ]
         self.publisher.publish(state, live=True, running=running)
-        self.next_publish = time.monotonic() + 1.0
+        self.last_publish = time.monotonic()
+        self.next_publish = self.last_publish + 1.0
+
+    def _changed(self) -> None:
+        """A task started or ended: the snapshot is due soon."""
+        self.next_publish = min(self.next_publish, self.last_publish + PUBLISH_GAP)

@@ -71,6 +71,7 @@ class AgentSteps:
         self.ledger.save()
 
     def checkpoint(self) -> None:
-        """Make the ledger durable (one fsync). Everything else of the step (record,
-        evidence, events) is written without fsync: it survives `kill -9`."""
-        self.ledger.save(durable=True)
+        """Make the ledger durable: its deferred transitions as journal lines, one fsync.
+        Everything else of the step (record, evidence, events) is written without fsync:
+        it survives `kill -9`."""
+        self.ledger.flush(durable=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mp_engine.core.gitcmd import GitResult, git
+from mp_engine.core.gitcmd import NO_AUTO_GC, GitResult, git
 from mp_engine.core.workspace import WORK_PATHSPEC, Workspace
 
 # `git add -A` of everything but what is not work, in one process (pathspec magic on: the
@@ -49,6 +49,17 @@ class Landing:
 
     def to_dict(self) -> dict[str, Any]:
         return {"branch": self.branch, "landed": self.landed, "how": self.how, "commit": self.commit, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A commit the engine made, with what git said of it at once: its tree, and its
+    parent's (None: a root commit). The evidence learns from it what it need not ask."""
+
+    sha: str
+    tree: str
+    parent: str | None = None
+    parent_tree: str | None = None
 
 
 def branch_name(mp_id: str) -> str:
@@ -133,16 +144,18 @@ class WorkBranch:
         self._git("reset", "--soft", "--quiet", "HEAD~1", cwd=self.path)
         return True
 
-    def commit(self, message: str, trailer: str | None = None) -> str:
+    def commit(self, message: str, trailer: str | None = None) -> Committed:
         """Commit everything the agent changed in the worktree but the engine's files;
         an empty commit when it changed nothing (one commit per accepted micro-task).
-        Returns the commit."""
+        Returns the commit, its parent and both trees (one `git log`)."""
         self._git("add", "-A", "--", *WORK_PATHSPEC, cwd=self.path, env=MAGIC)
         full = message + (f"\n\n{trailer}" if trailer else "")
-        # Quiet: no summary diffstat to compute; no auto-gc check on the agent's clock.
+        # Quiet: no summary diffstat to compute (it reads every changed file); no auto-gc or
+        # maintenance check on the agent's clock.
         ident = self.identity()
-        self._git(*ident, "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
-        return self._git("rev-parse", "HEAD", cwd=self.path).out.strip()
+        self._git(*ident, *NO_AUTO_GC, "commit", "-q", "--no-verify", "--allow-empty", "-m", full, cwd=self.path)
+        out = self._git("log", "-2", "--first-parent", "--format=%H %T", cwd=self.path).out.split()
+        return Committed(out[0], out[1], *out[2:4])
 
     def task_commits(self) -> dict[str, str]:
         """{MT id: commit} of this run's micro-task commits: those on the work branch that

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mp_engine.agent.run.workbranch import MAGIC, WorkBranch
-from mp_engine.core.gitcmd import GitResult, git
+from mp_engine.core.gitcmd import NO_AUTO_GC, GitResult, git
 from mp_engine.core.workspace import WORK_PATHSPEC
 
 TIMEOUT = 120.0
@@ -84,7 +84,5 @@ class TaskWorktrees:
         if not staged and subject == message:
             return self.head(mt_id)
         full = f"{message}\n\n{trailer}"
-        self._git(
-            path, *self.work.identity(), "-c", "gc.auto=0", "commit", "-q", "--no-verify", "--allow-empty", "-m", full
-        )
+        self._git(path, *self.work.identity(), *NO_AUTO_GC, "commit", "-q", "--no-verify", "--allow-empty", "-m", full)
         return self.head(mt_id)

@@ -14,6 +14,7 @@ import re
 import secrets
 import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -99,12 +100,13 @@ class Memory(TokenStorage):
     def __init__(self) -> None:
         self.tokens: OAuthToken | None = None
         self.client_info: OAuthClientInformationFull | None = None
+        self.set_at = 0.0  # time.monotonic() when the tokens were last stored
 
     async def get_tokens(self) -> OAuthToken | None:
         return self.tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
+        self.tokens, self.set_at = tokens, time.monotonic()
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return self.client_info

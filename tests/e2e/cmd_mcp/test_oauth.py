@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from typing import Any
 
 import anyio
@@ -38,12 +39,17 @@ async def connect(tunnel: Tunnel, provider: Any) -> Any:
     return Client(streamable_http_client(f"{tunnel.url}/mcp", http_client=tunnel.client(auth=provider)))
 
 
+TTL = 8  # seconds an access token lives in the first test
+
+
 def test_the_sdks_oauth_client_registers_consents_and_drives_every_tool(engine, tmp_path):
     bare, url, ws, d = engine
     server = McpServer(tmp_path, url)
     with Tunnel(server.port) as tunnel:
         server.public_port = tunnel.port
-        server.extra = ("--access-token-ttl", "3")
+        # Long enough that the first tools' calls end before it expires on a loaded machine
+        # (an access token expiring mid-session sends the SDK back to consent), then waited out.
+        server.extra = ("--access-token-ttl", str(TTL))
         server.start()
         try:
             storage, browser = Memory(), Browser(tunnel)
@@ -80,10 +86,10 @@ def test_the_sdks_oauth_client_registers_consents_and_drives_every_tool(engine, 
                 # Discovery named the public URL; registration and consent happened once.
                 assert len(browser.pages) == 1 and "ChatGPT (test)" in browser.pages[0]
                 first = storage.tokens
-                assert first is not None and first.refresh_token and first.expires_in == 3
+                assert first is not None and first.refresh_token and first.expires_in == TTL
                 assert set(first.scope.split()) == {"mp:read", "mp:write"}
                 # An expired access token is refreshed, with rotation: the old refresh token ends.
-                await anyio.sleep(3.5)
+                await anyio.sleep(max(0.0, storage.set_at + TTL + 0.5 - time.monotonic()))
                 await status()
                 assert storage.tokens.access_token != first.access_token and len(browser.pages) == 1
                 # A restart keeps the client and its tokens: no second consent.

@@ -91,3 +91,34 @@ def test_the_diffstat_lists_untracked_files_and_says_when_nothing_changed(repo):
     snap = w.snapshot()
     assert snap.untracked == ["notes/new.md"]
     assert " 1 untracked file(s):\n   notes/new.md\n" in w.diffstat(base, snap)
+
+
+def test_what_the_engines_commits_told_it_is_not_asked_again(repo, monkeypatch):
+    w = Worktree(repo)
+    base = w.snapshot()
+    asked: list[str] = []
+    real = w._git
+    monkeypatch.setattr(w, "_git", lambda *args: asked.append(args[0]) or real(*args))
+
+    def engine_commit(message: str) -> None:  # as WorkBranch.commit reports it
+        git(repo, "-c", "user.name=e", "-c", "user.email=e@e", "commit", "-q", "--allow-empty", "-m", message)
+        sha, tree, parent, parent_tree = git(repo, "rev-parse", "HEAD", "HEAD^{tree}", "HEAD^", "HEAD^^{tree}").split()
+        w.learn(sha, tree, parent, parent_tree)
+
+    (repo / "new.py").write_text("x\n")
+    git(repo, "add", "new.py")
+    engine_commit("MT-001")
+    first = w.diffstat(base, w.snapshot())
+    assert "new.py" in first and "1 new commit(s)" in first and asked.count("rev-list") == 0
+    engine_commit("MT-002")  # empty: the same tree, so the same diff
+    asked.clear()
+    assert "2 new commit(s)" in w.diffstat(base, w.snapshot())
+    assert asked == ["status"]  # the snapshot only: no diff, no rev-list
+    # The agent commits by itself: git counts what the engine did not make.
+    git(repo, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "--allow-empty", "-m", "agent")
+    engine_commit("MT-003")
+    stat = w.diffstat(base, w.snapshot())
+    assert "4 new commit(s)" in stat and asked.count("rev-list") == 1
+    (repo / "app.py").write_text("v2\n")  # a change over HEAD: the diff is asked again
+    asked.clear()
+    assert "app.py" in w.diffstat(base, w.snapshot()) and "diff" in asked

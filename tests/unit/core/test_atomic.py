@@ -122,3 +122,29 @@ def test_atomic_write_of_a_stream_writes_every_chunk_or_nothing(tmp_path):
         pass
     assert path.read_text() == "line 0\nline 1\nline 2\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.log"]
+
+
+def test_a_write_without_dir_sync_still_fsyncs_its_content_before_the_rename(tmp_path, monkeypatch):
+    """`dir_sync=False`: never a torn or empty file after a power loss (the content is on
+    disk before the rename), though the rename itself may be undone."""
+    from tests.conftest import fsynced
+
+    path = tmp_path / "state.json"
+    calls = fsynced(monkeypatch)
+    atomic_write_json(path, {"a": 1}, dir_sync=False)
+    assert len(calls) == 1 and f".state.json{TEMP_MARKER}" in calls[0]
+    atomic_write_json(path, {"a": 2})  # the default: the content, then the directory
+    assert len(calls) == 3 and TEMP_MARKER in calls[1] and calls[2] == str(tmp_path)
+    assert json.loads(path.read_text()) == {"a": 2}
+
+
+def test_make_durable_fsyncs_each_path_and_a_directory_not_twice(tmp_path, monkeypatch):
+    from mp_engine.core.atomic import make_durable
+    from tests.conftest import fsynced
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "a").write_text("1")
+    calls = fsynced(monkeypatch)
+    make_durable(run / "a", run)  # the run's directory is a path: not fsynced again as a parent
+    assert calls == [str(run / "a"), str(run), str(tmp_path)]

@@ -103,3 +103,31 @@ def test_a_run_copy_that_cannot_be_written_is_dropped_not_fatal(tmp_path: Path):
     log.tee = tmp_path / "gone" / "events.jsonl"  # its directory does not exist
     log.emit("still_logged")
     assert log.tee is None and json.loads((tmp_path / "events.jsonl").read_text())["event"] == "still_logged"
+
+
+def test_sync_fsyncs_the_log_and_its_directory_only_for_a_new_file(tmp_path: Path, monkeypatch):
+    """One fsync per sync; the directory the first time, and after a rotation (a new file,
+    whose entry must survive a power loss too)."""
+    from tests.conftest import fsynced
+
+    log = EventLog(tmp_path / "events.jsonl")
+    log.rotate_at(200, 2, tmp_path / "archive")
+    (tmp_path / "archive").mkdir()
+    log.emit("first")
+    calls = fsynced(monkeypatch)
+    log.sync()
+    log.emit("second")
+    log.sync()
+    assert calls == [str(log.path), str(tmp_path), str(log.path)]
+    calls.clear()
+    for i in range(5):
+        log.emit("filler", n=i, pad="x" * 50)  # past 200 bytes: rotated
+    assert log.rotated()
+    calls.clear()
+    log.sync()
+    assert calls == [str(log.path), str(tmp_path)]
+    again = EventLog(log.path)  # the next engine: the file's entry was made durable before it
+    again.emit("restarted")
+    calls.clear()
+    again.sync()
+    assert calls == [str(log.path)]

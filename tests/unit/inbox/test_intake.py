@@ -117,3 +117,32 @@ def test_a_file_dated_in_the_future_still_settles_by_observation(ws, clock):
     assert not inbox.scan().ready
     clock.t += 5
     assert inbox.scan().ready
+
+
+def test_a_version_completed_while_the_claim_was_written_is_queued_when_the_run_starts(ws):
+    """RUNNING is published before the claim's archive and ledger are written; an MP sent in
+    that moment was seen complete before the engine was busy. It is queued as the run
+    starts, so that replaced before its turn it still gets a result (issue #45's soak)."""
+    import hashlib
+
+    inbox = Inbox(ws, 60)
+    running = b"# MP-1.1 Running\n\n```bash\ntrue\n```\n"
+    fresh(ws, running)
+    inbox.note_complete()  # the claimed MP itself, seen complete
+    fresh(ws, b"# MP-1.2 Next\n\n```bash\ntrue\n```\n")  # sent while the claim was written
+    inbox.note_complete()
+    assert inbox.queue.entries() == []  # not busy yet: nothing queued
+    inbox.run_started(hashlib.sha256(running).hexdigest())
+    (queued,) = inbox.queue.entries()
+    assert queued.kind == "seen" and queued.data().startswith(b"# MP-1.2")
+
+
+def test_the_claimed_version_itself_is_not_queued_when_its_run_starts(ws):
+    import hashlib
+
+    inbox = Inbox(ws, 60)
+    running = b"# MP-1.1 Running\n\n```bash\ntrue\n```\n"
+    fresh(ws, running)
+    inbox.note_complete()
+    inbox.run_started(hashlib.sha256(running).hexdigest())
+    assert inbox.queue.entries() == []

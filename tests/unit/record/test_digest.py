@@ -19,7 +19,7 @@ def outcome(run_id: str = "r1", **over) -> Outcome:
 def test_result_last_json_has_the_documented_fields(ws):
     step = StepReport("step-001", "command", "make", 4, "failed", 2, 0.5, "o" * 5000, "boom\n", "steps/s.stdout")
     diag = Diagnosis("nonzero_exit", "exit 2 in step 1", "make failed.", "Fix the Makefile.", "step-001", 4)
-    write_digest(ws, outcome(status="ERROR", steps=[step], diagnosis=diag, halt_token="MP-8.1"))
+    digest.write_last(ws, outcome(status="ERROR", steps=[step], diagnosis=diag, halt_token="MP-8.1"))
     doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
     assert doc["schema"] == "mp-engine/result/1" and doc["status"] == "ERROR" and doc["mp_sha256"] == "ab" * 32
     assert doc["fix"] == "Fix the Makefile." and doc["approve_with"] == "Approves: MP-8.1"
@@ -32,9 +32,9 @@ def test_result_last_json_has_the_documented_fields(ws):
 
 
 def test_an_invalid_mp_reads_as_refused_and_a_completed_one_has_nothing_to_approve(ws):
-    write_digest(ws, outcome(status="ERROR", diagnosis=invalid_mp("no header", "Add one."), halt_token="r9"))
+    digest.write_last(ws, outcome(status="ERROR", diagnosis=invalid_mp("no header", "Add one."), halt_token="r9"))
     assert json.loads((ws.system_dir / "RESULT_last.json").read_text())["status"] == "REFUSED"
-    write_digest(ws, outcome(run_id="r2"))
+    digest.write_last(ws, outcome(run_id="r2"))
     doc = json.loads((ws.system_dir / "RESULT_last.json").read_text())
     assert doc["status"] == "COMPLETED" and doc["approve_with"] is None and doc["fix"] is None
 

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from mp_engine.record import journal
 from mp_engine.record.ledger import Ledger, StepStatus, idempotency_key, read_artifact, write_artifact
+from tests.conftest import fsynced
 
 
 @pytest.fixture
@@ -102,3 +103,64 @@ def test_a_ledger_with_wrong_fields_does_not_load(tmp_path):
     with pytest.raises(ValidationError):
         Ledger.load(bad)
     assert StepStatus("pending") is StepStatus.PENDING
+
+
+def test_deferred_transitions_are_flushed_as_journal_lines_with_one_fsync(ledger, monkeypatch):
+    """The agent loop's checkpoint: no rewrite of ledger.json, one fsync of the journal
+    (and of its directory the first time in a generation)."""
+    ledger.durable, ledger.deferred = False, True
+    before = ledger.path.read_bytes()
+    fsyncs = fsynced(monkeypatch)
+    for i in (1, 2):
+        step = ledger.ensure_step(f"MT-00{i}_iter-001", "agent", "k")
+        ledger.start(step)
+        ledger.spawned(step, 70 + i, None)
+        ledger.finish(step, ok=True, output_ref="x")
+        ledger.flush(durable=True)
+        assert on_disk(ledger)["steps"][i - 1]["status"] == "completed"
+    assert ledger.path.read_bytes() == before  # journal lines only
+    jpath, folder = str(journal.journal_path(ledger.path)), str(ledger.path.parent)
+    assert fsyncs == [jpath, folder, jpath]  # the journal twice, its directory once
+    ledger.flush(durable=True)  # nothing deferred: the journal is fsynced, nothing is written
+    assert fsyncs[3:] == [jpath] and len(journal.journal_path(ledger.path).read_text().splitlines()) == 4
+
+
+def test_a_checkpoint_makes_a_rewrite_that_skipped_fsync_durable(ledger, monkeypatch):
+    """A rewrite of ledger.json without fsync (a step released, the journal folded) in the
+    agent loop's batch mode: the next checkpoint fsyncs its content and the directory,
+    or a power loss could leave the renamed file empty while the journal's lines of its
+    generation survive."""
+    ledger.durable, ledger.deferred = False, True
+    step = ledger.ensure_step("MT-001_iter-001", "agent", "k")
+    ledger.start(step)
+    fsyncs = fsynced(monkeypatch)
+    ledger.save()  # as `AgentSteps.release` does in batch mode: not fsynced
+    assert fsyncs == []
+    ledger.flush(durable=True)  # nothing deferred since, no journal: the rewrite itself
+    assert fsyncs == [str(ledger.path), str(ledger.path.parent)]
+    ledger.flush(durable=True)  # synced already: nothing more
+    assert len(fsyncs) == 2
+    ledger.save()
+    ledger.start(ledger.ensure_step("MT-002_iter-001", "agent", "k2"))  # deferred
+    ledger.flush(durable=True)  # the new generation's journal, then the rewrite before it
+    assert fsyncs[2:] == [str(journal.journal_path(ledger.path)), str(ledger.path), str(ledger.path.parent)]
+    assert [s["status"] for s in Ledger.load(ledger.path).model.model_dump()["steps"]] == ["in_progress"] * 2
+
+
+def test_the_close_fsyncs_the_ledgers_content_before_its_rename(ledger, monkeypatch):
+    """Closing: never a torn ledger after a power loss (it would count as an unfilled run);
+    the rename may be undone (finalizing is done again), so the directory is not fsynced."""
+    calls = fsynced(monkeypatch)
+    ledger.close()
+    assert len(calls) == 1 and ".ledger.json.mpe-tmp-" in calls[0]
+    assert on_disk(ledger)["status"] == "closed"
+
+
+def test_a_runs_journal_is_durable_with_the_run_so_a_step_start_is_one_fsync(ws, monkeypatch):
+    from mp_engine.record.archive import create_run
+
+    run, ledger = create_run(ws, mp_id="MP-1.0", data=b"# MP-1.0\n", mp_sha256="ab" * 32, executor="shell")
+    calls = fsynced(monkeypatch)
+    ledger.start(ledger.ensure_step("step-001", "command", "k1"))
+    assert calls == [str(journal.journal_path(ledger.path))]
+    assert on_disk(ledger)["steps"][0]["status"] == "in_progress"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from mp_engine import __version__
 from mp_engine.record.archive import create_run
@@ -149,3 +150,22 @@ def test_an_older_archive_s_result_json_reads_in_the_documented_layout(ws):
     assert read_result(run.dir)["status"] == "ERROR"
     run.result_json.write_text("[]")
     assert read_result(run.dir) is None and read_result(ws.runs_dir / "missing") is None
+
+
+def test_the_last_result_files_are_links_to_the_runs_made_durable_in_one_round(ws, monkeypatch):
+    """RESULT_last.md and RESULT_last.json are the run's RESULT.md and result.json (hard
+    links): each inode's content fsynced once, both directories for the entries."""
+    from tests.conftest import fsynced
+
+    run, _ = create_run(ws, mp_id="MP-8.4", data=b"x", mp_sha256="s", executor="shell")
+    calls = fsynced(monkeypatch)
+    write_result(ws, run, outcome(run.run_id))
+    assert calls == [str(run.result_json), str(run.result_md), str(run.dir), str(ws.system_dir)]
+    last_json = ws.system_dir / "RESULT_last.json"
+    assert os.path.samefile(ws.result_file, run.result_md) and os.path.samefile(last_json, run.result_json)
+    assert json.loads(last_json.read_text())["run_id"] == run.run_id
+    monkeypatch.setattr(os, "link", lambda *_a: (_ for _ in ()).throw(OSError(1, "no hard links here")))
+    calls.clear()
+    write_result(ws, run, outcome(run.run_id, notes=["again"]))  # copies, each fsynced
+    assert not os.path.samefile(ws.result_file, run.result_md) and "again" in ws.result_file.read_text()
+    assert str(ws.result_file) in calls and str(last_json) in calls and str(ws.system_dir) in calls

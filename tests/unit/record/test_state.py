@@ -63,3 +63,17 @@ def test_a_missing_state_file_says_to_init(ws, store):
     ws.state_file.unlink()
     with pytest.raises(StateError, match="mp-engine init"):
         store.read()
+
+
+def test_every_state_write_fsyncs_its_content_and_only_a_durable_one_its_directory(ws, store, monkeypatch):
+    """The state file is never torn or empty after a power loss; `durable=False` (the
+    engine's start and stop, the claim) leaves the rename to the next durable write."""
+    from mp_engine.core.atomic import TEMP_MARKER
+    from tests.conftest import fsynced
+
+    calls = fsynced(monkeypatch)
+    store.update(status=Status.RUNNING, current="MP-1.0", reason="claimed", durable=False)
+    assert len(calls) == 1 and TEMP_MARKER in calls[0]
+    store.update(status=Status.ONLINE, current="IDLE", reason="done")
+    assert len(calls) == 3 and TEMP_MARKER in calls[1] and calls[2] == str(ws.root)
+    assert json.loads(ws.state_file.read_text())["status"] == "ONLINE"

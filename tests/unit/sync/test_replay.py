@@ -106,7 +106,7 @@ def landed_with_a_merge(
     wb = WorkBranch(ws, "MP-9.1", "run-9")
     (wb.ensure() / work[0]).parent.mkdir(parents=True, exist_ok=True)
     (wb.path / work[0]).write_text(work[1])
-    task = wb.commit("MP-9.1 MT-001: the work")
+    task = wb.commit("MP-9.1 MT-001: the work").sha
     state = ws.root / "SESSION_STATE.json"
     local_commit(ws, "SESSION_STATE.json", state.read_text() + " ", "mp-engine: engine started (RUNNING)")
     assert wb.land("merge", exact=True).how == "merge"

@@ -20,6 +20,18 @@ def test_entries_are_appended_and_a_retried_iteration_replaces_its_entry(tmp_pat
     assert "residual 1" in text
 
 
+def test_a_new_entry_is_appended_in_place_with_the_bytes_a_rewrite_would_leave(tmp_path):
+    path = tmp_path / "learnings.md"
+    learnings.append(path, "MT-001_iter-001", entry(1), title="# Learnings", max_bytes=10_000)
+    inode = path.stat().st_ino
+    learnings.append(path, "MT-001_iter-002", entry(2) + "\n\n", title="# Learnings", max_bytes=10_000)
+    assert path.stat().st_ino == inode  # appended, not rewritten
+    expected = "# Learnings\n"
+    for n in (1, 2):
+        expected += f"\n<!-- entry: MT-001_iter-00{n} -->\n{entry(n)}\n"
+    assert path.read_text() == expected
+
+
 def test_compaction_keeps_the_latest_entries_whole_and_marks_what_it_did(tmp_path):
     path = tmp_path / "learnings.md"
     compacted = [

@@ -143,7 +143,8 @@ def test_tasks_whose_planned_files_overlap_never_run_at_once(engine_for, ws, tmp
     assert engine.tick().action == "completed"
     started = {c["mt"]: c["t0"] for c in calls(log) if c["mt"].startswith("MT-")}
     integrated = {e["mt"]: _epoch(e["ts"]) for e in events(ws, "micro_task_integrated")}
-    assert abs(started["MT-001"] - started["MT-003"]) < 0.5  # T1 and T3 at once
+    # T1 and T3 at once: each started before the other was integrated (no clock bound)
+    assert started["MT-003"] < integrated["MT-001"] and started["MT-001"] < integrated["MT-003"]
     assert started["MT-002"] > integrated["MT-001"]  # T2 only after T1, which shares its file
 
 
@@ -183,8 +184,10 @@ def test_a_usage_limit_holds_the_tasks_of_its_level_and_the_mp_waits_for_one_res
     assert state["waiting"]["kind"] == "usage_limit" and state["status"] == "RUNNING"
     held = [e for e in events(ws, "micro_task_pause_requested") if e.get("level_name") == "limited"]
     assert {e["mt"] for e in held} == {"MT-001", "MT-002"}  # every task at that level
+    # The MP waits once, until the latest reset its held calls reported (two calls that hit the
+    # limit in different seconds each report their own)
     resets = {e["resume_at"] for e in events(ws, "micro_task_pause_requested")}
-    assert resets == {state["waiting"]["resume_at"]}  # one resume_at
+    assert max(resets) == state["waiting"]["resume_at"] and len(events(ws, "mp_waiting")) == 1
     tasks = {t["mt_id"]: t["status"] for t in progress(only_run(ws))["micro_tasks"]}
     assert tasks["MT-003"] == "completed"  # the other level's task went on
     assert tasks["MT-001"] == tasks["MT-002"] == "active"

@@ -36,8 +36,11 @@ def test_each_commit_is_the_agents_work_without_the_engines_files(repo):
     files = git(root, "show", "--name-only", "--format=", "HEAD").split()
     assert files == ["src.txt"] and not wb.leftovers()  # the scratch is not work left over
     assert "Evidence: SYSTEM/runs/run-1" in git(root, "log", "-1", "--format=%b")
-    wb.commit("MP-7.1 MT-002: nothing to do")  # an accepted MT is a commit, even an empty one
+    made = wb.commit("MP-7.1 MT-002: nothing to do")  # an accepted MT is a commit, even an empty one
     assert git(root, "log", "--format=%s", "-2").split("\n")[0] == "MP-7.1 MT-002: nothing to do"
+    # What the commit reports (the evidence learns from it): itself, its parent, both trees.
+    assert made.sha == git(root, "rev-parse", "HEAD").strip() and made.parent == git(root, "rev-parse", "HEAD^").strip()
+    assert made.tree == made.parent_tree == git(root, "rev-parse", "HEAD^{tree}").strip()
 
 
 def test_exact_work_fast_forwards_or_merges_and_other_work_stays_on_the_branch(repo):
@@ -127,7 +130,7 @@ def test_a_resumed_run_whose_worktree_is_gone_gets_it_back_on_its_branch_unchang
     work = WorkBranch(ws, "MP-9.4", "20261126T000000Z-MP-9.4")
     work.ensure()
     (work.path / "done.txt").write_text("done\n")
-    tip = work.commit("MP-9.4 MT-001: done", "Evidence: e")
+    tip = work.commit("MP-9.4 MT-001: done", "Evidence: e").sha
     work.remove()
     work.ensure(resumed=True)
     assert git(ws.root, "rev-parse", work.branch) == tip and (work.path / "done.txt").exists()
