@@ -100,6 +100,11 @@ class RepoConfig(Section):
             )
         if self.issues_label and self.forge_kind != "github":
             raise ValueError('issues_label needs a forge to read issues from (forge = "github")')
+        if self.issues_label and self.land != "pull_request":
+            raise ValueError(
+                'issues_label answers each issue with a pull request that fixes it: set land = "pull_request", '
+                "or remove issues_label"
+            )
         return self
 
     @property
