@@ -60,6 +60,7 @@ class RepoConfig(Section):
     merge: Literal["never", "when_green_and_approved"] = "never"
     issues_label: str = Field("", description="open issues with this label become agent MPs (empty: off)")
     taken_label: str = Field("mp-engine: taken", min_length=1, description="the label an issue gets once taken")
+    issues_poll: float = Field(300.0, gt=0, description="seconds between looks for issues with issues_label")
     checks: tuple[str, ...] = Field((), description="the checks of an MP made from an issue without a Validate section")
 
     @field_validator("token_env")
@@ -99,6 +100,11 @@ class RepoConfig(Section):
             )
         if self.issues_label and self.forge_kind != "github":
             raise ValueError('issues_label needs a forge to read issues from (forge = "github")')
+        if self.issues_label and self.land != "pull_request":
+            raise ValueError(
+                'issues_label answers each issue with a pull request that fixes it: set land = "pull_request", '
+                "or remove issues_label"
+            )
         return self
 
     @property

@@ -5,6 +5,8 @@ The inbox file is one slot, but MPs can arrive faster than they run:
     content is one MP (docs/PROTOCOL.md §2). When several arrive between two polls, or
     one arrives while another waits in the slot, the pull queues each older version here
     (kind `git`) before the slot takes the newest; they run first, in commit order;
+  - an issue taken from a forge (`[repos.NAME] issues_label`) becomes an MP queued here
+    (kind `issue`), and runs from the queue like a `git` one;
   - locally, a version a watcher saw complete while the engine was busy (kind `seen`),
     or one the engine held during a halt, is queued so that it cannot vanish: if it is
     still in the slot when its turn comes it runs from there, otherwise it was replaced
@@ -33,6 +35,8 @@ from mp_engine.inbox.header import sha256_hex
 GIT = "git"  # an older version from git history: runs, in commit order
 SLOT = "slot"  # the version a pull took out of the slot: runs from the slot if still there
 SEEN = "seen"  # a version seen locally: runs from the slot if still there, else SUPERSEDED
+ISSUE = "issue"  # an MP made from an issue (pipeline/issuing.py): runs from the queue, like `git`
+FROM_QUEUE = (GIT, ISSUE)  # the kinds that run from the queue, never from the slot
 KEEP_COMMITS = 500  # queued commits remembered after they left the queue
 
 

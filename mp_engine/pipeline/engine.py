@@ -52,6 +52,7 @@ from mp_engine.pipeline.claim import claim, reject, reopen
 from mp_engine.pipeline.context import Action, EngineContext, TickResult
 from mp_engine.pipeline.drive import drive
 from mp_engine.pipeline.finalize import finalize
+from mp_engine.pipeline.issuing import Issuing
 from mp_engine.pipeline.queued import take_queued
 from mp_engine.pipeline.reviewing import Reviewing
 from mp_engine.record import diagnosis as diag
@@ -120,6 +121,7 @@ class Engine:
             advise=agent.advise if config.diagnose.level else None,
         )
         self.reviews = Reviewing(self.ctx, self.repos)  # pull requests waiting for review (issue #41)
+        self.issues = Issuing(self.ctx, self.repos)  # issues labelled as work (issue #41)
         self._recovery_scan_done = False
         self._held_notice: tuple[Signature, str] | None = None
 
@@ -260,6 +262,7 @@ class Engine:
             and not cancel_requested(self.ws)
             and not answer_requested(self.ws)
             and not self.reviews.due()
+            and not self.issues.due()
         ):
             return TickResult(Action.WAITING if scan.entry else Action.IDLE, wait_until=self._wake(scan.wait_until))
         try:
@@ -307,6 +310,8 @@ class Engine:
             return self._resume(reviewed)  # a reviewer steered a pull request: its run goes on now
         if cancel_requested(self.ws) and (failed := synced.after_sync(self.ctx, settle_cancels(self.ctx))):
             return failed
+        if state.halt is None and self.issues.due() and not len(self.inbox.queue) and not self.ws.inbox_file.exists():
+            self.issues.look()  # nothing else waits: the oldest waiting issue, queued as an MP (issuing.py)
         return self._take_from_inbox(state)
 
     def _open_runs(self, state: SessionState) -> list[RunArchive]:
@@ -350,8 +355,8 @@ class Engine:
         return drive(self.ctx, run, ledger, verdict.mp, verdict.executor)
 
     def _wake(self, inbox: float | None) -> float | None:
-        """When a pass is next due: the inbox's time, or the next look at the pull requests."""
-        times = [t for t in (inbox, self.reviews.wait_until()) if t is not None]
+        """When a pass is next due: the inbox's time, or the next look at the forge."""
+        times = [t for t in (inbox, self.reviews.wait_until(), self.issues.wait_until()) if t is not None]
         return min(times) if times else None
 
     def _hold(self, state: SessionState, entry: Entry, why: str) -> TickResult:

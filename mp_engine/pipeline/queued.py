@@ -16,7 +16,7 @@ from mp_engine.core.errors import InvalidMPError
 from mp_engine.execute.base import Executor
 from mp_engine.inbox.header import sha256_hex
 from mp_engine.inbox.mpfile import MicroProject, parse
-from mp_engine.inbox.queue import GIT, SEEN, Queued
+from mp_engine.inbox.queue import FROM_QUEUE, SEEN, Queued
 from mp_engine.pipeline.admit import Admitted, Held, Refused, admit
 from mp_engine.pipeline.claim import claim
 from mp_engine.pipeline.context import Action, EngineContext, TickResult
@@ -34,7 +34,7 @@ def take_queued(ctx: EngineContext, state: SessionState, executors: Mapping[str,
     slot = ctx.inbox.waiting_bytes()
     slot_sha = sha256_hex(slot) if slot is not None else None
     for q in ctx.inbox.queue.entries():
-        if q.kind != GIT and q.sha256 == slot_sha:
+        if q.kind not in FROM_QUEUE and q.sha256 == slot_sha:
             continue  # still in the slot: it runs from there, in its turn
         try:
             data = q.data()

@@ -24,7 +24,7 @@ from mp_engine.core.workspace import RUN_LEDGER, Workspace
 from mp_engine.daemon.health import read_last_sync_ok
 from mp_engine.inbox.kinds import EntryKind, slot
 from mp_engine.inbox.mpfile import parse_head
-from mp_engine.inbox.queue import GIT, SEEN, MPQueue
+from mp_engine.inbox.queue import FROM_QUEUE, SEEN, MPQueue
 from mp_engine.record import journal
 from mp_engine.record.digest import read_result
 from mp_engine.sync.heartbeat import last_beat_at
@@ -158,7 +158,7 @@ class Documents:
         out = []
         in_slot = self.slot_sha256()
         for q in MPQueue(self.ws.local_dir / "queue").entries():
-            if q.kind != GIT and q.sha256 == in_slot:
+            if q.kind not in FROM_QUEUE and q.sha256 == in_slot:
                 continue
             entry: dict[str, Any] = {
                 "id": q.id,

@@ -112,3 +112,10 @@ def test_a_repository_from_the_environment(tmp_path):
 def test_a_url_with_a_token_in_it_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="url carries a password or token"):
         load(tmp_path, '[repos.app]\nurl = "https://x-access-token:ghp_abc@github.com/me/app.git"\ntoken_env = "T"\n')
+
+
+def test_issues_as_a_source_answer_with_a_pull_request_and_poll_every_five_minutes(tmp_path):
+    repo = load(tmp_path, APP + 'issues_label = "mp-engine"\n').repos["app"]
+    assert (repo.issues_poll, repo.taken_label, repo.checks) == (300.0, "mp-engine: taken", ())
+    with pytest.raises(ConfigError, match='set land = "pull_request"'):
+        load(tmp_path, APP + 'issues_label = "mp-engine"\nland = "branch"\n')
