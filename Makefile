@@ -8,7 +8,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
-# test workers (pytest-xdist); JOBS=0 runs the suite in one process (pdb, -x, --lf)
+# test workers (pytest-xdist; a worker that is done takes tests from a busy one: the slow
+# conformance and fleet tests do not leave one worker alone at the end); JOBS=0 runs the
+# suite in one process (pdb, -x, --lf)
 JOBS ?= 2
 DASHBOARD ?= 127.0.0.1:8470
 
@@ -25,7 +27,7 @@ run: $(STAMP)
 # discovery broke (wrong directory, import error in conftest); fail loudly instead of
 # letting CI go green on zero tests.
 test: $(STAMP) lint
-	@$(BIN)/python -m pytest -n $(JOBS) $(PYTEST_ARGS); rc=$$?; \
+	@$(BIN)/python -m pytest -n $(JOBS) --dist worksteal $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then \
 		echo "make test: pytest collected no tests (exit 5); expected the suite under tests/" >&2; exit 1; \
 	fi; exit $$rc
