@@ -10,15 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mp_engine.agent.run import answers
 from mp_engine.agent.run.steps import AgentSteps
-from mp_engine.agent.state.apply import apply
 from mp_engine.agent.state.kinds import Effect, RecordKind
 from mp_engine.agent.state.model import RunState
 from mp_engine.core.atomic import append_durable
 from mp_engine.core.clock import now_iso
 
 FILE = "reviews.jsonl"  # in the run's agent/ directory
-STEP = "pr_review"
 
 
 def add(run_dir: Path, *, number: int, url: str, keys: list[str], authors: list[str], text: str) -> int:
@@ -32,23 +31,14 @@ def add(run_dir: Path, *, number: int, url: str, keys: list[str], authors: list[
 
 
 def received(run_dir: Path) -> list[dict[str, Any]]:
-    try:
-        lines = (run_dir / "agent" / FILE).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    return [json.loads(line) for line in lines if line.strip()]
+    return answers.received(run_dir, FILE)
 
 
 def take(state: RunState, steps: AgentSteps, run_dir: Path) -> list[Effect]:
     """Each review round the ledger has no step for yet: its `PR-REVIEW-<n>` step, applied."""
-    effects: list[Effect] = []
-    for n, entry in enumerate(received(run_dir), 1):
-        step_id = f"PR-REVIEW-{n}"
-        done = steps.ledger.step(step_id)
-        if done is not None and done.status.value == "completed":
-            continue
-        step = steps.start(step_id, STEP, step_id, " ".join(entry["keys"]))
-        rec = {**entry, "ok": True, "seq": state.applied + 1}
-        steps.finish(step, rec, ok=True)
-        effects += apply(state, RecordKind.PR_REVIEW, rec)
-    return effects
+    entries = received(run_dir)
+    return answers.take_each(state, steps, entries, "PR-REVIEW", RecordKind.PR_REVIEW, _said)
+
+
+def _said(step_id: str, entry: dict[str, Any]) -> tuple[str, str]:
+    return step_id, " ".join(entry["keys"])
